@@ -1,0 +1,65 @@
+# The one entry point: `make dev`, `make test`, `make lint`, `make demo`, `make bench`.
+# Every target installs what it needs into .venv (and Go builds into ~/.cache/cliques) and
+# reuses what is already there.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := $(VENV)/.stamps
+RUST_SOURCES := $(shell find rust/core/src rust/py/src -name '*.rs' 2>/dev/null) \
+                Cargo.toml rust/core/Cargo.toml rust/py/Cargo.toml
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: dev test lint fmt unit integration cargo-test demo bench clean
+
+dev: $(STAMPS)/ext
+
+$(STAMPS)/venv:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "cliques needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	mkdir -p $(STAMPS) && touch $@
+
+$(STAMPS)/deps: $(STAMPS)/venv pyproject.toml
+	$(PY) scripts/install_deps.py
+	touch $@
+
+$(STAMPS)/ext: $(STAMPS)/deps $(RUST_SOURCES)
+	$(VENV)/bin/maturin develop --release
+	$(PY) -c 'import cliques._core'
+	touch $@
+
+lint: dev
+	$(VENV)/bin/ruff check python tests bench scripts
+	$(VENV)/bin/ruff format --check python tests bench scripts
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest cliques._core
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+fmt: dev
+	$(VENV)/bin/ruff format python tests bench scripts
+	$(VENV)/bin/ruff check --fix python tests bench scripts
+	cargo fmt --all
+
+cargo-test:
+	cargo test --workspace --quiet
+
+unit: dev
+	$(PY) -m pytest -q tests/unit
+
+integration: dev
+	$(PY) -m pytest -q tests/integration
+
+test: lint cargo-test
+	$(PY) -m pytest -q tests
+
+demo: dev
+	$(VENV)/bin/cliques demo
+
+bench: dev
+	$(VENV)/bin/cliques bench hash
+
+clean:
+	rm -rf $(VENV) target
