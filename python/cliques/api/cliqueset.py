@@ -1,0 +1,136 @@
+"""The CliqueSet resource (`cliques.dev/v1alpha1`) as msgspec Structs.
+
+A CliqueSet is what a user writes: `spec.replicas` gangs, each made of the cliques (roles)
+listed in `spec.template.cliques`. The Structs mirror the CRD in
+`deploy/crds/cliquesets.cliques.dev.yaml` field for field, with the same defaults, so a
+CliqueSet decoded from a manifest that the API server has not defaulted yet reads the same
+as one read back from the server; encoding omits the fields at their default, and the API
+server fills them in again.
+
+A pod template stays a plain `dict[str, Any]`: the operator never interprets a PodSpec
+beyond the few fields it injects, and the canonical template hash (`cliques.hashing`)
+works on exactly the JSON the user wrote.
+
+Status Structs encode every field, zeros included: whichever way a controller writes the
+status (a replace, a merge patch, a server-side apply), a count that falls to 0 is written
+as 0 and not left at its old value.
+
+Neighbours: `meta` (ObjectMeta, Condition), `clique` (the per-gang children).
+"""
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from cliques.api import labels
+from cliques.api.meta import Condition, ListMeta, ObjectMeta
+
+StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
+UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
+
+STARTUP_ANY_ORDER: Final = "AnyOrder"
+STARTUP_IN_ORDER: Final = "InOrder"
+STARTUP_EXPLICIT: Final = "Explicit"
+
+UPDATE_ROLLING: Final = "RollingUpdate"
+UPDATE_RECREATE: Final = "Recreate"
+
+# The condition types a CliqueSet reports, and the reasons the controllers give.
+CONDITION_AVAILABLE: Final = "Available"
+CONDITION_PROGRESSING: Final = "Progressing"
+CONDITION_DEGRADED: Final = "Degraded"
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+
+
+class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once."""
+
+    type: UpdateStrategyType = "RollingUpdate"
+    max_unavailable: int = 1
+
+
+class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """One clique (role) of every gang: its pod count, readiness bar and pod template."""
+
+    name: str
+    replicas: int = 1
+    #: Ready pods the clique needs to count as available; None means `replicas`.
+    min_available: int | None = None
+    #: Names of the cliques of the same gang this one waits for (startupType Explicit).
+    starts_after: list[str] = msgspec.field(default_factory=list)
+    #: A PodTemplateSpec (`metadata`, `spec`), kept as the JSON the user wrote.
+    template: dict[str, Any]
+
+    @property
+    def effective_min_available(self) -> int:
+        """`min_available`, or `replicas` where it is not set."""
+        return self.replicas if self.min_available is None else self.min_available
+
+
+class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The gang template: its cliques, in the order `InOrder` starts them."""
+
+    cliques: list[CliqueTemplate]
+
+
+class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The desired state of a CliqueSet."""
+
+    replicas: int = 1
+    startup_type: StartupType = "AnyOrder"
+    update_strategy: UpdateStrategy = msgspec.field(default_factory=UpdateStrategy)
+    headless_service: bool = True
+    template: CliqueSetTemplate
+
+    def clique(self, name: str) -> CliqueTemplate | None:
+        """The clique template called `name`, or None."""
+        for clique in self.template.cliques:
+            if clique.name == name:
+                return clique
+        return None
+
+
+class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
+    """The observed state of a CliqueSet, computed from its Cliques by its own controller.
+
+    Counts are in gangs: a gang is ready when every clique has `minAvailable` ready pods,
+    updated when every clique runs the current template hash, available when ready and not
+    being rolled.
+    """
+
+    observed_generation: int = 0
+    replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    updated_replicas: int = 0
+    template_hash: str = ""
+    hash_algorithm: int = 0
+    #: The label selector of the CliqueSet's pods, serialized, for the scale subresource.
+    selector: str = ""
+    conditions: list[Condition] = msgspec.field(default_factory=list)
+
+
+class CliqueSet(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A CliqueSet object. `api_version` and `kind` are filled in when absent."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CliqueSetSpec
+    status: CliqueSetStatus | None = None
+
+    def __post_init__(self) -> None:
+        # Defaults of "" and a fill-in here, rather than defaults of the real values: with
+        # omit_defaults a field at its default is left out, and an object must always
+        # carry its apiVersion and kind. List items may arrive without them.
+        if not self.api_version:
+            self.api_version = labels.API_VERSION
+        if not self.kind:
+            self.kind = labels.KIND_CLIQUESET
+
+
+class CliqueSetList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The body of a LIST of CliqueSets."""
+
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[CliqueSet] = msgspec.field(default_factory=list)

@@ -1,0 +1,128 @@
+"""Names shared by the operator and everything it creates: labels, annotations, env, naming.
+
+Every string that appears on a Kubernetes object the operator writes lives here, so the
+controllers (`cliques.controllers`), the informers' label selectors (`cliques.kube`) and the
+tests agree on one spelling. The naming helpers build the deterministic names of DESIGN §2
+and refuse, with a `ValueError` naming the piece at fault, a name Kubernetes would reject:
+
+    Clique   <cliqueset>-<gang index>-<clique name>     object name, <= 253
+    Pod      <clique object name>-<pod index>           object name, <= 253
+    hostname <clique name>-<pod index>                  DNS-1123 label, <= 63
+    Service  <cliqueset>-<gang index>                   DNS-1035 label, <= 63 (pod subdomain)
+
+The CRD schema bounds the inputs (`MAX_CLIQUESET_NAME_LENGTH`, `MAX_CLIQUE_NAME_LENGTH`, int32
+counts) so that these checks never fire for an object the API server accepted; they are the
+last line of defence, not the validation users see. This module imports nothing from the
+rest of `cliques`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+GROUP: Final = "cliques.dev"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND_CLIQUESET: Final = "CliqueSet"
+KIND_CLIQUE: Final = "Clique"
+
+#: The field manager for every server-side apply and update the operator sends.
+FIELD_MANAGER: Final = "cliques-operator"
+
+# Labels on every object a CliqueSet owns (Cliques, Pods, Services).
+LABEL_CLIQUESET: Final = f"{GROUP}/cliqueset"
+LABEL_GANG_INDEX: Final = f"{GROUP}/gang-index"
+LABEL_CLIQUE: Final = f"{GROUP}/clique"
+LABEL_POD_INDEX: Final = f"{GROUP}/pod-index"
+LABEL_TEMPLATE_HASH: Final = f"{GROUP}/template-hash"
+LABEL_BUCKET: Final = f"{GROUP}/bucket"
+
+#: The version of the template-hash algorithm that produced `LABEL_TEMPLATE_HASH`.
+ANNOTATION_HASH_ALGORITHM: Final = f"{GROUP}/hash-algorithm"
+
+# Environment injected into every container of every pod.
+ENV_SET: Final = "CLIQUES_SET"
+ENV_GANG_INDEX: Final = "CLIQUES_GANG_INDEX"
+ENV_CLIQUE: Final = "CLIQUES_CLIQUE"
+ENV_POD_INDEX: Final = "CLIQUES_POD_INDEX"
+ENV_CLIQUE_SIZE: Final = "CLIQUES_CLIQUE_SIZE"
+ENV_LEADER_ADDRESS: Final = "CLIQUES_LEADER_ADDRESS"
+
+#: Longest DNS-1123 label: a hostname, a Service name, a label value.
+MAX_LABEL_LENGTH: Final = 63
+#: Longest object name (DNS-1123 subdomain).
+MAX_OBJECT_NAME_LENGTH: Final = 253
+#: Longest clique (role) name; the CRD enforces it.
+MAX_CLIQUE_NAME_LENGTH: Final = 20
+#: Longest CliqueSet name; the CRD enforces it. 52 = 63 - len("-") - len(str(2**31 - 1)),
+#: so the gang Service `<cliqueset>-<gang index>` is a DNS-1035 label for every int32 index.
+MAX_CLIQUESET_NAME_LENGTH: Final = 52
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _check_index(what: str, index: int) -> None:
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"{what} must be a non-negative int, got {index!r}")
+
+
+def _check(name: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
+    if len(name) > limit:
+        raise ValueError(f"{what} {name!r} is {len(name)} characters long, more than {limit}")
+    if not pattern.fullmatch(name):
+        raise ValueError(f"{what} {name!r} is not a valid DNS name ({pattern.pattern})")
+    return name
+
+
+def clique_name(cliqueset: str, gang_index: int, clique: str) -> str:
+    """The Clique object name `<cliqueset>-<gang index>-<clique>`."""
+    _check_index("gang index", gang_index)
+    return _check(
+        f"{cliqueset}-{gang_index}-{clique}",
+        _DNS1123_SUBDOMAIN,
+        MAX_OBJECT_NAME_LENGTH,
+        "Clique name",
+    )
+
+
+def pod_name(clique_object_name: str, pod_index: int) -> str:
+    """The Pod name `<clique object name>-<pod index>`."""
+    _check_index("pod index", pod_index)
+    return _check(
+        f"{clique_object_name}-{pod_index}",
+        _DNS1123_SUBDOMAIN,
+        MAX_OBJECT_NAME_LENGTH,
+        "Pod name",
+    )
+
+
+def pod_hostname(clique: str, pod_index: int) -> str:
+    """The pod's `spec.hostname`, `<clique>-<pod index>`: a DNS-1123 label."""
+    _check_index("pod index", pod_index)
+    return _check(f"{clique}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname")
+
+
+def gang_service_name(cliqueset: str, gang_index: int) -> str:
+    """The gang's headless Service (and its pods' `spec.subdomain`): a DNS-1035 label."""
+    _check_index("gang index", gang_index)
+    return _check(
+        f"{cliqueset}-{gang_index}", _DNS1035_LABEL, MAX_LABEL_LENGTH, "gang Service name"
+    )
+
+
+def pod_address(
+    clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
+) -> str:
+    """The stable DNS name of a pod: `<hostname>.<gang service>.<namespace>.svc`.
+
+    This is what `CLIQUES_LEADER_ADDRESS` holds for pod 0 of the gang's first clique. The
+    cluster domain is left off so the name resolves through the pod's search path in any
+    cluster, whatever its domain.
+    """
+    return (
+        f"{pod_hostname(clique, pod_index)}."
+        f"{gang_service_name(cliqueset, gang_index)}.{namespace}.svc"
+    )

@@ -1,0 +1,98 @@
+"""The Kubernetes object plumbing that every cliques type shares: metadata and conditions.
+
+Slim msgspec Structs for `metav1.ObjectMeta`, `metav1.OwnerReference`, `metav1.ListMeta` and
+`metav1.Condition`, holding only the fields the operator reads or writes. Decoding ignores
+every other field, so a full object from the API server decodes cheaply; encoding with
+`omit_defaults` leaves out empty fields, so an object built here (no `uid`, no
+`resourceVersion`) is valid in a create or a server-side apply.
+
+Timestamps stay RFC 3339 strings as the API server sends them: the hot path (an informer
+decoding thousands of pods) never parses a date, and `format_time` writes one.
+
+Neighbours: `cliqueset`, `clique` and `pod` build on these; `cliques.kube` decodes lists
+and watch events with them.
+"""
+
+import datetime
+from typing import Final, Literal
+
+import msgspec
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+CONDITION_TRUE: Final = "True"
+CONDITION_FALSE: Final = "False"
+CONDITION_UNKNOWN: Final = "Unknown"
+
+
+class OwnerReference(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`metav1.OwnerReference`: who owns (and garbage-collects) an object."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`metav1.ObjectMeta`, the fields the operator uses; the rest are ignored on decode."""
+
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
+    finalizers: list[str] = msgspec.field(default_factory=list)
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+
+    def controller_ref(self) -> OwnerReference | None:
+        """The owner reference with `controller: true`, if any."""
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+
+class ListMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`metav1.ListMeta`: where a list was read, and how to fetch its next page."""
+
+    resource_version: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+    remaining_item_count: int | None = None
+
+
+class Condition(msgspec.Struct, kw_only=True, rename="camel"):
+    """`metav1.Condition`, as in the status of a CliqueSet or a Clique.
+
+    Every field is always encoded (no `omit_defaults`): the CRD, like upstream, requires
+    `type`, `status`, `reason`, `message` and `lastTransitionTime`, and `reason` must be a
+    non-empty CamelCase word.
+    """
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str = ""
+    last_transition_time: str
+    observed_generation: int = 0
+
+
+def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
+    """The condition of type `type_` in `conditions`, or None."""
+    for condition in conditions:
+        if condition.type == type_:
+            return condition
+    return None
+
+
+def format_time(when: datetime.datetime) -> str:
+    """An aware datetime as Kubernetes writes a `metav1.Time`: UTC, whole seconds, `Z`."""
+    if when.tzinfo is None:
+        raise ValueError("format_time needs an aware datetime (with tzinfo)")
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,71 @@
+"""A slim, read-only view of a core/v1 Pod: the few fields the operator reads.
+
+A worker decodes every pod of its buckets on every list and watch event, so this view
+holds only what the Clique controller needs (identity, labels, owner, deletion, where the
+pod runs, whether it is ready) and msgspec skips everything else in the JSON without
+building it. The operator never writes a Pod from this Struct: it creates pods from the
+Clique's template (a dict) with its labels and env added.
+"""
+
+from typing import Final
+
+import msgspec
+
+from cliques.api.meta import ListMeta, ObjectMeta
+
+PHASE_PENDING: Final = "Pending"
+PHASE_RUNNING: Final = "Running"
+PHASE_SUCCEEDED: Final = "Succeeded"
+PHASE_FAILED: Final = "Failed"
+PHASE_UNKNOWN: Final = "Unknown"
+
+
+class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`corev1.PodCondition`, without its timestamps and messages."""
+
+    type: str
+    status: str
+    reason: str = ""
+
+
+class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The three PodSpec fields the operator reads."""
+
+    hostname: str = ""
+    subdomain: str = ""
+    node_name: str = ""
+
+
+class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The PodStatus fields the operator reads."""
+
+    phase: str = ""
+    conditions: list[PodCondition] = msgspec.field(default_factory=list)
+    pod_ip: str = msgspec.field(default="", name="podIP")
+
+
+class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A Pod, slim: metadata, three spec fields and its readiness."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+    @property
+    def is_ready(self) -> bool:
+        """The pod has condition Ready=True and is not being deleted."""
+        if self.metadata.deletion_timestamp is not None:
+            return False
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+    @property
+    def is_terminal(self) -> bool:
+        """The pod has finished (Succeeded or Failed) and will not run again."""
+        return self.status.phase in (PHASE_SUCCEEDED, PHASE_FAILED)
+
+
+class PodList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The body of a LIST of Pods."""
+
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Pod] = msgspec.field(default_factory=list)
