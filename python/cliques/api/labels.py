@@ -80,6 +80,9 @@ def _check(name: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
 def clique_name(cliqueset: str, gang_index: int, clique: str) -> str:
     """The Clique object name `<cliqueset>-<gang index>-<clique>`."""
     _check_index("gang index", gang_index)
+    # Both pieces are label values on every object of the gang, so each must be a label.
+    _check(cliqueset, _DNS1123_LABEL, MAX_LABEL_LENGTH, "CliqueSet name")
+    _check(clique, _DNS1123_LABEL, MAX_LABEL_LENGTH, "clique name")
     return _check(
         f"{cliqueset}-{gang_index}-{clique}",
         _DNS1123_SUBDOMAIN,

@@ -1,0 +1,246 @@
+"""The CRDs in deploy/crds, checked offline: structural-schema essentials, and agreement with
+the msgspec Structs of cliques.api (field names, defaults). The API server's own verdict on
+them is in tests/integration/test_crd_validation.py."""
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from cliques import api
+from cliques.api import labels
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+Schema = dict[str, Any]
+
+
+def load(name: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / name).read_text())
+    assert isinstance(crd, dict)
+    return crd
+
+
+CLIQUESET = load("cliquesets.cliques.dev.yaml")
+CLIQUE = load("cliques.cliques.dev.yaml")
+BOTH = pytest.mark.parametrize("crd", [CLIQUESET, CLIQUE], ids=["CliqueSet", "Clique"])
+
+
+def version(crd: dict[str, Any]) -> dict[str, Any]:
+    (only,) = crd["spec"]["versions"]
+    assert isinstance(only, dict)
+    return only
+
+
+def root(crd: dict[str, Any]) -> Schema:
+    schema = version(crd)["schema"]["openAPIV3Schema"]
+    assert isinstance(schema, dict)
+    return schema
+
+
+def walk(schema: Schema, path: str = "") -> Iterator[tuple[str, Schema]]:
+    """Every schema node with its path (`.spec.template.cliques[]`)."""
+    yield path, schema
+    for name, child in schema.get("properties", {}).items():
+        yield from walk(child, f"{path}.{name}")
+    if "items" in schema:
+        yield from walk(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from walk(schema["additionalProperties"], f"{path}{{}}")
+
+
+def node(crd: dict[str, Any], path: str) -> Schema:
+    for at, schema in walk(root(crd)):
+        if at == path:
+            return schema
+    raise KeyError(path)
+
+
+def test_the_directory_holds_exactly_the_two_crds() -> None:
+    assert sorted(p.name for p in CRDS.glob("*.yaml")) == [
+        "cliques.cliques.dev.yaml",
+        "cliquesets.cliques.dev.yaml",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("crd", "kind", "plural", "short"),
+    [(CLIQUESET, "CliqueSet", "cliquesets", "cqs"), (CLIQUE, "Clique", "cliques", "cq")],
+)
+def test_names_scope_and_subresources(
+    crd: dict[str, Any], kind: str, plural: str, short: str
+) -> None:
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert crd["metadata"]["name"] == f"{plural}.{labels.GROUP}"
+    spec = crd["spec"]
+    assert spec["group"] == labels.GROUP
+    assert spec["scope"] == "Namespaced"
+    names = spec["names"]
+    assert (names["kind"], names["listKind"], names["plural"]) == (kind, f"{kind}List", plural)
+    assert names["singular"] == kind.lower()
+    assert names["shortNames"] == [short]
+    assert names["categories"] == ["cliques"]
+    v = version(crd)
+    assert (v["name"], v["served"], v["storage"]) == (labels.VERSION, True, True)
+    assert v["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
+
+
+@BOTH
+def test_every_node_is_structural(crd: dict[str, Any]) -> None:
+    for path, schema in walk(root(crd)):
+        assert schema.get("type") in {"object", "array", "string", "integer", "boolean"}, path
+        if schema["type"] == "array":
+            assert "items" in schema, path
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            assert schema["type"] == "object", path
+        for name in schema.get("required", []):
+            assert name in schema.get("properties", {}), f"{path}: required {name} undeclared"
+        # Defaults must satisfy the node they sit on (the API server checks this too).
+        if "default" in schema and schema["type"] == "integer":
+            assert schema["default"] >= schema.get("minimum", schema["default"]), path
+        if "enum" in schema and "default" in schema:
+            assert schema["default"] in schema["enum"], path
+    assert root(crd)["properties"]["metadata"] == {"type": "object"}
+
+
+@BOTH
+def test_map_lists_are_keyed_by_required_fields(crd: dict[str, Any]) -> None:
+    found = 0
+    for path, schema in walk(root(crd)):
+        if schema.get("x-kubernetes-list-type") == "map":
+            found += 1
+            items = schema["items"]
+            assert items["type"] == "object", path
+            for key in schema["x-kubernetes-list-map-keys"]:
+                assert key in items.get("required", []) or "default" in items["properties"][key]
+        elif "x-kubernetes-list-map-keys" in schema:
+            pytest.fail(f"{path}: list-map-keys without listType map")
+    assert found >= 2  # cliques or containers, and conditions
+
+
+@BOTH
+def test_cel_rules_are_well_formed_and_bounded(crd: dict[str, Any]) -> None:
+    rules = 0
+    for path, schema in walk(root(crd)):
+        for rule in schema.get("x-kubernetes-validations", []):
+            rules += 1
+            assert set(rule) <= {"rule", "message", "messageExpression", "fieldPath", "reason"}
+            assert rule["message"], path
+            assert "\n" not in rule["message"], path
+            if "fieldPath" in rule:
+                # The field must exist below the node the rule is on.
+                assert re.fullmatch(r"(\.[A-Za-z]+)+", rule["fieldPath"]), path
+                node(crd, path + rule["fieldPath"])
+            assert rule.get("reason", "FieldValueInvalid") == "FieldValueInvalid", path
+    assert rules >= 2
+    # The CEL cost estimator needs bounds on every list and string the rules walk.
+    for path in (
+        ".spec.template.cliques",
+        ".spec.template.cliques[].startsAfter",
+        ".spec.startsAfter",
+    ):
+        try:
+            schema = node(crd, path)
+        except KeyError:
+            continue
+        assert "maxItems" in schema, path
+        if schema["items"]["type"] == "string":
+            assert "maxLength" in schema["items"], path
+
+
+def test_cliqueset_bounds() -> None:
+    cliques = node(CLIQUESET, ".spec.template.cliques")
+    assert (cliques["minItems"], cliques["maxItems"]) == (1, 16)
+    assert cliques["x-kubernetes-list-map-keys"] == ["name"]
+    name = cliques["items"]["properties"]["name"]
+    assert name["maxLength"] == labels.MAX_CLIQUE_NAME_LENGTH
+    assert (
+        node(CLIQUESET, ".spec.template.cliques[].startsAfter")["x-kubernetes-list-type"] == "set"
+    )
+    rules = " ".join(r["rule"] for r in root(CLIQUESET)["x-kubernetes-validations"])
+    assert f"<= {labels.MAX_CLIQUESET_NAME_LENGTH}" in rules
+    for path in (
+        ".spec.replicas",
+        ".spec.template.cliques[].replicas",
+        ".spec.template.cliques[].minAvailable",
+    ):
+        assert node(CLIQUESET, path)["minimum"] == 0, path
+        assert node(CLIQUESET, path)["format"] == "int32", path
+    containers = node(CLIQUESET, ".spec.template.cliques[].template.spec.containers")
+    assert containers["minItems"] == 1
+    assert node(CLIQUESET, ".spec.template.cliques[].template.spec")["required"] == ["containers"]
+
+
+# ---- The Structs and the CRDs agree --------------------------------------------------------
+
+
+def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]:
+    info = msgspec.inspect.type_info(cls)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return {f.encode_name: f for f in info.fields}
+
+
+@pytest.mark.parametrize(
+    ("crd", "path", "cls"),
+    [
+        (CLIQUESET, ".spec", api.CliqueSetSpec),
+        (CLIQUESET, ".spec.updateStrategy", api.UpdateStrategy),
+        (CLIQUESET, ".spec.template", api.CliqueSetTemplate),
+        (CLIQUESET, ".spec.template.cliques[]", api.CliqueTemplate),
+        (CLIQUESET, ".status", api.CliqueSetStatus),
+        (CLIQUESET, ".status.conditions[]", api.Condition),
+        (CLIQUE, ".spec", api.CliqueSpec),
+        (CLIQUE, ".status", api.CliqueStatus),
+        (CLIQUE, ".status.conditions[]", api.Condition),
+    ],
+)
+def test_structs_match_the_schema(
+    crd: dict[str, Any], path: str, cls: type[msgspec.Struct]
+) -> None:
+    schema = node(crd, path)
+    fields = struct_fields(cls)
+    assert set(fields) == set(schema["properties"]), path
+    for name, field in fields.items():
+        prop = schema["properties"][name]
+        where = f"{path}.{name}"
+        if "default" in prop:
+            default = field.default
+            if default is msgspec.NODEFAULT and field.default_factory is not msgspec.NODEFAULT:
+                default = msgspec.to_builtins(field.default_factory())
+            assert default == prop["default"], where
+        elif path.startswith(".spec") and field.required is False:
+            # No CRD default: the Python default must mean "absent".
+            assert field.default in (None, msgspec.NODEFAULT), where
+        if path.startswith(".spec"):
+            assert field.required == (name in schema.get("required", [])), where
+        elif name in schema.get("required", []):
+            # Required by the CRD: the Struct must always encode it.
+            assert field.required or not cls.__struct_config__.omit_defaults, where
+        if "enum" in prop:
+            literal = field.type
+            assert isinstance(literal, msgspec.inspect.LiteralType), where
+            assert set(literal.values) == set(prop["enum"]), where
+
+
+@pytest.mark.parametrize("crd", [CLIQUESET, CLIQUE], ids=["CliqueSet", "Clique"])
+def test_printer_columns_point_at_schema_fields(crd: dict[str, Any]) -> None:
+    columns = version(crd)["additionalPrinterColumns"]
+    names = [c["name"] for c in columns]
+    assert names[:3] == ["Replicas", "Ready", "Updated"]
+    assert names[-1] == "Age"
+    for column in columns:
+        path = column["jsonPath"]
+        if path.startswith(".metadata"):
+            continue
+        path = re.sub(r"\[\?\(.*\)\]", "[]", path)
+        assert node(crd, path), path
