@@ -1,0 +1,397 @@
+"""The API client: kubernetes-asyncio for config, auth and TLS; msgspec for bodies.
+
+kubernetes-asyncio loads the kubeconfig (or the in-cluster service account), builds the TLS
+context and the aiohttp session and refreshes tokens; this module sends requests on that
+session itself so that bodies are decoded by msgspec straight from the response bytes into
+the slim Structs of `cliques.api` (no generated-model deserialization on the hot path).
+
+It also owns the client-side behaviour every controller relies on: a QPS/burst token bucket,
+429 answers retried after the server's `Retry-After`, failures raised as the typed errors of
+`cliques.kube.errors`, and request metrics by verb and code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal, TypeVar
+
+import aiohttp
+import msgspec
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from cliques import metrics
+from cliques.kube import errors, ratelimit
+from cliques.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+MAX_429_RETRIES = 10
+MAX_RETRY_AFTER = 30.0
+
+
+class WatchEvent(msgspec.Struct):
+    """One line of a watch stream; the object is decoded later, by its informer's type."""
+
+    type: str
+    object: msgspec.Raw
+
+
+_WATCH_EVENT = msgspec.json.Decoder(WatchEvent)
+_ENCODER = msgspec.json.Encoder()
+
+
+class KubeClient:
+    """An async client for one API server. Create with `await KubeClient.connect(...)`."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        field_manager: str = "cliques-operator",
+        user_agent: str = "cliques-operator",
+    ) -> None:
+        self._api = api_client
+        self._cfg = api_client.configuration
+        self.host: str = self._cfg.host.rstrip("/")
+        self._session: aiohttp.ClientSession = api_client.rest_client.pool_manager
+        self._server_hostname: str | None = api_client.rest_client.server_hostname
+        self.limiter = ratelimit.TokenBucket(qps, burst)
+        self.field_manager = field_manager
+        self.user_agent = user_agent
+        self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+    @classmethod
+    async def connect(
+        cls,
+        kubeconfig: str | None = None,
+        *,
+        context: str | None = None,
+        qps: float = 50.0,
+        burst: int = 100,
+        field_manager: str = "cliques-operator",
+        max_connections: int = 64,
+    ) -> KubeClient:
+        """Load the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config) or in-cluster."""
+        cfg = k8s_client.Configuration()
+        if kubeconfig is None:
+            try:
+                k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except k8s_config.ConfigException:
+                await k8s_config.load_kube_config(context=context, client_configuration=cfg)
+        else:
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=cfg
+            )
+        cfg.connection_pool_maxsize = max_connections
+        api = k8s_client.ApiClient(cfg)
+        return cls(api, qps=qps, burst=burst, field_manager=field_manager)
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
+        dec = self._decoders.get(type_)
+        if dec is None:
+            dec = self._decoders[type_] = msgspec.json.Decoder(type_)
+        return dec
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
+        return headers
+
+    async def request(
+        self,
+        verb: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        sub: str = "",
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> bytes:
+        """Send one request; return the body bytes of a 2xx answer or raise ApiError."""
+        path = resource.path(namespace, name, sub)
+        url = self.host + path
+        method = _METHODS[verb]
+        headers = await self._headers(content_type if body is not None else None)
+        for attempt in range(MAX_429_RETRIES + 1):
+            await self.limiter.acquire()
+            started = time.perf_counter()
+            async with self._session.request(
+                method,
+                url,
+                params=query,
+                data=body,
+                headers=headers,
+                server_hostname=self._server_hostname,
+            ) as resp:
+                data = await resp.read()
+                status = resp.status
+                retry_after = resp.headers.get("Retry-After")
+            metrics.API_LATENCY.labels(verb).observe(time.perf_counter() - started)
+            metrics.API_REQUESTS.labels(verb, resource.plural, str(status)).inc()
+            if status < 300:
+                return data
+            if status == 429 and attempt < MAX_429_RETRIES:
+                delay = _retry_after_seconds(retry_after, attempt)
+                metrics.API_THROTTLED.labels(resource.plural).inc()
+                log.info("429 on %s %s: retrying after %.2fs", verb, path, delay)
+                await asyncio.sleep(delay)
+                continue
+            raise errors.from_response(status, data, verb=verb, path=path)
+        raise AssertionError("unreachable")
+
+    # -- verbs ------------------------------------------------------------------------------
+
+    async def get(self, resource: Resource, namespace: str | None, name: str, type_: type[T]) -> T:
+        data = await self.request("get", resource, namespace=namespace, name=name)
+        result: T = self.decoder(type_).decode(data)
+        return result
+
+    async def list_page(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        limit: int = 500,
+        continue_token: str = "",
+        resource_version: str = "",
+    ) -> bytes:
+        query: dict[str, str] = {"limit": str(limit)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if continue_token:
+            query["continue"] = continue_token
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        return await self.request("list", resource, namespace=namespace, query=query)
+
+    async def create(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        obj: Any,
+        type_: type[T],
+        *,
+        sub: str = "",
+        name: str | None = None,
+    ) -> T:
+        body = obj if isinstance(obj, bytes) else _ENCODER.encode(obj)
+        data = await self.request(
+            "create",
+            resource,
+            namespace=namespace,
+            name=name,
+            sub=sub,
+            query={"fieldManager": self.field_manager},
+            body=body,
+            content_type="application/json",
+        )
+        metrics.OBJECTS_WRITTEN.labels(resource.kind, "create").inc()
+        result: T = self.decoder(type_).decode(data)
+        return result
+
+    async def replace(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        obj: Any,
+        type_: type[T],
+        *,
+        sub: str = "",
+    ) -> T:
+        """PUT: optimistic concurrency through the resourceVersion inside `obj`."""
+        body = obj if isinstance(obj, bytes) else _ENCODER.encode(obj)
+        data = await self.request(
+            "update" if not sub else f"update/{sub}",
+            resource,
+            namespace=namespace,
+            name=name,
+            sub=sub,
+            query={"fieldManager": self.field_manager},
+            body=body,
+            content_type="application/json",
+        )
+        metrics.OBJECTS_WRITTEN.labels(resource.kind, "update" + (f"/{sub}" if sub else "")).inc()
+        result: T = self.decoder(type_).decode(data)
+        return result
+
+    async def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        type_: type[T],
+        *,
+        patch_type: PatchType = "merge",
+        sub: str = "",
+        force: bool = False,
+    ) -> T:
+        body = patch if isinstance(patch, bytes) else _ENCODER.encode(patch)
+        query = {"fieldManager": self.field_manager}
+        if force:
+            query["force"] = "true"
+        data = await self.request(
+            "patch",
+            resource,
+            namespace=namespace,
+            name=name,
+            sub=sub,
+            query=query,
+            body=body,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+        )
+        metrics.OBJECTS_WRITTEN.labels(resource.kind, "patch" + (f"/{sub}" if sub else "")).inc()
+        result: T = self.decoder(type_).decode(data)
+        return result
+
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation: str = "Background",
+    ) -> None:
+        """Delete with background propagation (never foreground: it blocks the owner)."""
+        options: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": propagation,
+        }
+        pre: dict[str, str] = {}
+        if uid:
+            pre["uid"] = uid
+        if resource_version:
+            pre["resourceVersion"] = resource_version
+        if pre:
+            options["preconditions"] = pre
+        await self.request(
+            "delete",
+            resource,
+            namespace=namespace,
+            name=name,
+            body=_ENCODER.encode(options),
+            content_type="application/json",
+        )
+        metrics.OBJECTS_WRITTEN.labels(resource.kind, "delete").inc()
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        resource_version: str,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream watch events (with bookmarks) from `resource_version`.
+
+        The stream ends when the server closes it (`timeout_seconds`); an ERROR event with
+        code 410 is raised as `errors.Gone` so the informer relists.
+        """
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if label_selector:
+            query["labelSelector"] = label_selector
+        path = resource.path(namespace)
+        headers = await self._headers(None)
+        await self.limiter.acquire()
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
+        async with self._session.get(
+            self.host + path,
+            params=query,
+            headers=headers,
+            timeout=timeout,
+            server_hostname=self._server_hostname,
+        ) as resp:
+            metrics.API_REQUESTS.labels("watch", resource.plural, str(resp.status)).inc()
+            if resp.status >= 300:
+                raise errors.from_response(resp.status, await resp.read(), verb="watch", path=path)
+            buf = b""
+            async for chunk in resp.content.iter_any():
+                buf += chunk
+                while True:
+                    nl = buf.find(b"\n")
+                    if nl < 0:
+                        break
+                    line, buf = buf[:nl], buf[nl + 1 :]
+                    if not line.strip():
+                        continue
+                    event = _WATCH_EVENT.decode(line)
+                    if event.type == "ERROR":
+                        st = errors.from_response(
+                            _status_code(event.object), bytes(event.object), verb="watch", path=path
+                        )
+                        raise st
+                    yield event
+
+
+_METHODS = {
+    "get": "GET",
+    "list": "GET",
+    "create": "POST",
+    "update": "PUT",
+    "update/status": "PUT",
+    "update/scale": "PUT",
+    "patch": "PATCH",
+    "delete": "DELETE",
+}
+
+
+class _Code(msgspec.Struct):
+    code: int = 500
+
+
+def _status_code(raw: msgspec.Raw) -> int:
+    try:
+        return msgspec.json.decode(raw, type=_Code).code
+    except msgspec.DecodeError:
+        return 500
+
+
+def _retry_after_seconds(header: str | None, attempt: int) -> float:
+    """Seconds to wait after a 429: the server's Retry-After, else exponential from 0.5 s."""
+    if header:
+        try:
+            return min(MAX_RETRY_AFTER, max(0.05, float(header)))
+        except ValueError:
+            pass
+    return float(min(MAX_RETRY_AFTER, 0.5 * (2**attempt)))

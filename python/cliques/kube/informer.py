@@ -1,0 +1,236 @@
+"""List + watch caches.
+
+An Informer lists its resource page by page (server-side label selector, so the operator
+caches only its own objects), then watches from the list's resourceVersion with bookmarks,
+resuming from the last version it saw when a watch ends. A 410 Gone (or an ERROR event)
+means the version is too old: it relists and delivers the difference as events, so nothing is
+missed and nothing is duplicated. Errors back off exponentially. Handlers are plain
+functions called on the event loop with (event, old, new); they only enqueue keys.
+
+`WatchFaults` lets tests make the cache stale on purpose (delay or drop events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import msgspec
+
+from cliques import metrics
+from cliques.kube import errors
+from cliques.kube.client import KubeClient
+from cliques.kube.objects import KubeObject, key_of
+from cliques.kube.resources import Resource
+from cliques.kube.store import IndexFunc, Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=KubeObject)
+EventKind = Literal["ADDED", "MODIFIED", "DELETED"]
+Handler = Callable[[EventKind, Any, Any], None]
+
+
+@dataclass(frozen=True)
+class WatchFaults:
+    """Test-only: make the cache stale. Events are held `delay` seconds, or 1 in
+    `drop_every` is lost (until the next relist)."""
+
+    delay: float = 0.0
+    drop_every: int = 0
+
+
+class _ListMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class _RawList(msgspec.Struct):
+    metadata: _ListMeta
+    items: list[msgspec.Raw] | None = None
+
+
+class _BookmarkMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _Bookmark(msgspec.Struct):
+    metadata: _BookmarkMeta
+
+
+_RAW_LIST = msgspec.json.Decoder(_RawList)
+_BOOKMARK = msgspec.json.Decoder(_Bookmark)
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        type_: type[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        indexers: dict[str, IndexFunc[T]] | None = None,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        resync_period: float = 0.0,
+        faults: WatchFaults | None = None,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.type = type_
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.store: Store[T] = Store(indexers)
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.resync_period = resync_period
+        self.faults = faults or WatchFaults()
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        self._handlers: list[Handler] = []
+        self._decoder = msgspec.json.Decoder(type_)
+        self._delayed: asyncio.Queue[tuple[float, str, msgspec.Raw]] | None = None
+        self._seen = 0
+
+    def add_handler(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def __repr__(self) -> str:
+        sel = f" selector={self.label_selector!r}" if self.label_selector else ""
+        return f"<Informer {self.resource.plural} ns={self.namespace or '*'}{sel}>"
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch forever (until cancelled)."""
+        delayer = None
+        if self.faults.delay > 0:
+            self._delayed = asyncio.Queue()
+            delayer = asyncio.create_task(self._drain_delayed(), name=f"delay-{self.resource}")
+        backoff = 0.2
+        reason = "start"
+        try:
+            while True:
+                try:
+                    if not self.resource_version:
+                        await self._relist(reason)
+                    await self._watch_once()
+                    backoff = 0.2
+                except errors.Gone:
+                    log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)
+                    self.resource_version = ""
+                    reason = "gone"
+                except (errors.ApiError, OSError, TimeoutError, msgspec.DecodeError) as exc:
+                    log.warning("%r: %s; retrying in %.1fs", self, exc, backoff)
+                    await asyncio.sleep(backoff * (0.5 + random.random()))
+                    backoff = min(backoff * 2, 30.0)
+                    if isinstance(exc, errors.ApiError) and exc.status in (401, 403, 404):
+                        self.resource_version = ""
+                        reason = "error"
+        finally:
+            if delayer is not None:
+                delayer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await delayer
+
+    async def _relist(self, reason: str) -> None:
+        metrics.INFORMER_RELISTS.labels(self.resource.plural, reason).inc()
+        seen: dict[str, T] = {}
+        token = ""
+        rv = ""
+        while True:
+            page = _RAW_LIST.decode(
+                await self.client.list_page(
+                    self.resource,
+                    self.namespace,
+                    label_selector=self.label_selector,
+                    limit=self.page_size,
+                    continue_token=token,
+                )
+            )
+            for raw in page.items or ():
+                obj: T = self._decoder.decode(raw)
+                seen[key_of(obj)] = obj
+            rv = page.metadata.resource_version
+            token = page.metadata.continue_
+            if not token:
+                break
+        # Deliver the difference against the cache as events: removed, then added/modified.
+        for key in self.store:
+            if key not in seen:
+                old = self.store.remove(key)
+                self._dispatch("DELETED", old, old)
+        for obj in seen.values():
+            old = self.store.get(key_of(obj))
+            if old is not None and (old.metadata.resource_version == obj.metadata.resource_version):
+                continue
+            self.store.upsert(obj)
+            self._dispatch("MODIFIED" if old is not None else "ADDED", old, obj)
+        self.resource_version = rv
+        log.debug("%r: listed %d objects at resourceVersion %s", self, len(seen), rv)
+        self.synced.set()
+
+    async def _watch_once(self) -> None:
+        timeout = int(self.watch_timeout * (1 + random.random()))
+        if self.resync_period > 0:
+            timeout = min(timeout, int(self.resync_period))
+        async for event in self.client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self.resource_version,
+            label_selector=self.label_selector,
+            timeout_seconds=timeout,
+        ):
+            if event.type == "BOOKMARK":
+                self.resource_version = _BOOKMARK.decode(event.object).metadata.resource_version
+                continue
+            self._seen += 1
+            if self.faults.drop_every and self._seen % self.faults.drop_every == 0:
+                obj = self._decoder.decode(event.object)
+                self.resource_version = obj.metadata.resource_version
+                log.info("%r: fault injection dropped %s %s", self, event.type, key_of(obj))
+                continue
+            if self._delayed is not None:
+                loop = asyncio.get_running_loop()
+                await self._delayed.put((loop.time() + self.faults.delay, event.type, event.object))
+                self.resource_version = _BOOKMARK.decode(event.object).metadata.resource_version
+                continue
+            self.resource_version = self._apply(event.type, event.object)
+        if self.resync_period > 0:
+            self.resource_version = ""  # periodic full relist heals a cache that lost events
+
+    def _apply(self, kind: str, raw: msgspec.Raw) -> str:
+        """Apply one watch event to the store and the handlers; return its resourceVersion."""
+        obj: T = self._decoder.decode(raw)
+        key = key_of(obj)
+        if kind == "DELETED":
+            old = self.store.remove(key)
+            self._dispatch("DELETED", old if old is not None else obj, obj)
+        elif kind in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            self._dispatch("MODIFIED" if old is not None else "ADDED", old, obj)
+        return obj.metadata.resource_version
+
+    async def _drain_delayed(self) -> None:
+        assert self._delayed is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            due, kind, raw = await self._delayed.get()
+            wait = due - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._apply(kind, raw)
+
+    def _dispatch(self, kind: EventKind, old: Any, new: Any) -> None:
+        for handler in self._handlers:
+            try:
+                handler(kind, old, new)
+            except Exception:
+                log.exception("%r: event handler failed", self)

@@ -1,0 +1,111 @@
+"""Runs a reconciler over a work queue with bounded concurrency (controller-runtime style).
+
+A reconcile gets only a key and re-reads state itself (level-based). Its result is explicit:
+`Result(requeue_after=T)` asks to be called again after T seconds, `TerminalError` is logged
+and not retried, any other exception is retried with per-key exponential backoff. Reconcile
+functions never sleep or poll; waiting is done here, by the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from cliques import metrics
+from cliques.kube import errors
+from cliques.kube.workqueue import ShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    requeue_after: float = 0.0
+
+
+class TerminalError(Exception):
+    """An error that retrying cannot fix (bad spec): logged, reported, not retried."""
+
+
+Reconcile = Callable[[str], Awaitable[Result]]
+
+
+class Runner:
+    def __init__(
+        self, name: str, queue: WorkQueue, reconcile: Reconcile, *, concurrency: int = 8
+    ) -> None:
+        self.name = name
+        self.queue = queue
+        self.reconcile = reconcile
+        self.concurrency = concurrency
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reconciles = {
+            r: metrics.RECONCILES.labels(name, r)
+            for r in ("success", "requeue", "error", "conflict", "terminal")
+        }
+        self._duration = metrics.RECONCILE_DURATION.labels(name)
+
+    def start(self) -> None:
+        for i in range(self.concurrency):
+            self._tasks.append(asyncio.create_task(self._worker(), name=f"{self.name}-{i}"))
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Drain: stop handing out keys, let in-flight reconciles finish, then return."""
+        self.queue.shut_down()
+        if not self._tasks:
+            return
+        _done, pending = await asyncio.wait(self._tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: str) -> None:
+        started = time.perf_counter()
+        try:
+            result = await self.reconcile(key)
+        except errors.Conflict as exc:
+            self._reconciles["conflict"].inc()
+            delay = self.queue.add_rate_limited(key)
+            log.debug("%s %s: conflict (%s); retry in %.3fs", self.name, key, exc, delay)
+        except TerminalError as exc:
+            self._reconciles["terminal"].inc()
+            self.queue.forget(key)
+            log.error("%s %s: %s (not retried)", self.name, key, exc)
+        except Exception as exc:
+            self._reconciles["error"].inc()
+            delay = self.queue.add_rate_limited(key)
+            log.warning(
+                "%s %s: reconcile failed: %s; retry in %.2fs",
+                self.name,
+                key,
+                exc,
+                delay,
+                exc_info=not isinstance(exc, errors.ApiError),
+            )
+        else:
+            self.queue.forget(key)
+            if result.requeue_after > 0:
+                self._reconciles["requeue"].inc()
+                self.queue.add_after(key, result.requeue_after)
+            else:
+                self._reconciles["success"].inc()
+        finally:
+            self._duration.observe(time.perf_counter() - started)

@@ -1,0 +1,95 @@
+"""An informer's cache: objects by key plus secondary indexes (by owner UID, by CliqueSet).
+
+Lookups by index are dictionary hits, never label scans over every object. The store is only
+written by its informer; readers take snapshots (lists) and never mutate what they get.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, TypeVar
+
+from cliques.kube.objects import KubeObject, controller_uid, key_of
+
+T = TypeVar("T", bound=KubeObject)
+IndexFunc = Callable[[T], Iterable[str]]
+
+
+def by_controller(obj: KubeObject) -> Iterable[str]:
+    """Index function: the UID of the controlling owner."""
+    uid = controller_uid(obj)
+    return (uid,) if uid else ()
+
+
+def by_label(label: str) -> Callable[[KubeObject], Iterable[str]]:
+    """Index function factory: the value of one label, with the namespace (`ns/value`)."""
+
+    def index(obj: KubeObject) -> Iterable[str]:
+        value = (obj.metadata.labels or {}).get(label)
+        return (f"{obj.metadata.namespace}/{value}",) if value is not None else ()
+
+    return index
+
+
+class Store(Generic[T]):
+    def __init__(self, indexers: dict[str, IndexFunc[T]] | None = None) -> None:
+        self._items: dict[str, T] = {}
+        self._indexers = dict(indexers or {})
+        self._indexes: dict[str, dict[str, dict[str, T]]] = {n: {} for n in self._indexers}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def get(self, key: str) -> T | None:
+        return self._items.get(key)
+
+    def objects(self) -> list[T]:
+        return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def by_index(self, index: str, value: str) -> list[T]:
+        return list(self._indexes[index].get(value, {}).values())
+
+    def index_values(self, index: str) -> list[str]:
+        return list(self._indexes[index])
+
+    # -- written by the informer only -------------------------------------------------------
+
+    def upsert(self, obj: T) -> T | None:
+        key = key_of(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        self._index(key, obj)
+        return old
+
+    def remove(self, key: str) -> T | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _index(self, key: str, obj: T) -> None:
+        for name, fn in self._indexers.items():
+            idx = self._indexes[name]
+            for value in fn(obj):
+                idx.setdefault(value, {})[key] = obj
+
+    def _unindex(self, key: str, obj: T) -> None:
+        for name, fn in self._indexers.items():
+            idx = self._indexes[name]
+            for value in fn(obj):
+                bucket = idx.get(value)
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del idx[value]
