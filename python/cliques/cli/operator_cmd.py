@@ -1,0 +1,99 @@
+"""`cliques operator`: run the operator against the cluster of a kubeconfig (or in-cluster).
+
+Imports the operator stack lazily, so `cliques hash` keeps working on the base install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "operator",
+        help="run the cliques operator",
+        description="Run the CliqueSet and Clique controllers. Stops cleanly on SIGTERM/SIGINT "
+        "(in-flight reconciles finish first).",
+    )
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig path (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
+    )
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--namespace", help="watch only this namespace (default: all)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes splitting the 256 buckets (default: 1)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        help="port of /metrics, /healthz, /readyz (0 = off; default 8080)",
+    )
+    p.add_argument(
+        "--qps",
+        type=float,
+        default=200.0,
+        help="client-side request rate limit (<= 0: no limit; default 200)",
+    )
+    p.add_argument("--burst", type=int, default=400, help="client-side burst (default 400)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="reconciles in flight per controller (default 16)",
+    )
+    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--expectations-ttl",
+        type=float,
+        default=60.0,
+        help="seconds an unconfirmed create/delete holds an owner back (default 60)",
+    )
+    p.add_argument(
+        "--resync-period",
+        type=float,
+        default=0.0,
+        help="relist every informer this often, in seconds (0 = never)",
+    )
+    p.add_argument(
+        "--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS
+    )  # testing operator upgrades only
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from cliques.controllers.revision import CORE_ALGORITHM
+    from cliques.kube.informer import WatchFaults
+    from cliques.operator.manager import Config
+
+    faults = WatchFaults(
+        delay=float(os.environ.get("CLIQUES_FAULT_WATCH_DELAY", "0") or 0),
+        drop_every=int(os.environ.get("CLIQUES_FAULT_WATCH_DROP_EVERY", "0") or 0),
+    )
+    return Config(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespace=args.namespace,
+        qps=args.qps,
+        burst=args.burst,
+        concurrency=args.concurrency,
+        expectations_ttl=args.expectations_ttl,
+        hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
+        resync_period=args.resync_period,
+        faults=faults,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from cliques.operator import logs, process
+
+    logs.setup(args.log_level, args.log_format)
+    if args.workers < 1:
+        raise SystemExit("cliques operator: --workers must be >= 1")
+    return process.run_single(config_from_args(args), metrics_port=args.metrics_port)

@@ -1,0 +1,65 @@
+"""The actions a planner asks for. Plain data: the executor is the only code that sends them.
+
+`owner_uid` ties a create or delete to the expectations of the object that wants it, so the
+controller does not act again for that owner until the watch shows the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cliques.kube.resources import Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    resource: Resource
+    name: str
+    body: dict[str, Any]
+    owner_uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    resource: Resource
+    name: str
+    uid: str  # precondition: never delete a same-named successor
+    owner_uid: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    resource: Resource
+    name: str
+    patch: Any
+    patch_type: Literal["merge", "json"] = "merge"
+    reason: str = ""
+    #: An expectation token (`name@hash`) that the watch must show before the owner's next
+    #: rollout decision; empty when the patch needs no expectation.
+    expect: str = ""
+    owner_uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass
+class Plan:
+    """What one reconcile wants done, in order: deletes, patches, creates; then status."""
+
+    creates: list[Create] = field(default_factory=list)
+    deletes: list[Delete] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    status: Any = None  # the new status Struct, or None when it did not change
+    requeue_after: float = 0.0
+
+    @property
+    def writes(self) -> int:
+        return len(self.creates) + len(self.deletes) + len(self.patches)

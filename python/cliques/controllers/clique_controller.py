@@ -1,0 +1,168 @@
+"""The Clique controller: snapshot → `clique_planner.plan` → executor, per key.
+
+It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique itself, its
+pods (by controller owner reference), and a change of a Clique it starts after (its siblings
+in the gang are looked up through the `gang` index). Pod watch events satisfy its
+expectations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from cliques.api import labels
+from cliques.api.clique import Clique, CliqueStatus
+from cliques.api.meta import format_time
+from cliques.api.pod import Pod
+from cliques.controllers import clique_planner
+from cliques.controllers.executor import Executor
+from cliques.controllers.revision import Hasher
+from cliques.kube.events import ObjectRef
+from cliques.kube.expectations import Expectations
+from cliques.kube.informer import EventKind, Informer
+from cliques.kube.objects import controller_uid, key_of, split_key
+from cliques.kube.resources import CLIQUES
+from cliques.kube.runner import Result
+from cliques.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+NAME = "clique"
+_DECODE = msgspec.json.Decoder(Clique).decode
+_ENCODE_STATUS = msgspec.to_builtins
+
+
+def gang_key(obj: Any) -> list[str]:
+    """Index function: `namespace/cliqueset/gang` of a Clique."""
+    lab = obj.metadata.labels
+    cqs = lab.get(labels.LABEL_CLIQUESET)
+    gang = lab.get(labels.LABEL_GANG_INDEX)
+    return [f"{obj.metadata.namespace}/{cqs}/{gang}"] if cqs and gang is not None else []
+
+
+class CliqueController:
+    def __init__(
+        self,
+        cliques: Informer[Clique],
+        pods: Informer[Pod],
+        executor: Executor,
+        expectations: Expectations,
+        hasher: Hasher,
+        *,
+        owns: Callable[[str, str], bool] = lambda ns, name: True,
+    ) -> None:
+        self.cliques = cliques
+        self.pods = pods
+        self.executor = executor
+        self.expectations = expectations
+        self.hasher = hasher
+        self.owns = owns
+        self.queue = WorkQueue(NAME)
+        cliques.add_handler(self._on_clique)
+        pods.add_handler(self._on_pod)
+
+    def _owned(self, obj: Any) -> bool:
+        parent = obj.metadata.labels.get(labels.LABEL_CLIQUESET)
+        return parent is not None and self.owns(obj.metadata.namespace, parent)
+
+    def _on_clique(self, kind: EventKind, old: Any, new: Clique) -> None:
+        if not self._owned(new):
+            return
+        if kind == "DELETED":
+            self.expectations.forget(new.metadata.uid)
+        self.queue.add(key_of(new))
+        # A dependency's readiness may have changed: wake the Cliques that wait for it.
+        if old is None or old.status != new.status or kind == "DELETED":
+            for key in gang_key(new):
+                for sib in self.cliques.store.by_index("gang", key):
+                    if new.metadata.name in sib.spec.starts_after:
+                        self.queue.add(key_of(sib))
+
+    def _on_pod(self, kind: EventKind, old: Any, new: Pod) -> None:
+        meta = new.metadata
+        owner = controller_uid(new)
+        if owner is None:
+            return
+        if kind == "DELETED":
+            self.expectations.deleted(owner, meta.name)
+        else:
+            self.expectations.created(owner, meta.name)
+        ref = meta.controller_ref()
+        if ref is not None and ref.kind == labels.KIND_CLIQUE and self._owned(new):
+            self.queue.add(f"{meta.namespace}/{ref.name}")
+
+    def _waiting_for(self, clique: Clique) -> list[str]:
+        ns = clique.metadata.namespace
+        waiting = []
+        for dep in clique.spec.starts_after:
+            other = self.cliques.store.get(f"{ns}/{dep}")
+            if other is None or not clique_planner.clique_ready(other):
+                waiting.append(dep)
+        return waiting
+
+    def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
+        uid = clique.metadata.uid
+        desired = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) or (
+            self.hasher.template_hash(clique.spec.template)
+        )
+        return clique_planner.CliqueSnapshot(
+            clique=clique,
+            pods=self.pods.store.by_index("controller", uid),
+            waiting_for=self._waiting_for(clique),
+            expectations_satisfied=self.expectations.satisfied(uid),
+            template_hash=desired,
+            algorithm=self.hasher.algorithm,
+            now=format_time(dt.datetime.now(dt.UTC)),
+        )
+
+    async def reconcile(self, key: str) -> Result:
+        clique = self.cliques.store.get(key)
+        if clique is None or clique.metadata.deletion_timestamp is not None:
+            return Result()
+        snap = self.snapshot(clique)
+        plan = clique_planner.plan(snap)
+        if plan.writes:
+            log.info(
+                "%s: %d create(s), %d delete(s), %d relabel(s)",
+                key,
+                len(plan.creates),
+                len(plan.deletes),
+                len(plan.patches),
+                extra={"key": key, "controller": NAME},
+            )
+        await self.executor.execute(plan, _ref(clique))
+        if plan.status is not None:
+            await self._write_status(clique, plan.status)
+        if not snap.expectations_satisfied:
+            return Result(requeue_after=self.expectations.ttl + 1)
+        return Result()
+
+    async def _write_status(self, clique: Clique, status: CliqueStatus) -> None:
+        ns, name = split_key(key_of(clique))
+
+        async def recompute(raw: bytes) -> tuple[str, Any] | None:
+            fresh = _DECODE(raw)
+            if fresh.metadata.uid != clique.metadata.uid:
+                return None
+            again = clique_planner.plan(self.snapshot(fresh)).status
+            if again is None:
+                return None
+            return fresh.metadata.resource_version, _ENCODE_STATUS(again)
+
+        await self.executor.write_status(
+            CLIQUES,
+            ns or "",
+            name,
+            clique.metadata.resource_version,
+            _ENCODE_STATUS(status),
+            recompute=recompute,
+        )
+
+
+def _ref(clique: Clique) -> ObjectRef:
+    m = clique.metadata
+    return ObjectRef(clique.api_version, clique.kind, m.namespace, m.name, m.uid)

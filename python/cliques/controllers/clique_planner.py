@@ -1,0 +1,224 @@
+"""The Clique planner (pure): from a Clique and its pods, the next step and the status.
+
+Rules, in the order they are applied:
+1. Pods at index >= replicas are deleted, highest first (scale down); pods that finished
+   (Succeeded/Failed) are deleted so they are recreated at their index.
+2. Pods whose template-hash label is neither the Clique's hash nor one of its
+   `previous-template-hashes` (hashes of the same template under an older hash algorithm)
+   are deleted: the CliqueSet controller decided this gang rolls now.
+3. Pods labelled with a previous hash are re-labelled in place, never recreated.
+4. Missing indices in 0..replicas-1 are created (lowest first), unless the Clique has not
+   started yet and a clique it starts after is not Ready. A pod being deleted still holds
+   its name, so its index is recreated only once it is gone.
+5. While expectations are pending (creates/deletes not yet seen in the cache), rules 1, 2
+   and 4 are not applied: a stale cache never causes a second create or a wrong delete.
+
+Status: replicas, readyReplicas, updatedReplicas, templateHash and the conditions
+`Started` and `Ready` (Ready=False with reason BelowMinAvailable once a Ready clique drops
+below minAvailable: the CliqueSet reports that gang Degraded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cliques.api import labels
+from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
+from cliques.api.meta import find_condition
+from cliques.api.pod import Pod
+from cliques.controllers import conditions, podbuilder
+from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
+from cliques.kube.resources import PODS
+
+REASON_BELOW_MIN = "BelowMinAvailable"
+
+
+@dataclass(frozen=True)
+class CliqueSnapshot:
+    clique: Clique
+    pods: list[Pod]
+    #: Names of the Cliques this one starts after that are not Ready yet.
+    waiting_for: list[str] = field(default_factory=list)
+    expectations_satisfied: bool = True
+    template_hash: str = ""
+    algorithm: int = 1
+    now: str = "1970-01-01T00:00:00Z"
+
+
+def plan(snap: CliqueSnapshot) -> Plan:
+    clique = snap.clique
+    meta = clique.metadata
+    spec = clique.spec
+    uid = meta.uid
+    desired = snap.template_hash
+    previous = {
+        h for h in meta.annotations.get(podbuilder.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h
+    }
+    out = Plan()
+
+    by_index: dict[int, Pod] = {}
+    for pod in snap.pods:
+        idx = podbuilder.pod_index(pod.metadata.name, pod.metadata.labels)
+        if idx is not None:
+            by_index[idx] = pod
+
+    deletes: list[Delete] = []
+    for idx in sorted(by_index, reverse=True):
+        pod = by_index[idx]
+        if pod.metadata.deletion_timestamp is not None:
+            continue
+        pod_hash = pod.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+        reason = ""
+        if idx >= spec.replicas:
+            reason = "ScaleDown"
+        elif pod.is_terminal:
+            reason = "PodFinished"
+        elif pod_hash != desired and pod_hash not in previous:
+            reason = "TemplateChanged"
+        if reason:
+            deletes.append(Delete(PODS, pod.metadata.name, pod.metadata.uid, uid, reason))
+        elif pod_hash in previous:
+            out.patches.append(
+                Patch(
+                    PODS,
+                    pod.metadata.name,
+                    {
+                        "metadata": {
+                            "labels": {labels.LABEL_TEMPLATE_HASH: desired},
+                            "annotations": {labels.ANNOTATION_HASH_ALGORITHM: str(snap.algorithm)},
+                        }
+                    },
+                    reason="Relabel",
+                )
+            )
+
+    status = clique.status or CliqueStatus()
+    started_cond = find_condition(status.conditions, CONDITION_STARTED)
+    started = (
+        started_cond is not None
+        and started_cond.status == "True"
+        and status.template_hash == desired
+    )
+    gated = bool(snap.waiting_for) and not started
+    missing = [i for i in range(spec.replicas) if i not in by_index]
+
+    if snap.expectations_satisfied:
+        out.deletes = deletes
+        if not gated:
+            algorithm = snap.algorithm
+            out.creates = [
+                Create(
+                    PODS, labels.pod_name(meta.name, i), _pod(clique, i, desired, algorithm), uid
+                )
+                for i in missing
+            ]
+    if deletes and any(d.reason == "TemplateChanged" for d in deletes) and out.deletes:
+        out.events.append(
+            Event(
+                "Normal",
+                "RollingPods",
+                f"replacing {sum(d.reason == 'TemplateChanged' for d in deletes)} pod(s) "
+                f"with template {desired}",
+            )
+        )
+
+    out.status = _status(snap, by_index, desired, gated, started)
+    if out.status == clique.status:
+        out.status = None
+    return out
+
+
+def clique_ready(clique: Clique) -> bool:
+    """The Clique reports Ready for its current template and generation."""
+    status = clique.status
+    if status is None or status.observed_generation != clique.metadata.generation:
+        return False
+    if status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, ""):
+        return False
+    cond = find_condition(status.conditions, CONDITION_READY)
+    return cond is not None and cond.status == "True"
+
+
+def _pod(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, object]:
+    return podbuilder.build_pod(clique, index, template_hash, algorithm)
+
+
+def _status(
+    snap: CliqueSnapshot, by_index: dict[int, Pod], desired: str, gated: bool, started: bool
+) -> CliqueStatus:
+    clique = snap.clique
+    spec = clique.spec
+    old = clique.status or CliqueStatus()
+    gen = clique.metadata.generation
+    live = [p for p in by_index.values() if p.metadata.deletion_timestamp is None]
+    updated = [p for p in live if p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired]
+    ready = sum(1 for p in live if p.is_ready)
+    ready_updated = sum(1 for p in updated if p.is_ready)
+    min_available = spec.effective_min_available
+
+    if gated:
+        started_c = conditions.merge(
+            old.conditions,
+            CONDITION_STARTED,
+            "False",
+            "WaitingForDependencies",
+            "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready",
+            now=snap.now,
+            generation=gen,
+        )
+    else:
+        started_c = conditions.merge(
+            old.conditions,
+            CONDITION_STARTED,
+            "True",
+            "Started",
+            "pods may be created",
+            now=snap.now,
+            generation=gen,
+        )
+
+    if ready_updated >= min_available:
+        ready_c = conditions.merge(
+            old.conditions,
+            CONDITION_READY,
+            "True",
+            "MinAvailable",
+            f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})",
+            now=snap.now,
+            generation=gen,
+        )
+    else:
+        prev = find_condition(old.conditions, CONDITION_READY)
+        same_template = old.template_hash == desired
+        was_ready = prev is not None and (prev.status == "True" or prev.reason == REASON_BELOW_MIN)
+        reason = REASON_BELOW_MIN if same_template and was_ready else "Starting"
+        if not same_template and old.template_hash:
+            reason = "Updating"
+        ready_c = conditions.merge(
+            old.conditions,
+            CONDITION_READY,
+            "False",
+            reason,
+            f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}",
+            now=snap.now,
+            generation=gen,
+        )
+    return CliqueStatus(
+        observed_generation=gen,
+        replicas=len(live),
+        ready_replicas=ready,
+        updated_replicas=len(updated),
+        template_hash=desired,
+        hash_algorithm=snap.algorithm,
+        selector=_selector(clique),
+        conditions=[started_c, ready_c],
+    )
+
+
+def _selector(clique: Clique) -> str:
+    cl = clique.metadata.labels
+    return (
+        f"{labels.LABEL_CLIQUESET}={cl.get(labels.LABEL_CLIQUESET, '')},"
+        f"{labels.LABEL_GANG_INDEX}={clique.spec.gang_index},"
+        f"{labels.LABEL_CLIQUE}={clique.spec.clique_name}"
+    )

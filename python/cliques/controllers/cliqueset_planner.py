@@ -1,0 +1,590 @@
+"""The CliqueSet planner (pure): from a CliqueSet and its Cliques, the next step and status.
+
+- Gangs: `replicas` gangs, each one Clique per clique template, named
+  `<cliqueset>-<gang>-<clique>`; a headless Service per gang when `headlessService`.
+  Scaling adds or removes the highest gang indices; a removed clique template deletes its
+  Cliques.
+- Non-template changes (a clique's replicas, minAvailable, startsAfter) are applied to every
+  gang at once: they resize, they do not roll.
+- Template changes roll gang by gang. A gang is outdated when one of its Cliques carries a
+  template hash other than the desired one. With RollingUpdate, outdated gangs that are
+  already unavailable are updated first (that costs nothing), then available ones while the
+  number of unavailable gangs stays within `maxUnavailable`; with Recreate, all at once.
+  Everything the decision needs is read from the API objects, so an operator restarted in
+  the middle of a rollout continues it without exceeding the budget.
+- A Clique labelled with a hash from another hash algorithm whose template, hashed with the
+  current algorithm, is the desired hash is re-labelled (and its old hash recorded as a
+  previous hash, so its pods are re-labelled too): an operator upgrade never rolls a gang.
+- A startsAfter cycle is an InvalidSpec: no Clique is created or changed, the conditions
+  say why and an Event is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cliques import _core
+from cliques.api import labels
+from cliques.api.clique import CONDITION_READY, Clique
+from cliques.api.cliqueset import (
+    CONDITION_AVAILABLE,
+    CONDITION_DEGRADED,
+    CONDITION_PROGRESSING,
+    REASON_INVALID_SPEC,
+    CliqueSet,
+    CliqueSetStatus,
+    CliqueTemplate,
+)
+from cliques.api.meta import find_condition
+from cliques.api.service import Service
+from cliques.controllers import clique_planner, conditions, podbuilder, startup
+from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
+from cliques.kube.resources import CLIQUES, SERVICES
+
+
+@dataclass(frozen=True)
+class CliqueSetSnapshot:
+    cliqueset: CliqueSet
+    cliques: list[Clique]
+    services: list[Service] = field(default_factory=list)
+    #: role name -> desired template hash (computed by the controller's Hasher)
+    hashes: dict[str, str] = field(default_factory=dict)
+    #: template -> hash with the current algorithm (for the upgrade check)
+    rehash: Callable[[dict[str, Any]], str] | None = None
+    algorithm: int = 1
+    expectations_satisfied: bool = True
+    now: str = "1970-01-01T00:00:00Z"
+
+
+def plan(snap: CliqueSetSnapshot) -> Plan:
+    cqs = snap.cliqueset
+    spec = cqs.spec
+    meta = cqs.metadata
+    out = Plan()
+    try:
+        deps = startup.dependencies(spec)
+    except startup.StartupCycle as exc:
+        out.events.append(Event("Warning", REASON_INVALID_SPEC, str(exc)))
+        out.status = _invalid_status(snap, str(exc))
+        if out.status == cqs.status:
+            out.status = None
+            out.events.clear()
+        return out
+
+    roles = {c.name: c for c in spec.template.cliques}
+    bucket = str(_core.bucket_of(meta.namespace, meta.name))
+    by_gang: dict[int, dict[str, Clique]] = {}
+    for clique in snap.cliques:
+        by_gang.setdefault(clique.spec.gang_index, {})[clique.spec.clique_name] = clique
+
+    deletes: list[Delete] = []
+    creates: list[Create] = []
+    for gang in sorted(by_gang, reverse=True):
+        for role, clique in sorted(by_gang[gang].items()):
+            if clique.metadata.deletion_timestamp is not None:
+                continue
+            if gang >= spec.replicas or role not in roles:
+                why = "ScaleDown" if gang >= spec.replicas else "CliqueRemoved"
+                deletes.append(
+                    Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why)
+                )
+
+    first_role = spec.template.cliques[0].name
+    for gang in range(spec.replicas):
+        have = by_gang.get(gang, {})
+        for role, tmpl in roles.items():
+            if role not in have:
+                creates.append(
+                    Create(
+                        CLIQUES,
+                        labels.clique_name(meta.name, gang, role),
+                        _clique_body(cqs, gang, tmpl, deps[role], snap, bucket, first_role),
+                        meta.uid,
+                    )
+                )
+
+    # Services: one headless Service per gang.
+    have_svc = {s.metadata.name: s for s in snap.services}
+    want_svc = (
+        {labels.gang_service_name(meta.name, g): g for g in range(spec.replicas)}
+        if spec.headless_service
+        else {}
+    )
+    for name, gang in want_svc.items():
+        if name not in have_svc:
+            creates.append(Create(SERVICES, name, _service_body(cqs, gang, bucket), meta.uid))
+    for name, svc in have_svc.items():
+        if name not in want_svc and svc.metadata.deletion_timestamp is None:
+            deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, "ScaleDown"))
+
+    # In-place changes and rollout decisions over existing gangs.
+    changes, outdated = _classify(snap, by_gang, roles, deps)
+    unavailable = {g for g in range(spec.replicas) if not _gang_available(snap, by_gang.get(g))}
+    to_update = (
+        _pick_rollout(
+            spec.update_strategy.type, spec.update_strategy.max_unavailable, outdated, unavailable
+        )
+        if snap.expectations_satisfied
+        else []
+    )
+    for gang in range(spec.replicas):
+        for role, clique in sorted(by_gang.get(gang, {}).items()):
+            if role not in roles or clique.metadata.deletion_timestamp is not None:
+                continue
+            change = changes.get(clique.metadata.name)
+            if gang in to_update and _hash_of(clique) != snap.hashes[role]:
+                out.patches.append(_template_patch(clique, roles[role], snap, change))
+            elif change is not None:
+                out.patches.append(_merge_patch(clique, change))
+    if to_update:
+        out.events.append(
+            Event(
+                "Normal",
+                "RollingUpdate",
+                f"updating gang(s) {', '.join(map(str, to_update))} to template "
+                f"{_set_hash(snap)} ({len(outdated) - len(to_update)} more to go)",
+            )
+        )
+
+    if snap.expectations_satisfied:
+        out.deletes = deletes
+        out.creates = creates
+    if deletes and snap.expectations_satisfied:
+        out.events.append(
+            Event("Normal", "ScalingDown", f"deleting {len(deletes)} object(s) of removed gangs")
+        )
+
+    out.status = _status(snap, by_gang, outdated)
+    if out.status == cqs.status:
+        out.status = None
+    return out
+
+
+def _hash_of(clique: Clique) -> str:
+    return clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+
+
+def _algorithm_of(clique: Clique) -> int:
+    try:
+        return int(clique.metadata.annotations.get(labels.ANNOTATION_HASH_ALGORITHM, "0"))
+    except ValueError:
+        return 0
+
+
+@dataclass
+class _Change:
+    """What must change in place on one Clique (no roll)."""
+
+    spec: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def _classify(
+    snap: CliqueSetSnapshot,
+    by_gang: dict[int, dict[str, Clique]],
+    roles: dict[str, CliqueTemplate],
+    deps: dict[str, list[str]],
+) -> tuple[dict[str, _Change], list[int]]:
+    """In-place changes per Clique name (resize, re-label) and the outdated gangs."""
+    spec = snap.cliqueset.spec
+    name = snap.cliqueset.metadata.name
+    changes: dict[str, _Change] = {}
+    outdated: set[int] = set()
+    for gang in range(spec.replicas):
+        for role, clique in by_gang.get(gang, {}).items():
+            tmpl = roles.get(role)
+            if tmpl is None or clique.metadata.deletion_timestamp is not None:
+                continue
+            change = _Change()
+            want = snap.hashes[role]
+            have = _hash_of(clique)
+            if have != want:
+                if (
+                    _algorithm_of(clique) != snap.algorithm
+                    and snap.rehash is not None
+                    and snap.rehash(clique.spec.template) == want
+                ):
+                    _relabel(change, clique, want, snap.algorithm)
+                else:
+                    outdated.add(gang)
+            cspec = clique.spec
+            starts_after = [labels.clique_name(name, gang, d) for d in deps[role]]
+            if cspec.replicas != tmpl.replicas:
+                change.spec["replicas"] = tmpl.replicas
+            if cspec.min_available != tmpl.effective_min_available:
+                change.spec["minAvailable"] = tmpl.effective_min_available
+            if sorted(cspec.starts_after) != sorted(starts_after):
+                change.spec["startsAfter"] = starts_after
+            if change.spec or change.labels or change.annotations:
+                changes[clique.metadata.name] = change
+    return changes, sorted(outdated)
+
+
+def _pick_rollout(
+    strategy: str, max_unavailable: int, outdated: list[int], unavailable: set[int]
+) -> list[int]:
+    if strategy == "Recreate":
+        return list(outdated)
+    picked = [g for g in outdated if g in unavailable]  # already down: free to update
+    budget = max(1, max_unavailable) - len(unavailable)
+    for gang in outdated:
+        if budget <= 0:
+            break
+        if gang not in unavailable:
+            picked.append(gang)
+            budget -= 1
+    return sorted(picked)
+
+
+def _gang_available(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
+    if not gang:
+        return False
+    roles = snap.cliqueset.spec.template.cliques
+    return all(r.name in gang and clique_planner.clique_ready(gang[r.name]) for r in roles)
+
+
+def _gang_ready(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
+    """Every clique has minAvailable ready pods (whatever their template)."""
+    if not gang:
+        return False
+    for r in snap.cliqueset.spec.template.cliques:
+        clique = gang.get(r.name)
+        if clique is None or clique.status is None:
+            return False
+        if clique.status.ready_replicas < r.effective_min_available:
+            return False
+    return True
+
+
+def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
+    """Same template under another hash algorithm: re-label, remember the old hash."""
+    ann = clique.metadata.annotations
+    previous = [h for h in ann.get(podbuilder.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h]
+    old = _hash_of(clique)
+    if old and old not in previous:
+        previous.append(old)
+    change.labels[labels.LABEL_TEMPLATE_HASH] = new_hash
+    change.annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
+    change.annotations[podbuilder.ANNOTATION_PREVIOUS_HASHES] = ",".join(previous[-4:])
+
+
+def _merge_patch(clique: Clique, change: _Change) -> Patch:
+    """A resourceVersion-guarded merge patch (a stale view gets a 409, not a lost update)."""
+    meta: dict[str, Any] = {"resourceVersion": clique.metadata.resource_version}
+    if change.labels:
+        meta["labels"] = change.labels
+    if change.annotations:
+        meta["annotations"] = change.annotations
+    body: dict[str, Any] = {"metadata": meta}
+    if change.spec:
+        body["spec"] = change.spec
+    reason = "Relabel" if change.labels else "Resize"
+    return Patch(CLIQUES, clique.metadata.name, body, reason=reason)
+
+
+def _template_patch(
+    clique: Clique, tmpl: CliqueTemplate, snap: CliqueSetSnapshot, change: _Change | None
+) -> Patch:
+    """Roll one Clique to the desired template (JSON patch, resourceVersion-guarded)."""
+    annotations = {
+        k: v
+        for k, v in clique.metadata.annotations.items()
+        if k != podbuilder.ANNOTATION_PREVIOUS_HASHES
+    }
+    annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/uid", "value": clique.metadata.uid},
+        {
+            "op": "replace",
+            "path": "/metadata/resourceVersion",
+            "value": clique.metadata.resource_version,
+        },
+        {"op": "replace", "path": "/spec/template", "value": tmpl.template},
+        {
+            "op": "add",
+            "path": "/metadata/labels/" + _escape(labels.LABEL_TEMPLATE_HASH),
+            "value": snap.hashes[tmpl.name],
+        },
+        {"op": "add", "path": "/metadata/annotations", "value": annotations},
+    ]
+    for key, value in (change.spec if change is not None else {}).items():
+        ops.append({"op": "add", "path": f"/spec/{key}", "value": value})
+    return Patch(
+        CLIQUES,
+        clique.metadata.name,
+        ops,
+        patch_type="json",
+        reason="RollingUpdate",
+        expect=f"{clique.metadata.name}@{snap.hashes[tmpl.name]}",
+    )
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _owner_ref(cqs: CliqueSet) -> dict[str, Any]:
+    return {
+        "apiVersion": cqs.api_version,
+        "kind": cqs.kind,
+        "name": cqs.metadata.name,
+        "uid": cqs.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _gang_labels(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, str]:
+    return {
+        labels.LABEL_CLIQUESET: cqs.metadata.name,
+        labels.LABEL_GANG_INDEX: str(gang),
+        labels.LABEL_BUCKET: bucket,
+    }
+
+
+def _clique_body(
+    cqs: CliqueSet,
+    gang: int,
+    tmpl: CliqueTemplate,
+    deps: list[str],
+    snap: CliqueSetSnapshot,
+    bucket: str,
+    first_role: str,
+) -> dict[str, Any]:
+    name = cqs.metadata.name
+    ns = cqs.metadata.namespace
+    annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(snap.algorithm)}
+    if cqs.spec.headless_service:
+        annotations[podbuilder.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
+        annotations[podbuilder.ANNOTATION_LEADER_ADDRESS] = labels.pod_address(
+            first_role, 0, name, gang, ns
+        )
+    return {
+        "apiVersion": labels.API_VERSION,
+        "kind": labels.KIND_CLIQUE,
+        "metadata": {
+            "name": labels.clique_name(name, gang, tmpl.name),
+            "namespace": ns,
+            "labels": {
+                **_gang_labels(cqs, gang, bucket),
+                labels.LABEL_CLIQUE: tmpl.name,
+                labels.LABEL_TEMPLATE_HASH: snap.hashes[tmpl.name],
+            },
+            "annotations": annotations,
+            "ownerReferences": [_owner_ref(cqs)],
+        },
+        "spec": {
+            "cliqueName": tmpl.name,
+            "gangIndex": gang,
+            "replicas": tmpl.replicas,
+            "minAvailable": tmpl.effective_min_available,
+            "startsAfter": [labels.clique_name(name, gang, d) for d in deps],
+            "template": tmpl.template,
+        },
+    }
+
+
+def _service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:
+    name = cqs.metadata.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": labels.gang_service_name(name, gang),
+            "namespace": cqs.metadata.namespace,
+            "labels": _gang_labels(cqs, gang, bucket),
+            "ownerReferences": [_owner_ref(cqs)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                labels.LABEL_CLIQUESET: name,
+                labels.LABEL_GANG_INDEX: str(gang),
+            },
+        },
+    }
+
+
+def _set_hash(snap: CliqueSetSnapshot) -> str:
+    """One hash for the whole gang template: the clique hashes, by name (or in list order
+    for InOrder, where order is meaning)."""
+    spec = snap.cliqueset.spec
+    names = [c.name for c in spec.template.cliques]
+    if spec.startup_type != "InOrder":
+        names.sort()
+    joined = ";".join(f"{n}={snap.hashes.get(n, '')}" for n in names).encode()
+    value = _core.fnv1a_64(joined)
+    return "".join("bcdfghjklmnpqrstvwxz2456789"[ord(c) % 27] for c in str(value))
+
+
+def _status(
+    snap: CliqueSetSnapshot, by_gang: dict[int, dict[str, Clique]], outdated: list[int]
+) -> CliqueSetStatus:
+    cqs = snap.cliqueset
+    spec = cqs.spec
+    meta = cqs.metadata
+    old = cqs.status or CliqueSetStatus()
+    gen = meta.generation
+    gangs = range(spec.replicas)
+    ready = sum(1 for g in gangs if _gang_ready(snap, by_gang.get(g)))
+    available = sum(1 for g in gangs if _gang_available(snap, by_gang.get(g)))
+    updated = 0
+    degraded: list[str] = []
+    for g in gangs:
+        gang = by_gang.get(g, {})
+        if (
+            gang
+            and g not in outdated
+            and all(
+                r.name in gang
+                and gang[r.name].status is not None
+                and gang[r.name].status.updated_replicas == r.replicas  # type: ignore[union-attr]
+                for r in spec.template.cliques
+            )
+        ):
+            updated += 1
+        for role, clique in sorted(gang.items()):
+            cond = (
+                find_condition(clique.status.conditions, CONDITION_READY) if clique.status else None
+            )
+            if (
+                cond is not None
+                and cond.status == "False"
+                and cond.reason == clique_planner.REASON_BELOW_MIN
+            ):
+                degraded.append(f"{g}/{role}")
+    existing = sum(1 for g in by_gang if by_gang[g])
+    now = snap.now
+    conds = old.conditions
+    if available == spec.replicas:
+        avail_c = conditions.merge(
+            conds,
+            CONDITION_AVAILABLE,
+            "True",
+            "AllGangsAvailable",
+            f"{available}/{spec.replicas} gangs available",
+            now=now,
+            generation=gen,
+        )
+    else:
+        avail_c = conditions.merge(
+            conds,
+            CONDITION_AVAILABLE,
+            "False",
+            "GangsUnavailable",
+            f"{available}/{spec.replicas} gangs available",
+            now=now,
+            generation=gen,
+        )
+    if outdated:
+        prog_c = conditions.merge(
+            conds,
+            CONDITION_PROGRESSING,
+            "True",
+            "RollingUpdate",
+            f"{len(outdated)} gang(s) to update to {_set_hash(snap)}",
+            now=now,
+            generation=gen,
+        )
+    elif available != spec.replicas or existing != spec.replicas:
+        prog_c = conditions.merge(
+            conds,
+            CONDITION_PROGRESSING,
+            "True",
+            "Scaling",
+            f"{available}/{spec.replicas} gangs available",
+            now=now,
+            generation=gen,
+        )
+    else:
+        prog_c = conditions.merge(
+            conds,
+            CONDITION_PROGRESSING,
+            "False",
+            "Complete",
+            "every gang is available and up to date",
+            now=now,
+            generation=gen,
+        )
+    if degraded:
+        deg_c = conditions.merge(
+            conds,
+            CONDITION_DEGRADED,
+            "True",
+            clique_planner.REASON_BELOW_MIN,
+            "below minAvailable: " + ", ".join(degraded[:10]),
+            now=now,
+            generation=gen,
+        )
+    else:
+        deg_c = conditions.merge(
+            conds,
+            CONDITION_DEGRADED,
+            "False",
+            "AsExpected",
+            "no gang is below minAvailable",
+            now=now,
+            generation=gen,
+        )
+    return CliqueSetStatus(
+        observed_generation=gen,
+        replicas=existing,
+        ready_replicas=ready,
+        available_replicas=available,
+        updated_replicas=updated,
+        template_hash=_set_hash(snap),
+        hash_algorithm=snap.algorithm,
+        selector=f"{labels.LABEL_CLIQUESET}={meta.name}",
+        conditions=[avail_c, prog_c, deg_c],
+    )
+
+
+def _invalid_status(snap: CliqueSetSnapshot, message: str) -> CliqueSetStatus:
+    cqs = snap.cliqueset
+    old = cqs.status or CliqueSetStatus()
+    gen = cqs.metadata.generation
+    now = snap.now
+    conds = old.conditions
+    return CliqueSetStatus(
+        observed_generation=gen,
+        replicas=old.replicas,
+        ready_replicas=old.ready_replicas,
+        available_replicas=old.available_replicas,
+        updated_replicas=old.updated_replicas,
+        template_hash=old.template_hash,
+        hash_algorithm=old.hash_algorithm,
+        selector=f"{labels.LABEL_CLIQUESET}={cqs.metadata.name}",
+        conditions=[
+            conditions.merge(
+                conds,
+                CONDITION_AVAILABLE,
+                "False",
+                REASON_INVALID_SPEC,
+                message,
+                now=now,
+                generation=gen,
+            ),
+            conditions.merge(
+                conds,
+                CONDITION_PROGRESSING,
+                "False",
+                REASON_INVALID_SPEC,
+                message,
+                now=now,
+                generation=gen,
+            ),
+            conditions.merge(
+                conds,
+                CONDITION_DEGRADED,
+                "True",
+                REASON_INVALID_SPEC,
+                message,
+                now=now,
+                generation=gen,
+            ),
+        ],
+    )

@@ -1,0 +1,31 @@
+"""Building condition lists that only change when something changed (pure).
+
+A condition keeps its `lastTransitionTime` while its status stays the same, so that two
+reconciles over the same state produce equal status objects and no write is sent.
+"""
+
+from __future__ import annotations
+
+from cliques.api.meta import Condition, ConditionStatus, find_condition
+
+
+def merge(
+    old: list[Condition],
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    *,
+    now: str,
+    generation: int,
+) -> Condition:
+    prev = find_condition(old, type_)
+    since = prev.last_transition_time if prev is not None and prev.status == status else now
+    return Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=since,
+        observed_generation=generation,
+    )

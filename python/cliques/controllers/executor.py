@@ -1,0 +1,192 @@
+"""The executor: the only code in the controllers that writes to the API server.
+
+It carries out a planner's `Plan` for one owner:
+- deletes first (background propagation, UID precondition), in parallel;
+- then patches, in parallel (each is resourceVersion-guarded by its planner; a 409 is
+  raised after the others finished, so the work queue retries with backoff);
+- then creates in slow-start batches (1, 2, 4, … up to `parallelism`), stopping at the
+  first batch with a failure, so a quota or admission error costs one request, not 500.
+
+Expectations are recorded before a request goes out and withdrawn when it fails: a create
+that answers AlreadyExists (a stale cache, or a create that raced a restart) is harmless and
+counts as observed; a delete that answers NotFound is done.
+
+`write_status` writes a status through the status subresource with a merge patch that
+carries the resourceVersion; on 409 it re-reads the object from the API server (not from
+the cache), recomputes, and tries again a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from cliques.controllers.actions import Create, Delete, Patch, Plan
+from cliques.kube import errors
+from cliques.kube.client import KubeClient
+from cliques.kube.events import EventRecorder, ObjectRef
+from cliques.kube.expectations import Expectations
+from cliques.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STATUS_RETRIES = 3
+
+
+class _Ignore(msgspec.Struct):
+    """Decode target for responses the executor does not read."""
+
+
+class ExecutionError(Exception):
+    """Some writes of a plan failed; the reconcile is retried with backoff."""
+
+
+class Executor:
+    def __init__(
+        self,
+        client: KubeClient,
+        expectations: Expectations,
+        recorder: EventRecorder | None,
+        *,
+        parallelism: int = 32,
+    ) -> None:
+        self.client = client
+        self.expectations = expectations
+        self.recorder = recorder
+        self.parallelism = max(1, parallelism)
+
+    async def execute(self, plan: Plan, ref: ObjectRef) -> None:
+        """Run every write of `plan` for the owner `ref` (events recorded too)."""
+        ns = ref.namespace
+        failures: list[BaseException] = []
+        if self.recorder is not None:
+            for ev in plan.events:
+                self.recorder.record(ref, ev.type, ev.reason, ev.message)
+
+        if plan.deletes:
+            self.expectations.expect_deletes(ref.uid, [d.name for d in plan.deletes])
+            results = await self._bounded([self._delete(ns, d) for d in plan.deletes])
+            failures.extend(r for r in results if isinstance(r, BaseException))
+
+        if plan.patches:
+            tokens = [p.expect for p in plan.patches if p.expect]
+            if tokens:
+                self.expectations.expect_creates(ref.uid, tokens)
+            results = await self._bounded([self._patch(ns, p) for p in plan.patches])
+            for action, result in zip(plan.patches, results, strict=True):
+                if action.expect and isinstance(result, BaseException):
+                    self.expectations.created(ref.uid, action.expect)
+            failures.extend(r for r in results if isinstance(r, BaseException))
+
+        if plan.creates and not failures:
+            failures.extend(await self._slow_start(ns, plan.creates, ref))
+
+        if failures:
+            conflicts = [f for f in failures if isinstance(f, errors.Conflict)]
+            if conflicts and len(conflicts) == len(failures):
+                raise conflicts[0]
+            first = failures[0]
+            if self.recorder is not None and not isinstance(first, errors.Conflict):
+                self.recorder.record(ref, "Warning", "WriteFailed", str(first))
+            raise ExecutionError(
+                f"{len(failures)} write(s) failed for {ns}/{ref.name}: {first}"
+            ) from first
+
+    async def _bounded(self, coros: list[Awaitable[None]]) -> list[BaseException | None]:
+        sem = asyncio.Semaphore(self.parallelism)
+
+        async def one(coro: Awaitable[None]) -> None:
+            async with sem:
+                await coro
+
+        return list(await asyncio.gather(*(one(c) for c in coros), return_exceptions=True))
+
+    async def _slow_start(
+        self, ns: str, creates: list[Create], ref: ObjectRef
+    ) -> list[BaseException]:
+        batch = 1
+        pos = 0
+        while pos < len(creates):
+            chunk = creates[pos : pos + batch]
+            pos += len(chunk)
+            self.expectations.expect_creates(ref.uid, [c.name for c in chunk])
+            results = await asyncio.gather(
+                *(self._create(ns, c) for c in chunk), return_exceptions=True
+            )
+            failed = [r for r in results if isinstance(r, BaseException)]
+            if failed:
+                # Withdraw the expectations of everything not sent.
+                for rest in creates[pos:]:
+                    self.expectations.created(rest.owner_uid, rest.name)
+                return failed
+            batch = min(batch * 2, self.parallelism)
+        return []
+
+    async def _create(self, ns: str, action: Create) -> None:
+        try:
+            await self.client.create(action.resource, ns, action.body, _Ignore)
+        except errors.AlreadyExists:
+            log.debug("create %s %s/%s: already exists", action.resource.kind, ns, action.name)
+            self.expectations.created(action.owner_uid, action.name)
+        except BaseException:
+            self.expectations.created(action.owner_uid, action.name)
+            raise
+
+    async def _delete(self, ns: str, action: Delete) -> None:
+        try:
+            await self.client.delete(action.resource, ns, action.name, uid=action.uid)
+        except (errors.NotFound, errors.Conflict):
+            # Gone already, or the name now belongs to a successor: nothing to delete.
+            self.expectations.deleted(action.owner_uid, action.name)
+        except BaseException:
+            self.expectations.deleted(action.owner_uid, action.name)
+            raise
+
+    async def _patch(self, ns: str, action: Patch) -> None:
+        await self.client.patch(
+            action.resource,
+            ns,
+            action.name,
+            action.patch,
+            _Ignore,
+            patch_type=action.patch_type,
+        )
+
+    async def write_status(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        resource_version: str,
+        status: Any,
+        *,
+        recompute: Callable[[bytes], Awaitable[tuple[str, Any] | None]],
+    ) -> None:
+        """Write `status` guarded by `resource_version`; on 409 re-read and recompute.
+
+        `recompute(fresh_object_bytes)` returns (resourceVersion, status) to write, or None
+        when nothing needs writing any more.
+        """
+        rv, body = resource_version, status
+        for attempt in range(STATUS_RETRIES + 1):
+            patch = {"metadata": {"resourceVersion": rv}, "status": body}
+            try:
+                await self.client.patch(
+                    resource, namespace, name, patch, _Ignore, patch_type="merge", sub="status"
+                )
+                return
+            except errors.NotFound:
+                return
+            except errors.Conflict:
+                if attempt == STATUS_RETRIES:
+                    raise
+                fresh = await self.client.request("get", resource, namespace=namespace, name=name)
+                again = await recompute(fresh)
+                if again is None:
+                    return
+                rv, body = again

@@ -1,0 +1,192 @@
+"""One operator process: client, informers, the two controllers, their runners.
+
+`Manager.run()` connects, starts the informers (CliqueSets: all in the watched namespace;
+Cliques, Pods and Services: only those labelled with one of this process's buckets), waits
+until they have synced, starts the reconcile runners, and on `stop()` drains the queues
+(in-flight reconciles finish, nothing new starts) before closing the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.pod import Pod
+from cliques.api.service import Service
+from cliques.controllers import clique_controller, cliqueset_controller
+from cliques.controllers.executor import Executor
+from cliques.controllers.revision import CORE_ALGORITHM, Hasher
+from cliques.kube import store
+from cliques.kube.client import KubeClient
+from cliques.kube.events import EventRecorder
+from cliques.kube.expectations import Expectations
+from cliques.kube.informer import Informer, WatchFaults
+from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES
+from cliques.kube.runner import Runner
+from cliques.operator.buckets import BucketSet
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Config:
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None  # None = every namespace
+    qps: float = 200.0
+    burst: int = 400
+    concurrency: int = 16
+    write_parallelism: int = 32
+    expectations_ttl: float = 60.0
+    hash_algorithm: int = CORE_ALGORITHM
+    buckets: BucketSet = field(default_factory=BucketSet)
+    resync_period: float = 0.0
+    faults: WatchFaults = field(default_factory=WatchFaults)
+    field_manager: str = "cliques-operator"
+    events: bool = True
+
+
+class Manager:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.client: KubeClient | None = None
+        self.informers: list[Informer[Any]] = []
+        self.runners: list[Runner] = []
+        self.recorder: EventRecorder | None = None
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def ready(self) -> bool:
+        return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        cfg = self.config
+        self.client = client = await KubeClient.connect(
+            cfg.kubeconfig,
+            context=cfg.context,
+            qps=cfg.qps,
+            burst=cfg.burst,
+            field_manager=cfg.field_manager,
+        )
+        try:
+            await self._run(client)
+        finally:
+            await client.close()
+
+    async def _run(self, client: KubeClient) -> None:
+        cfg = self.config
+        selector = cfg.buckets.selector()
+        ns = cfg.namespace
+        ctl = store.by_controller
+        cqs_inf = Informer(
+            client, CLIQUESETS, CliqueSet, namespace=ns, resync_period=cfg.resync_period
+        )
+        cq_inf = Informer(
+            client,
+            CLIQUES,
+            Clique,
+            namespace=ns,
+            label_selector=selector,
+            indexers={"controller": ctl, "gang": clique_controller.gang_key},
+            resync_period=cfg.resync_period,
+            faults=cfg.faults,
+        )
+        pod_inf = Informer(
+            client,
+            PODS,
+            Pod,
+            namespace=ns,
+            label_selector=selector,
+            indexers={"controller": ctl},
+            resync_period=cfg.resync_period,
+            faults=cfg.faults,
+        )
+        svc_inf = Informer(
+            client,
+            SERVICES,
+            Service,
+            namespace=ns,
+            label_selector=selector,
+            indexers={"controller": ctl},
+            resync_period=cfg.resync_period,
+        )
+        self.informers = [cqs_inf, cq_inf, pod_inf, svc_inf]
+        self.recorder = EventRecorder(client) if cfg.events else None
+        hasher = Hasher(cfg.hash_algorithm)
+        owns = cfg.buckets.owns
+
+        cqs_exp = Expectations(cliqueset_controller.NAME, ttl=cfg.expectations_ttl)
+        cq_exp = Expectations(clique_controller.NAME, ttl=cfg.expectations_ttl)
+        cqs_ctl = cliqueset_controller.CliqueSetController(
+            cqs_inf,
+            cq_inf,
+            svc_inf,
+            Executor(client, cqs_exp, self.recorder, parallelism=cfg.write_parallelism),
+            cqs_exp,
+            hasher,
+            owns=owns,
+        )
+        cq_ctl = clique_controller.CliqueController(
+            cq_inf,
+            pod_inf,
+            Executor(client, cq_exp, self.recorder, parallelism=cfg.write_parallelism),
+            cq_exp,
+            hasher,
+            owns=owns,
+        )
+        self.runners = [
+            Runner(
+                cliqueset_controller.NAME,
+                cqs_ctl.queue,
+                cqs_ctl.reconcile,
+                concurrency=cfg.concurrency,
+            ),
+            Runner(
+                clique_controller.NAME, cq_ctl.queue, cq_ctl.reconcile, concurrency=cfg.concurrency
+            ),
+        ]
+        log.info(
+            "starting: namespace=%s buckets=%s selector=%r hash-algorithm=%d",
+            ns or "*",
+            cfg.buckets,
+            selector if len(selector) < 80 else selector[:77] + "...",
+            hasher.algorithm,
+        )
+        for inf in self.informers:
+            self._tasks.append(asyncio.create_task(inf.run(), name=repr(inf)))
+        if self.recorder is not None:
+            self.recorder.start()
+        try:
+            synced: asyncio.Future[Any] = asyncio.gather(*(i.synced.wait() for i in self.informers))
+            stop: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
+            await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
+            if not self._stop.is_set():
+                log.info(
+                    "caches synced: %s",
+                    ", ".join(f"{i.resource.plural}={len(i.store)}" for i in self.informers),
+                )
+                for runner in self.runners:
+                    runner.start()
+                await self._stop.wait()
+            else:
+                synced.cancel()
+            stop.cancel()
+        finally:
+            log.info("draining work queues")
+            await asyncio.gather(*(r.stop() for r in self.runners))
+            if self.recorder is not None:
+                await self.recorder.stop()
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            log.info("stopped")

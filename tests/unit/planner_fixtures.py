@@ -1,0 +1,176 @@
+"""Builders of CliqueSets, Cliques and Pods for the planner table tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.clique import Clique, CliqueSpec, CliqueStatus
+from cliques.api.cliqueset import (
+    CliqueSet,
+    CliqueSetSpec,
+    CliqueSetTemplate,
+    CliqueTemplate,
+    UpdateStrategy,
+)
+from cliques.api.meta import Condition, ObjectMeta, OwnerReference
+from cliques.api.pod import Pod, PodCondition, PodStatus
+from cliques.controllers import podbuilder
+
+NOW = "2026-11-22T08:00:00Z"
+
+
+def template(image: str = "vllm:1") -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "m", "image": image}]},
+    }
+
+
+def cliqueset(
+    replicas: int = 2,
+    roles: tuple[tuple[str, int], ...] = (("leader", 1), ("worker", 2)),
+    startup: str = "AnyOrder",
+    strategy: str = "RollingUpdate",
+    max_unavailable: int = 1,
+    image: str = "vllm:1",
+    generation: int = 1,
+) -> CliqueSet:
+    return CliqueSet(
+        metadata=ObjectMeta(
+            name="llama",
+            namespace="ns",
+            uid="cqs-uid",
+            resource_version="10",
+            generation=generation,
+        ),
+        spec=CliqueSetSpec(
+            replicas=replicas,
+            startup_type=startup,  # type: ignore[arg-type]
+            update_strategy=UpdateStrategy(type=strategy, max_unavailable=max_unavailable),  # type: ignore[arg-type]
+            template=CliqueSetTemplate(
+                cliques=[
+                    CliqueTemplate(name=n, replicas=r, template=template(image)) for n, r in roles
+                ]
+            ),
+        ),
+    )
+
+
+def clique(
+    gang: int,
+    role: str,
+    *,
+    replicas: int = 1,
+    hash_: str = "h1",
+    ready: bool = True,
+    algorithm: int = 1,
+    starts_after: list[str] | None = None,
+    image: str = "vllm:1",
+    annotations: dict[str, str] | None = None,
+    status_hash: str | None = None,
+    ready_reason: str = "MinAvailable",
+) -> Clique:
+    name = labels.clique_name("llama", gang, role)
+    conds = [
+        Condition(
+            type="Started",
+            status="True",
+            reason="Started",
+            last_transition_time=NOW,
+            observed_generation=1,
+        ),
+        Condition(
+            type="Ready",
+            status="True" if ready else "False",
+            reason=ready_reason
+            if ready
+            else ready_reason
+            if ready_reason != "MinAvailable"
+            else "Starting",
+            last_transition_time=NOW,
+            observed_generation=1,
+        ),
+    ]
+    return Clique(
+        metadata=ObjectMeta(
+            name=name,
+            namespace="ns",
+            uid=f"uid-{name}",
+            resource_version="5",
+            generation=1,
+            labels={
+                labels.LABEL_CLIQUESET: "llama",
+                labels.LABEL_GANG_INDEX: str(gang),
+                labels.LABEL_CLIQUE: role,
+                labels.LABEL_BUCKET: "7",
+                labels.LABEL_TEMPLATE_HASH: hash_,
+            },
+            annotations={
+                labels.ANNOTATION_HASH_ALGORITHM: str(algorithm),
+                podbuilder.ANNOTATION_SUBDOMAIN: f"llama-{gang}",
+                podbuilder.ANNOTATION_LEADER_ADDRESS: f"leader-0.llama-{gang}.ns.svc",
+                **(annotations or {}),
+            },
+            owner_references=[
+                OwnerReference(
+                    api_version="cliques.dev/v1alpha1",
+                    kind="CliqueSet",
+                    name="llama",
+                    uid="cqs-uid",
+                    controller=True,
+                )
+            ],
+        ),
+        spec=CliqueSpec(
+            clique_name=role,
+            gang_index=gang,
+            replicas=replicas,
+            min_available=replicas,
+            starts_after=starts_after or [],
+            template=template(image),
+        ),
+        status=CliqueStatus(
+            observed_generation=1,
+            replicas=replicas,
+            ready_replicas=replicas if ready else 0,
+            updated_replicas=replicas,
+            template_hash=status_hash if status_hash is not None else hash_,
+            hash_algorithm=algorithm,
+            conditions=conds,
+        ),
+    )
+
+
+def pod(
+    clique_obj: Clique,
+    index: int,
+    *,
+    hash_: str = "h1",
+    ready: bool = True,
+    deleting: bool = False,
+    phase: str = "Running",
+) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(
+            name=f"{clique_obj.metadata.name}-{index}",
+            namespace="ns",
+            uid=f"pod-uid-{index}",
+            resource_version="3",
+            labels={labels.LABEL_POD_INDEX: str(index), labels.LABEL_TEMPLATE_HASH: hash_},
+            deletion_timestamp=NOW if deleting else None,
+            owner_references=[
+                OwnerReference(
+                    api_version="cliques.dev/v1alpha1",
+                    kind="Clique",
+                    name=clique_obj.metadata.name,
+                    uid=clique_obj.metadata.uid,
+                    controller=True,
+                )
+            ],
+        ),
+        status=PodStatus(
+            phase=phase,
+            conditions=[PodCondition(type="Ready", status="True" if ready else "False")],
+        ),
+    )

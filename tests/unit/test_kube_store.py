@@ -1,0 +1,41 @@
+"""The indexed store: lookups by owner UID and by label stay consistent through updates."""
+
+from cliques.api.meta import ObjectMeta, OwnerReference
+from cliques.api.pod import Pod
+from cliques.kube import store
+
+
+def pod(name: str, owner: str, cqs: str = "s", rv: str = "1") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(
+            name=name,
+            namespace="ns",
+            resource_version=rv,
+            labels={"cliques.dev/cliqueset": cqs},
+            owner_references=[
+                OwnerReference(
+                    api_version="v1", kind="Clique", name="c", uid=owner, controller=True
+                )
+            ],
+        )
+    )
+
+
+def test_indexes_follow_upserts_and_removes() -> None:
+    s: store.Store[Pod] = store.Store(
+        {"controller": store.by_controller, "cqs": store.by_label("cliques.dev/cliqueset")}
+    )
+    s.upsert(pod("a", "u1"))
+    s.upsert(pod("b", "u1"))
+    s.upsert(pod("c", "u2", cqs="t"))
+    assert sorted(p.metadata.name for p in s.by_index("controller", "u1")) == ["a", "b"]
+    assert [p.metadata.name for p in s.by_index("cqs", "ns/t")] == ["c"]
+    # re-owned: moves between index buckets
+    old = s.upsert(pod("a", "u2", rv="2"))
+    assert old is not None and old.metadata.resource_version == "1"
+    assert [p.metadata.name for p in s.by_index("controller", "u1")] == ["b"]
+    assert sorted(p.metadata.name for p in s.by_index("controller", "u2")) == ["a", "c"]
+    s.remove("ns/b")
+    assert s.by_index("controller", "u1") == []
+    assert "u1" not in s.index_values("controller")
+    assert len(s) == 2 and "ns/a" in s and sorted(s) == ["ns/a", "ns/c"]

@@ -1,0 +1,72 @@
+"""Work queue semantics: de-duplication, one in flight per key, backoff, delays, drain."""
+
+import asyncio
+
+import pytest
+
+from cliques.kube.workqueue import ShutDown, WorkQueue
+
+
+async def test_dedup_while_waiting() -> None:
+    q = WorkQueue("t1")
+    for _ in range(5):
+        q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert await q.get() == "a"
+    assert await q.get() == "b"
+
+
+async def test_key_added_while_processing_is_held_until_done() -> None:
+    q = WorkQueue("t2")
+    q.add("a")
+    key = await q.get()
+    q.add("a")  # arrives during the reconcile
+    assert len(q) == 0, "a key in flight must not be handed out twice"
+    q.done(key)
+    assert len(q) == 1
+    assert await q.get() == "a"
+
+
+async def test_backoff_grows_and_forget_resets() -> None:
+    q = WorkQueue("t3", base_delay=0.01, max_delay=0.05)
+    assert q.backoff("k") == pytest.approx(0.01)
+    q.add_rate_limited("k")
+    q.add_rate_limited("k")
+    assert q.backoff("k") == pytest.approx(0.04)
+    q.add_rate_limited("k")
+    assert q.backoff("k") == pytest.approx(0.05)  # capped
+    q.forget("k")
+    assert q.backoff("k") == pytest.approx(0.01)
+
+
+async def test_add_after_fires_once_with_earliest_deadline() -> None:
+    q = WorkQueue("t4")
+    q.add_after("k", 5.0)
+    q.add_after("k", 0.01)  # earlier deadline wins
+    q.add_after("k", 3.0)  # later one is ignored
+    key = await asyncio.wait_for(q.get(), timeout=2.0)
+    assert key == "k"
+    q.done(key)
+    assert len(q) == 0
+
+
+async def test_shutdown_wakes_waiters_and_refuses_new_keys() -> None:
+    q = WorkQueue("t5")
+    waiter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.shut_down()
+    with pytest.raises(ShutDown):
+        await asyncio.wait_for(waiter, timeout=1.0)
+    q.add("x")
+    assert len(q) == 0
+
+
+async def test_many_waiters_each_get_one_key() -> None:
+    q = WorkQueue("t6")
+    getters = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    for k in ("a", "b", "c"):
+        q.add(k)
+    got = await asyncio.wait_for(asyncio.gather(*getters), timeout=1.0)
+    assert sorted(got) == ["a", "b", "c"]
