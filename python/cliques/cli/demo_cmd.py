@@ -1,0 +1,203 @@
+"""`cliques demo`: the whole product on the local control plane, end to end.
+
+Brings up (or reuses) the dev cluster, installs the CRDs, starts the operator, applies the
+example CliqueSet, waits until it is Available and prints `kubectl get cqs,cliques,pods`.
+Each step says what it is doing; a failure says which step and where its log is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "demo",
+        help="local control plane + CRDs + operator + an example CliqueSet",
+        description="Start (or reuse) the dev cluster, install the CRDs, run the operator, "
+        "apply an example CliqueSet, wait until it is Available and print its objects.",
+    )
+    p.add_argument("--cluster", default="cliques", help="dev cluster name (default: cliques)")
+    p.add_argument("--nodes", type=int, default=4, help="fake nodes (default: 4)")
+    p.add_argument(
+        "--example",
+        type=Path,
+        default=REPO_DEPLOY / "examples" / "llama.yaml",
+        help="CliqueSet manifest to apply (default: deploy/examples/llama.yaml)",
+    )
+    p.add_argument("--namespace", default="demo", help="namespace for the example")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for Available")
+    p.add_argument(
+        "--keep-operator",
+        action="store_true",
+        help="leave the operator running in the foreground after printing the status",
+    )
+    p.set_defaults(func=run)
+
+
+def _step(msg: str) -> None:
+    print(f"==> {msg}", flush=True)
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "cliques", *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"cliques demo: `cliques {' '.join(args)}` failed")
+    return done.stdout
+
+
+def run(args: argparse.Namespace) -> int:
+    crds = REPO_DEPLOY / "crds"
+    if not crds.is_dir() or not args.example.is_file():
+        print(
+            f"cliques demo: needs {crds} and {args.example} (run from a source checkout)",
+            file=sys.stderr,
+        )
+        return 2
+    _step(
+        f"dev cluster {args.cluster!r} (built from Go modules on first use; this can take "
+        "several minutes once)"
+    )
+    up = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cliques",
+            "dev-cluster",
+            "up",
+            "--name",
+            args.cluster,
+            "--nodes",
+            str(args.nodes),
+        ],
+        check=False,
+    )
+    if up.returncode != 0:
+        return up.returncode
+    kubeconfig = _cli("dev-cluster", "kubeconfig", "--name", args.cluster).strip()
+    env = dict(os.environ, KUBECONFIG=kubeconfig)
+    for line in _cli("dev-cluster", "env", "--name", args.cluster).splitlines():
+        if line.startswith("export PATH="):
+            env["PATH"] = os.path.expandvars(line.removeprefix("export PATH=").strip("'\""))
+
+    def kubectl(*kargs: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["kubectl", *kargs], env=env, capture_output=True, text=True, check=False
+        )
+        if check and done.returncode != 0:
+            sys.stderr.write(done.stderr)
+            raise SystemExit(f"cliques demo: kubectl {' '.join(kargs)} failed")
+        return done
+
+    _step("installing the CRDs")
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds))
+    kubectl(
+        "wait",
+        "--for=condition=established",
+        "--timeout=60s",
+        "crd/cliquesets.cliques.dev",
+        "crd/cliques.cliques.dev",
+    )
+    kubectl("create", "namespace", args.namespace, check=False)
+
+    log_path = Path(kubeconfig).parent / "demo-operator.log"
+    _step(f"starting the operator (log: {log_path})")
+    with open(log_path, "ab") as log:
+        operator = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cliques",
+                "operator",
+                "--kubeconfig",
+                kubeconfig,
+                "--metrics-port",
+                "0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        _step(f"applying {args.example} in namespace {args.namespace}")
+        kubectl("apply", "--server-side", "-n", args.namespace, "-f", str(args.example))
+        name = _name_of(
+            kubectl("get", "-n", args.namespace, "-f", str(args.example), "-o", "json").stdout
+        )
+        _step(f"waiting for CliqueSet {name} to be Available")
+        if not _wait_available(kubectl, args.namespace, name, args.timeout, operator):
+            print(
+                f"cliques demo: {name} not Available after {args.timeout:.0f}s; "
+                f"operator log: {log_path}",
+                file=sys.stderr,
+            )
+            print(kubectl("get", "cqs,cliques,pods", "-n", args.namespace, check=False).stdout)
+            return 1
+        print(kubectl("get", "cqs,cliques,pods", "-n", args.namespace, "-o", "wide").stdout)
+        _step(
+            f'done. kubectl: eval "$(cliques dev-cluster env --name {args.cluster})"; '
+            f"tear down: cliques dev-cluster down --name {args.cluster}"
+        )
+        if args.keep_operator:
+            _step("operator keeps running; Ctrl-C stops it")
+            operator.wait()
+        return 0
+    finally:
+        if operator.poll() is None:
+            operator.terminate()
+            try:
+                operator.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                operator.kill()
+
+
+def _name_of(get_json: str) -> str:
+    doc = json.loads(get_json)
+    items = doc.get("items", [doc])
+    for item in items:
+        if item.get("kind") == "CliqueSet":
+            return str(item["metadata"]["name"])
+    raise SystemExit("cliques demo: the example holds no CliqueSet")
+
+
+def _wait_available(
+    kubectl: Any, ns: str, name: str, timeout: float, operator: subprocess.Popen[bytes]
+) -> bool:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if operator.poll() is not None:
+            print(
+                f"cliques demo: the operator exited with code {operator.returncode}",
+                file=sys.stderr,
+            )
+            return False
+        done = kubectl("get", "cqs", name, "-n", ns, "-o", "json", check=False)
+        if done.returncode == 0:
+            status = json.loads(done.stdout).get("status") or {}
+            conds = {c["type"]: c for c in status.get("conditions", [])}
+            avail = conds.get("Available", {})
+            line = (
+                f"    gangs ready {status.get('readyReplicas', 0)}/"
+                f"{status.get('replicas', 0)}, Available={avail.get('status', '?')}"
+                f" ({avail.get('message', '')})"
+            )
+            if line != last:
+                print(line, flush=True)
+                last = line
+            if avail.get("status") == "True":
+                return True
+        time.sleep(1.0)
+    return False
