@@ -1,0 +1,491 @@
+"""The CRDs against a real kube-apiserver: they establish, the examples apply, every invalid
+spec is refused with a message that names the field, and the scale and status subresources
+work with what cliques.api encodes.
+
+Only needs two fixtures of the integration conftest: `kubeconfig` (session: the path of the
+local control plane's kubeconfig) and `namespace` (a fresh namespace per test). Where they
+are not defined the tests skip, saying so. Drives `kubectl` as a user would; waits on
+conditions, never sleeps.
+"""
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from cliques import api
+
+pytestmark = pytest.mark.cluster
+
+REPO = Path(__file__).resolve().parents[2]
+CRDS = REPO / "deploy" / "crds"
+EXAMPLES = REPO / "deploy" / "examples"
+CALL_TIMEOUT = 60  # seconds for one kubectl call; `kubectl wait` gets its own --timeout
+
+
+class Kubectl:
+    """`kubectl` with the test cluster's kubeconfig, returning what it printed."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.env = {**os.environ, "KUBECONFIG": kubeconfig}
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=CALL_TIMEOUT,
+            check=False,
+        )
+
+    def ok(self, *args: str, stdin: str | None = None) -> str:
+        done = self.run(*args, stdin=stdin)
+        assert done.returncode == 0, f"kubectl {' '.join(args)} failed:\n{done.stderr}"
+        return done.stdout
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.ok(*args, "-o", "json"))
+
+    def refused(self, *args: str, stdin: str | None = None) -> str:
+        """Run a command that the API server must refuse; return its error text."""
+        done = self.run(*args, stdin=stdin)
+        assert done.returncode != 0, f"kubectl {' '.join(args)} was accepted:\n{stdin}"
+        return done.stderr
+
+
+def cluster_fixture(request: pytest.FixtureRequest, name: str) -> Any:
+    try:
+        return request.getfixturevalue(name)
+    except pytest.FixtureLookupError:
+        pytest.skip(f"needs the `{name}` fixture of the local control plane (integration conftest)")
+
+
+@pytest.fixture(scope="session")
+def kubectl(request: pytest.FixtureRequest) -> Iterator[Kubectl]:
+    k = Kubectl(os.fspath(cluster_fixture(request, "kubeconfig")))
+    # --force-conflicts: another test session may have applied an older copy of the CRDs.
+    k.ok("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
+    k.ok(
+        "wait",
+        "--for=condition=established",
+        "--timeout=60s",
+        "crd/cliquesets.cliques.dev",
+        "crd/cliques.cliques.dev",
+    )
+    yield k
+
+
+@pytest.fixture
+def ns(request: pytest.FixtureRequest) -> str:
+    """The conftest's fresh `namespace` for this test."""
+    name = cluster_fixture(request, "namespace")
+    assert isinstance(name, str)
+    return name
+
+
+def example(name: str) -> dict[str, Any]:
+    manifest = yaml.safe_load((EXAMPLES / name).read_text())
+    assert isinstance(manifest, dict)
+    return manifest
+
+
+def cliqueset(**spec: Any) -> dict[str, Any]:
+    """A valid CliqueSet (leader 1 + worker 2) with `spec` fields replaced."""
+    pod = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+    body = {
+        "apiVersion": "cliques.dev/v1alpha1",
+        "kind": "CliqueSet",
+        "metadata": {"name": "bad"},
+        "spec": {
+            "template": {
+                "cliques": [
+                    {"name": "leader", "replicas": 1, "template": deepcopy(pod)},
+                    {"name": "worker", "replicas": 2, "template": deepcopy(pod)},
+                ]
+            }
+        },
+    }
+    body["spec"].update(spec)
+    return body
+
+
+def with_cliques(*changes: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """cliqueset() whose leader and worker templates are updated with `changes`."""
+    body = cliqueset(**spec)
+    for clique, change in zip(body["spec"]["template"]["cliques"], changes, strict=False):
+        clique.update(change)
+    return body
+
+
+# ---- The CRDs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("crd", ["cliquesets.cliques.dev", "cliques.cliques.dev"])
+def test_crds_are_established_and_structural(kubectl: Kubectl, crd: str) -> None:
+    status = kubectl.json("get", "crd", crd)["status"]
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["Established"] == "True"
+    assert conditions["NamesAccepted"] == "True"
+    assert conditions.get("NonStructuralSchema", "False") == "False"
+    assert conditions.get("KubernetesAPIApprovalPolicyConformant", "True") == "True"
+
+
+def test_discovery_lists_short_names_and_category(kubectl: Kubectl) -> None:
+    resources = json.loads(kubectl.ok("get", "--raw", "/apis/cliques.dev/v1alpha1"))["resources"]
+    by_name = {r["name"]: r for r in resources}
+    assert by_name["cliquesets"]["shortNames"] == ["cqs"]
+    assert by_name["cliques"]["shortNames"] == ["cq"]
+    assert by_name["cliquesets"]["categories"] == ["cliques"]
+    assert by_name["cliques"]["categories"] == ["cliques"]
+    assert by_name["cliquesets"]["namespaced"] is True
+    assert {"cliquesets/status", "cliquesets/scale", "cliques/status", "cliques/scale"} <= set(
+        by_name
+    )
+
+
+def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
+    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
+    # kubectl expands a category before it looks up a resource, so `get cliques` (the
+    # category, and also the Clique plural) lists CliqueSets and Cliques together.
+    listed = kubectl.ok("get", "cliques", "-n", ns, "-o", "name").split()
+    assert sorted(listed) == ["clique.cliques.dev/llama-0-worker", "cliqueset.cliques.dev/llama"]
+    assert kubectl.ok("get", "cq", "-n", ns, "-o", "name").split() == [
+        "clique.cliques.dev/llama-0-worker"
+    ]
+
+
+# ---- The examples --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml"])
+def test_examples_apply_and_read_back_defaulted(kubectl: Kubectl, ns: str, name: str) -> None:
+    path = str(EXAMPLES / name)
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", path)
+    manifest = example(name)
+    stored = kubectl.json("get", "cliqueset", "-n", ns, manifest["metadata"]["name"])
+    spec = stored["spec"]
+    assert spec["headlessService"] is True
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
+    assert [c["name"] for c in spec["template"]["cliques"]] == [
+        c["name"] for c in manifest["spec"]["template"]["cliques"]
+    ]
+    # Pruning kept the pod templates whole (they are preserve-unknown-fields).
+    assert spec["template"]["cliques"] == [
+        {"replicas": 1, **c} for c in manifest["spec"]["template"]["cliques"]
+    ]
+    # What the server stores decodes into the Structs, and their defaults agree.
+    cqs = api.decode_cliqueset(json.dumps(stored).encode())
+    assert cqs.spec == msgspec.convert(manifest, api.CliqueSet).spec
+
+
+def test_printer_columns(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
+    header = kubectl.ok("get", "cqs", "-n", ns).splitlines()[0].split()
+    assert header == ["NAME", "REPLICAS", "READY", "UPDATED", "AVAILABLE", "STATUS", "AGE"]
+    wide = kubectl.ok("get", "cqs", "-n", ns, "-o", "wide").splitlines()
+    assert "STARTUP" in wide[0].split()
+    assert "InOrder" in wide[1].split()
+
+
+# ---- Invalid CliqueSets are refused, naming the field --------------------------------------
+
+INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "duplicate clique names",
+        with_cliques({}, {"name": "leader"}),
+        ["spec.template.cliques[1]", "Duplicate value", "leader"],
+    ),
+    (
+        "minAvailable above replicas",
+        with_cliques({}, {"minAvailable": 3}),
+        [
+            "spec.template.cliques[1].minAvailable",
+            "minAvailable must be less than or equal to replicas in clique worker",
+        ],
+    ),
+    (
+        "minAvailable above the defaulted replicas",
+        with_cliques({"replicas": None, "minAvailable": 2}),
+        [
+            "spec.template.cliques[0].minAvailable",
+            "less than or equal to replicas in clique leader",
+        ],
+    ),
+    (
+        "negative gang count",
+        cliqueset(replicas=-1),
+        ["spec.replicas", "greater than or equal to 0"],
+    ),
+    (
+        "negative clique replicas",
+        with_cliques({}, {"replicas": -2}),
+        ["spec.template.cliques[1].replicas", "greater than or equal to 0"],
+    ),
+    (
+        "negative minAvailable",
+        with_cliques({"minAvailable": -1}),
+        ["spec.template.cliques[0].minAvailable", "greater than or equal to 0"],
+    ),
+    (
+        "maxUnavailable of 0",
+        cliqueset(updateStrategy={"maxUnavailable": 0}),
+        ["spec.updateStrategy.maxUnavailable", "greater than or equal to 1"],
+    ),
+    (
+        "startsAfter without Explicit (default AnyOrder)",
+        with_cliques({}, {"startsAfter": ["leader"]}),
+        [
+            "spec.startupType",
+            "startsAfter is allowed only when spec.startupType is Explicit (it is AnyOrder)",
+        ],
+    ),
+    (
+        "startsAfter with InOrder",
+        with_cliques({}, {"startsAfter": ["leader"]}, startupType="InOrder"),
+        ["spec.startupType", "(it is InOrder)"],
+    ),
+    (
+        "startsAfter naming a missing clique",
+        with_cliques({}, {"startsAfter": ["leader", "ghost"]}, startupType="Explicit"),
+        [
+            "spec.template.cliques",
+            "every spec.template.cliques[].startsAfter entry must name a clique of",
+        ],
+    ),
+    (
+        "startsAfter naming its own clique",
+        with_cliques({}, {"startsAfter": ["worker"]}, startupType="Explicit"),
+        [
+            "spec.template.cliques[1].startsAfter",
+            "startsAfter of clique worker must not name the clique itself",
+        ],
+    ),
+    (
+        "startsAfter naming a clique twice",
+        with_cliques({}, {"startsAfter": ["leader", "leader"]}, startupType="Explicit"),
+        ["spec.template.cliques[1].startsAfter[1]", "Duplicate value"],
+    ),
+    (
+        "unknown startupType",
+        cliqueset(startupType="Sometimes"),
+        ["spec.startupType", "Unsupported value", "Sometimes"],
+    ),
+    (
+        "clique name that is no DNS label",
+        with_cliques({"name": "Leader_0"}),
+        ["spec.template.cliques[0].name", "should match"],
+    ),
+    (
+        "clique name too long",
+        with_cliques({"name": "a" * 21}),
+        ["spec.template.cliques[0].name", "may not be more than 20"],
+    ),
+    (
+        "no cliques",
+        cliqueset(template={"cliques": []}),
+        ["spec.template.cliques", "should have at least 1 items"],
+    ),
+    (
+        "pod template without containers",
+        with_cliques({"template": {"spec": {"restartPolicy": "Always"}}}),
+        ["spec.template.cliques[0].template.spec.containers", "Required value"],
+    ),
+    (
+        "pod template with no container",
+        with_cliques({"template": {"spec": {"containers": []}}}),
+        ["spec.template.cliques[0].template.spec.containers", "at least 1 items"],
+    ),
+    (
+        "pod template without spec",
+        with_cliques({"template": {"metadata": {"labels": {"a": "b"}}}}),
+        ["spec.template.cliques[0].template.spec", "Required value"],
+    ),
+    (
+        "template label that is no string",
+        with_cliques({"template": {"metadata": {"labels": {"a": 1}}, "spec": {"containers": []}}}),
+        ["spec.template.cliques[0].template.metadata.labels.a", "string"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"), [(b, e) for _, b, e in INVALID], ids=[i for i, _, _ in INVALID]
+)
+def test_invalid_cliqueset_is_refused_naming_the_field(
+    kubectl: Kubectl, ns: str, body: dict[str, Any], expected: list[str]
+) -> None:
+    body = json.loads(json.dumps(body))
+    for clique in body["spec"]["template"]["cliques"]:
+        if clique.get("replicas", 0) is None:
+            del clique["replicas"]  # None marks "leave it to the CRD default"
+    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+    for fragment in expected:
+        assert fragment in error, f"{fragment!r} not in:\n{error}"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("my.set", "metadata.name must be a DNS-1035 label"),
+        ("9lives", "metadata.name must be a DNS-1035 label"),
+        ("a" * 53, "metadata.name must be at most 52 characters"),
+    ],
+)
+def test_cliqueset_name_must_make_valid_service_names(
+    kubectl: Kubectl, ns: str, name: str, expected: str
+) -> None:
+    body = cliqueset()
+    body["metadata"]["name"] = name
+    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+    assert expected in error, error
+
+
+def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, ns: str) -> None:
+    body = with_cliques(
+        {"name": "a" * 20, "replicas": 0, "minAvailable": 0},
+        {"startsAfter": ["a" * 20]},
+        startupType="Explicit",
+        replicas=0,
+    )
+    body["metadata"]["name"] = "n" * 52
+    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+
+
+# ---- Subresources --------------------------------------------------------------------------
+
+
+def test_scale_subresource(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
+    kubectl.ok("scale", "-n", ns, "cqs/llama", "--replicas=3")
+    assert kubectl.ok("get", "-n", ns, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
+    scale = json.loads(
+        kubectl.ok(
+            "get",
+            "--raw",
+            f"/apis/cliques.dev/v1alpha1/namespaces/{ns}/cliquesets/llama/scale",
+        )
+    )
+    assert scale["kind"] == "Scale"
+    assert scale["spec"]["replicas"] == 3
+    # Through the scale subresource too, a negative count is refused by the CRD schema.
+    negative = json.dumps({"spec": {"replicas": -1}})
+    error = kubectl.refused(
+        "patch", "-n", ns, "cqs/llama", "--subresource=scale", "--type=merge", "-p", negative
+    )
+    assert "spec.replicas" in error, error
+
+
+def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
+    status = api.CliqueSetStatus(
+        observed_generation=1,
+        replicas=2,
+        ready_replicas=0,
+        template_hash="5d8f7c9b6",
+        hash_algorithm=1,
+        selector="cliques.dev/cliqueset=llama",
+        conditions=[
+            api.Condition(
+                type="Available",
+                status="False",
+                reason="GangsStarting",
+                message="0 of 2 gangs available",
+                last_transition_time="2025-01-02T03:04:05Z",
+                observed_generation=1,
+            )
+        ],
+    )
+    patch = json.dumps({"status": api.to_dict(status)})
+    kubectl.ok("patch", "-n", ns, "cqs/llama", "--subresource=status", "--type=merge", "-p", patch)
+    stored = api.decode_cliqueset(kubectl.ok("get", "-n", ns, "cqs/llama", "-o", "json").encode())
+    assert stored.status == status
+    row = kubectl.ok("get", "-n", ns, "cqs/llama", "--no-headers").split()
+    assert row[1:6] == ["2", "0", "0", "0", "GangsStarting"]
+    # The scale subresource reads replicas and the selector from status.
+    scale = json.loads(
+        kubectl.ok(
+            "get",
+            "--raw",
+            f"/apis/cliques.dev/v1alpha1/namespaces/{ns}/cliquesets/llama/scale",
+        )
+    )
+    assert scale["status"] == {"replicas": 2, "selector": "cliques.dev/cliqueset=llama"}
+    bad = json.dumps(
+        {"status": {"conditions": [{**api.to_dict(status)["conditions"][0], "reason": "not ok"}]}}
+    )
+    error = kubectl.refused(
+        "patch", "-n", ns, "cqs/llama", "--subresource=status", "--type=merge", "-p", bad
+    )
+    assert "status.conditions[0].reason" in error
+
+
+# ---- Clique -------------------------------------------------------------------------------
+
+
+def clique_body(name: str = "llama-0-worker", **spec: Any) -> dict[str, Any]:
+    clique = api.Clique(
+        metadata=api.ObjectMeta(name=name),
+        spec=api.CliqueSpec(
+            clique_name="worker",
+            gang_index=0,
+            replicas=2,
+            template={"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}},
+        ),
+    )
+    body = api.to_dict(clique)
+    body["spec"].update(spec)
+    return body
+
+
+def test_clique_encoded_by_the_structs_is_accepted(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
+    kubectl.ok("scale", "-n", ns, "cq/llama-0-worker", "--replicas=4")
+    stored = api.decode_clique(
+        kubectl.ok("get", "-n", ns, "cq/llama-0-worker", "-o", "json").encode()
+    )
+    assert stored.spec.replicas == 4
+    header = kubectl.ok("get", "cq", "-n", ns).splitlines()[0].split()
+    assert header == ["NAME", "REPLICAS", "READY", "UPDATED", "AGE"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"minAvailable": 3}, ["spec.minAvailable", "less than or equal to spec.replicas"]),
+        ({"replicas": -1}, ["spec.replicas", "greater than or equal to 0"]),
+        ({"gangIndex": -1}, ["spec.gangIndex", "greater than or equal to 0"]),
+        ({"startsAfter": ["llama-0-worker"]}, ["spec.startsAfter", "must not name the Clique"]),
+        ({"template": {"spec": {}}}, ["spec.template.spec.containers", "Required value"]),
+    ],
+)
+def test_invalid_clique_is_refused(
+    kubectl: Kubectl, ns: str, spec: dict[str, Any], expected: list[str]
+) -> None:
+    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body(**spec)))
+    for fragment in expected:
+        assert fragment in error, f"{fragment!r} not in:\n{error}"
+
+
+def test_clique_identity_is_immutable(kubectl: Kubectl, ns: str) -> None:
+    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
+    for patch, field in (({"gangIndex": 1}, "gangIndex"), ({"cliqueName": "x"}, "cliqueName")):
+        error = kubectl.refused(
+            "patch",
+            "-n",
+            ns,
+            "cq/llama-0-worker",
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": patch}),
+        )
+        assert f"spec.{field} is immutable" in error, error
