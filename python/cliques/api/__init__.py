@@ -58,7 +58,8 @@ encode = msgspec.json.Encoder().encode
 def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
     """A Struct as the JSON-ready dict a client library takes as a request body."""
     result = msgspec.to_builtins(obj)
-    assert isinstance(result, dict)
+    if not isinstance(result, dict):  # a Struct with array_like=True; none here
+        raise TypeError(f"{type(obj).__name__} does not encode as a JSON object")
     return result
 
 
