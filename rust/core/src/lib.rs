@@ -1,11 +1,30 @@
 //! cliques core: pure Rust, no Python. The `cliques._core` extension (rust/py) wraps it.
+//!
+//! - [`canonical`]: the canonical form of a pod template (docs/hashing.md), guided by the
+//!   generated [`schema`] table, with [`quantity`] and number normalization;
+//! - [`hash`]: FNV-1a and the template hash;
+//! - [`bucket`]: spreading objects over shards;
+//! - [`selector`]: Kubernetes label selectors;
+//! - [`indices`]: planning which member indices to create and remove.
+//!
+//! Every fallible operation returns [`CoreError`], which carries the JSON path of the problem.
 
-/// FNV-1a, 64 bit.
-pub fn fnv1a_64(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in data {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+pub mod bucket;
+pub mod canonical;
+pub mod decimal;
+pub mod error;
+pub mod hash;
+pub mod indices;
+pub mod json;
+pub mod quantity;
+pub mod schema;
+mod schema_gen;
+pub mod selector;
+
+pub use bucket::bucket_of;
+pub use canonical::{canonical_json, canonical_json_bytes};
+pub use error::CoreError;
+pub use hash::{fnv1a_32, fnv1a_64, template_hash, template_hash_bytes, HASH_ALGORITHM_VERSION};
+pub use indices::{plan_indices, Plan};
+pub use schema::Kind;
+pub use selector::Selector;

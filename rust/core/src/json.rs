@@ -1,0 +1,235 @@
+//! Canonical JSON scalars: how strings and numbers are written (docs/hashing.md, rules 8-9).
+//!
+//! Numbers follow the data model of Python's `json` module, which the pure-Python reference
+//! uses: a literal without `.`/`e`/`E` is an exact integer of any size; any other literal is
+//! an IEEE double. An integral double is written as the exact integer it is (`30.0` → `30`,
+//! `1e20` → `100000000000000000000`); any other double as Python's `repr` writes it (shortest
+//! round-trip digits; exponent form `1e-05` below 1e-4).
+
+use serde_json::Number;
+
+use crate::decimal::Decimal;
+
+/// A JSON number, as the canonical form sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Num {
+    /// An integer literal, exactly.
+    Int(Decimal),
+    /// A non-integer literal, as a double (always finite).
+    Float(f64),
+}
+
+impl Num {
+    /// Classify a `serde_json` number by its literal text; `None` if it is a non-finite double.
+    pub fn from_json(n: &Number) -> Option<Num> {
+        if let Some(i) = n.as_i64() {
+            return Some(Num::Int(int_decimal(&i.to_string())));
+        }
+        if let Some(u) = n.as_u64() {
+            return Some(Num::Int(int_decimal(&u.to_string())));
+        }
+        let text = n.to_string();
+        if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+            let x: f64 = text.parse().ok()?;
+            x.is_finite().then_some(Num::Float(x))
+        } else {
+            Some(Num::Int(int_decimal(&text)))
+        }
+    }
+
+    /// The exact value.
+    pub fn to_decimal(&self) -> Decimal {
+        match self {
+            Num::Int(d) => d.clone(),
+            Num::Float(x) => Decimal::from_f64(*x).unwrap_or_else(Decimal::zero),
+        }
+    }
+
+    /// The decimal text a quantity is parsed from: the integer's digits or the double's
+    /// shortest round-trip form.
+    pub fn quantity_text(&self) -> String {
+        match self {
+            Num::Int(d) => d.to_plain(),
+            Num::Float(x) => python_repr(*x),
+        }
+    }
+
+    /// Append the canonical form (rule 8).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Num::Int(d) => out.extend_from_slice(d.to_plain().as_bytes()),
+            Num::Float(x) if x.fract() == 0.0 => {
+                let d = Decimal::from_f64(*x).unwrap_or_else(Decimal::zero);
+                out.extend_from_slice(d.to_plain().as_bytes());
+            }
+            Num::Float(x) => out.extend_from_slice(python_repr(*x).as_bytes()),
+        }
+    }
+}
+
+/// An integer literal (optional `-`, digits) as a decimal.
+fn int_decimal(text: &str) -> Decimal {
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    Decimal::from_digits(neg, digits, "", 0)
+}
+
+/// `repr(x)` of a finite Python float: the shortest digits that round-trip, in plain notation
+/// when `1e-4 <= |x| < 1e16`, else `d[.ddd]e±XX` (at least two exponent digits).
+pub fn python_repr(x: f64) -> String {
+    // Rust's `{:e}` gives the shortest round-trip digits: `-1.2345e-7`.
+    let sci = format!("{:e}", x.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let decpt = exp + 1; // value = 0.DIGITS × 10^decpt
+    let n = digits.len() as i64;
+    if decpt > -4 && decpt <= 16 {
+        if decpt <= 0 {
+            format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize))
+        } else if decpt >= n {
+            format!("{sign}{digits}{}.0", "0".repeat((decpt - n) as usize))
+        } else {
+            let (int, frac) = digits.split_at(decpt as usize);
+            format!("{sign}{int}.{frac}")
+        }
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let dot = if rest.is_empty() { "" } else { "." };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{first}{dot}{rest}e{esign}{:02}", exp.abs())
+    }
+}
+
+/// Append a JSON string literal (rule 9): `"` and `\` escaped, control characters as `\n`,
+/// `\r`, `\t`, `\b`, `\f` or `\u00xx`, everything else as raw UTF-8.
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canonical_number(text: &str) -> String {
+        let n: Number = serde_json::from_str(text).unwrap();
+        let mut out = Vec::new();
+        Num::from_json(&n).unwrap().write(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn numbers() {
+        let cases = [
+            ("0", "0"),
+            ("-0", "0"),
+            ("-0.0", "0"),
+            ("30", "30"),
+            ("30.0", "30"),
+            ("3e1", "30"),
+            ("1E2", "100"),
+            ("-7", "-7"),
+            ("0.5", "0.5"),
+            ("1.25e-3", "0.00125"),
+            ("0.0001", "0.0001"),
+            ("0.00001", "1e-05"),
+            ("-1.5e-10", "-1.5e-10"),
+            ("1e-100", "1e-100"),
+            ("0.1", "0.1"),
+            ("0.30000000000000004", "0.30000000000000004"),
+            ("1234.5678", "1234.5678"),
+            ("1e20", "100000000000000000000"),
+            ("1.5e300", &format!("15{}", "0".repeat(299))),
+            ("18446744073709551615", "18446744073709551615"),
+            ("18446744073709551616", "18446744073709551616"),
+            (
+                "-123456789012345678901234567890",
+                "-123456789012345678901234567890",
+            ),
+            ("9007199254740993.0", "9007199254740992"),
+            ("4503599627370495.5", "4503599627370495.5"),
+        ];
+        for (input, want) in cases {
+            if input == "1.5e300" {
+                // 1.5e300 is not exactly representable: the exact double is written.
+                let got = canonical_number(input);
+                assert_eq!(got.len(), 301);
+                assert!(got.starts_with("15000000000000000"), "{got}");
+                continue;
+            }
+            assert_eq!(canonical_number(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused() {
+        let n: Number = serde_json::from_str("1e400").unwrap();
+        assert_eq!(Num::from_json(&n), None);
+    }
+
+    #[test]
+    fn repr_matches_python() {
+        let cases = [
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (123.456, "123.456"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.0, "1.0"),
+            (-2.5, "-2.5"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(python_repr(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn strings() {
+        let cases = [
+            ("plain", "\"plain\""),
+            ("q\"b\\", "\"q\\\"b\\\\\""),
+            ("a\nb\r\t\u{8}\u{c}", "\"a\\nb\\r\\t\\b\\f\""),
+            ("\u{0}\u{1f}\u{7f}", "\"\\u0000\\u001f\u{7f}\""),
+            ("/é漢🙂\u{2028}", "\"/é漢🙂\u{2028}\""),
+        ];
+        for (input, want) in cases {
+            let mut out = Vec::new();
+            write_str(input, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{input:?}");
+        }
+    }
+}
