@@ -98,6 +98,18 @@ class Informer(Generic[T]):
         self._decoder = msgspec.json.Decoder(type_)
         self._delayed: asyncio.Queue[tuple[float, str, msgspec.Raw]] | None = None
         self._seen = 0
+        self._watch_task: asyncio.Future[None] | None = None
+        self._forced_rv: str | None = None
+
+    def interrupt_watch(self, resume_from: str | None = None) -> None:
+        """End the current watch now; the next one resumes from `resume_from` if given.
+
+        Used to prove the 410 path: resuming from an ancient resourceVersion makes the API
+        server answer 410 Gone, and the informer must relist without duplicate actions.
+        """
+        self._forced_rv = resume_from
+        if self._watch_task is not None and not self._watch_task.done():
+            self._watch_task.cancel()
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
@@ -121,7 +133,16 @@ class Informer(Generic[T]):
                 try:
                     if not self.resource_version:
                         await self._relist(reason)
-                    await self._watch_once()
+                    self._watch_task = asyncio.ensure_future(self._watch_once())
+                    try:
+                        await self._watch_task
+                    except asyncio.CancelledError:
+                        task = asyncio.current_task()
+                        if task is not None and task.cancelling():
+                            raise  # the informer itself is stopping
+                        if self._forced_rv is not None:
+                            self.resource_version, self._forced_rv = self._forced_rv, None
+                        continue
                     backoff = 0.2
                 except errors.Gone:
                     log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)

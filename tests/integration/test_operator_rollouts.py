@@ -1,0 +1,167 @@
+"""Rollouts on the real local control plane: gang by gang within maxUnavailable, across an
+operator crash; re-order-only edits roll nothing; a hash-algorithm upgrade re-labels pods
+in place instead of recreating them."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+
+import pytest
+
+from cliques.api import labels
+from cliques.kube.client import KubeClient
+from cliques.operator.manager import Config, Manager
+
+from .operator_support import (
+    Cluster,
+    PodTracker,
+    cliqueset,
+    crash,
+    install_crds,
+    running_operator,
+    wait_for,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="session")
+def crds(kubeconfig: str) -> str:
+    install_crds(str(kubeconfig))
+    return str(kubeconfig)
+
+
+@pytest.fixture
+async def cluster(crds: str, namespace: str) -> AsyncIterator[Cluster]:
+    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
+    try:
+        yield Cluster(client, namespace)
+    finally:
+        await client.close()
+
+
+async def uids(cluster: Cluster) -> dict[str, str]:
+    return {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
+
+
+async def all_pods_on(cluster: Cluster, image_hash: str, count: int) -> bool:
+    pods = [p for p in await cluster.pods() if p.metadata.deletion_timestamp is None]
+    return len(pods) == count and all(
+        p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == image_hash and p.is_ready for p in pods
+    )
+
+
+async def test_rolling_update_stays_within_max_unavailable(cluster: Cluster, crds: str) -> None:
+    async with running_operator(crds, cluster.namespace):
+        await cluster.apply(cliqueset(replicas=4, workers=2, max_unavailable=1))
+        await cluster.wait_available("llama")
+        before = await uids(cluster)
+        async with PodTracker(cluster.client, cluster.namespace, pods_per_gang=3) as tracker:
+            tracker.start_counting()
+            await cluster.apply(
+                cliqueset(replicas=4, workers=2, max_unavailable=1, image="busybox:1.37")
+            )
+            cqs = await cluster.wait_available("llama", timeout=180)
+        after = await uids(cluster)
+    assert tracker.max_disrupted <= 1, f"{tracker.max_disrupted} gangs down at once"
+    assert set(after) == set(before)
+    assert all(after[n] != before[n] for n in before), "every pod was replaced"
+    assert cqs.status is not None and cqs.status.updated_replicas == 4
+
+
+async def test_reorder_only_apply_replaces_no_pod(cluster: Cluster, crds: str) -> None:
+    body = cliqueset(replicas=2)
+    async with running_operator(crds, cluster.namespace):
+        await cluster.apply(body)
+        first = await cluster.wait_available("llama")
+        before = await uids(cluster)
+
+        shuffled = copy.deepcopy(body)
+        cliques = shuffled["spec"]["template"]["cliques"]
+        cliques.reverse()  # AnyOrder: the order of cliques is not meaning
+        for c in cliques:
+            spec = c["template"]["spec"]
+            spec["containers"].reverse()  # +listType=map
+            main = next(x for x in spec["containers"] if x["name"] == "main")
+            main["ports"].reverse()  # +listType=map
+            main["resources"]["requests"] = {"memory": "67108864", "cpu": "0.1"}  # same values
+        await cluster.apply(shuffled)
+
+        async def observed() -> bool:
+            cqs = await cluster.cliqueset("llama")
+            return (
+                cqs.metadata.generation > first.metadata.generation
+                and cqs.status is not None
+                and cqs.status.observed_generation == cqs.metadata.generation
+            )
+
+        await wait_for(observed, timeout=30, what="the re-ordered spec observed")
+        second = await cluster.wait_available("llama")
+        assert await uids(cluster) == before, "a re-order-only apply replaced pods"
+    assert first.status is not None and second.status is not None
+    assert second.status.template_hash == first.status.template_hash
+
+
+async def test_operator_crash_mid_rollout_resumes_within_budget(
+    cluster: Cluster, crds: str
+) -> None:
+    ns = cluster.namespace
+    async with running_operator(crds, ns):
+        await cluster.apply(cliqueset(replicas=4, workers=1, max_unavailable=1))
+        await cluster.wait_available("llama")
+    before = await uids(cluster)
+
+    async with PodTracker(cluster.client, ns, pods_per_gang=2) as tracker:
+        tracker.start_counting()
+        manager = Manager(Config(kubeconfig=crds, namespace=ns, qps=0, expectations_ttl=30))
+        task = asyncio.create_task(manager.run())
+        await wait_for(lambda: _ready(manager), timeout=30, what="first operator synced")
+        await cluster.apply(
+            cliqueset(replicas=4, workers=1, max_unavailable=1, image="busybox:1.37")
+        )
+
+        async def rollout_started() -> bool:
+            return (
+                any(n not in before or before[n] != u for n, u in (await uids(cluster)).items())
+                or len(tracker.deleted) > 0
+            )
+
+        await wait_for(rollout_started, timeout=60, what="the rollout to start")
+        await crash(manager, task)  # no drain: as if the process was killed
+
+        async with running_operator(crds, ns):
+            await cluster.wait_available("llama", timeout=180)
+    after = await uids(cluster)
+    assert all(after[n] != before[n] for n in before), "the restarted operator finished the rollout"
+    assert tracker.max_disrupted <= 1, f"{tracker.max_disrupted} gangs down at once"
+
+
+async def _ready(manager: Manager) -> bool:
+    return manager.ready()
+
+
+async def test_hash_algorithm_upgrade_relabels_pods_in_place(cluster: Cluster, crds: str) -> None:
+    ns = cluster.namespace
+    async with running_operator(crds, ns):
+        await cluster.apply(cliqueset(replicas=2))
+        await cluster.wait_available("llama")
+    before = await uids(cluster)
+    old_hash = {p.metadata.labels[labels.LABEL_TEMPLATE_HASH] for p in await cluster.pods()}
+
+    # The "upgraded" operator hashes with algorithm 2: every hash differs, no template does.
+    async with running_operator(crds, ns, hash_algorithm=2):
+
+        async def relabelled() -> bool:
+            pods = await cluster.pods()
+            return bool(pods) and all(
+                p.metadata.annotations.get(labels.ANNOTATION_HASH_ALGORITHM) == "2" for p in pods
+            )
+
+        await wait_for(relabelled, timeout=60, what="pods re-labelled with algorithm 2")
+        cqs = await cluster.wait_available("llama")
+    new_hash = {p.metadata.labels[labels.LABEL_TEMPLATE_HASH] for p in await cluster.pods()}
+    assert await uids(cluster) == before, "an operator upgrade recreated pods"
+    assert new_hash.isdisjoint(old_hash)
+    assert cqs.status is not None and cqs.status.hash_algorithm == 2
