@@ -70,6 +70,7 @@ def register(sub: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     from cliques.controllers.revision import CORE_ALGORITHM
     from cliques.kube.informer import WatchFaults
+    from cliques.operator.buckets import BucketSet
     from cliques.operator.manager import Config
 
     faults = WatchFaults(
@@ -87,13 +88,73 @@ def config_from_args(args: argparse.Namespace) -> Any:
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
         faults=faults,
+        buckets=BucketSet(_parse_buckets(args.buckets)) if args.buckets else BucketSet(),
     )
+
+
+def _parse_buckets(text: str) -> list[int]:
+    """`a-b` or `a,b,c` (or a mix) into bucket numbers."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        try:
+            out.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+        except ValueError:
+            raise SystemExit(f"cliques operator: bad --buckets {text!r}") from None
+    return out
+
+
+def _worker_args(args: argparse.Namespace) -> list[str]:
+    """The options a worker process inherits from the supervisor's command line."""
+    out = [
+        "--qps",
+        str(args.qps),
+        "--burst",
+        str(args.burst),
+        "--concurrency",
+        str(args.concurrency),
+        "--log-format",
+        args.log_format,
+        "--log-level",
+        args.log_level,
+        "--expectations-ttl",
+        str(args.expectations_ttl),
+        "--resync-period",
+        str(args.resync_period),
+    ]
+    for flag, value in (
+        ("--kubeconfig", args.kubeconfig),
+        ("--context", args.context),
+        ("--namespace", args.namespace),
+        ("--hash-algorithm", args.hash_algorithm),
+    ):
+        if value is not None:
+            out += [flag, str(value)]
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     from cliques.operator import logs, process
 
-    logs.setup(args.log_level, args.log_format)
     if args.workers < 1:
         raise SystemExit("cliques operator: --workers must be >= 1")
-    return process.run_single(config_from_args(args), metrics_port=args.metrics_port)
+    if args.workers == 1:
+        logs.setup(args.log_level, args.log_format, prefix=args.worker_name)
+        return process.run_single(config_from_args(args), metrics_port=args.metrics_port)
+
+    import tempfile
+    from pathlib import Path
+
+    runtime = Path(tempfile.mkdtemp(prefix="cliques-operator-"))
+    # Before prometheus_client is imported here: the supervisor's own metrics go to files too.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(runtime / "metrics")
+    (runtime / "metrics").mkdir()
+    logs.setup(args.log_level, args.log_format, prefix="supervisor")
+    import uvloop
+
+    from cliques.operator.supervisor import Supervisor
+
+    sup = Supervisor(
+        args.workers, _worker_args(args), metrics_port=args.metrics_port, runtime_dir=runtime
+    )
+    return uvloop.run(sup.run())

@@ -59,6 +59,7 @@ class Manager:
         self.runners: list[Runner] = []
         self.recorder: EventRecorder | None = None
         self._stop = asyncio.Event()
+        self.synced = asyncio.Event()  # set once every informer has listed
         self._tasks: list[asyncio.Task[None]] = []
 
     def ready(self) -> bool:
@@ -175,6 +176,7 @@ class Manager:
                 )
                 for runner in self.runners:
                     runner.start()
+                self.synced.set()
                 await self._stop.wait()
             else:
                 synced.cancel()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+from pathlib import Path
 
 import uvloop
 
@@ -23,11 +25,22 @@ async def serve(config: Config, metrics_port: int) -> None:
     if health is not None:
         await health.start()
         log.info("serving /metrics, /healthz, /readyz on :%d", metrics_port)
+    ready_task = asyncio.create_task(_announce_ready(manager))
     try:
         await manager.run()
     finally:
+        ready_task.cancel()
         if health is not None:
             await health.stop()
+
+
+async def _announce_ready(manager: Manager) -> None:
+    """Under a supervisor: write `ready-<pid>` into CLIQUES_READY_DIR once caches synced."""
+    ready_dir = os.environ.get("CLIQUES_READY_DIR")
+    if not ready_dir:
+        return
+    await manager.synced.wait()
+    await asyncio.to_thread(Path(ready_dir, f"ready-{os.getpid()}").touch)
 
 
 def run_single(config: Config, *, metrics_port: int) -> int:

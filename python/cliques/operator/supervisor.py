@@ -1,0 +1,184 @@
+"""The supervisor: N worker processes that split the buckets, restarted when they die.
+
+`cliques operator --workers N` (N > 1) runs this. Each worker is a `cliques operator`
+process of its own, started with a fixed range of buckets (`--buckets a-b`); it watches only
+the children labelled with those buckets. A worker that dies is restarted with exponential
+backoff, and its buckets go to the new process only after the old one has exited (the
+supervisor waits for it), so two processes never reconcile the same bucket.
+
+Metrics: the supervisor points every worker at one PROMETHEUS_MULTIPROC_DIR and serves the
+aggregate on one port; `/readyz` is ready only when every worker has written its ready file
+(informers synced). SIGTERM/SIGINT are forwarded; each worker drains its queues and exits;
+the supervisor exits when all have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+READY_FILE = "ready-{pid}"
+
+
+@dataclass
+class Worker:
+    index: int
+    buckets: list[int]
+    args: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    backoff: float = 1.0
+    pids: list[int] = field(default_factory=list)
+
+    @property
+    def bucket_arg(self) -> str:
+        return f"{self.buckets[0]}-{self.buckets[-1]}" if self.buckets else ""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        workers: int,
+        worker_args: list[str],
+        *,
+        metrics_port: int,
+        runtime_dir: Path | None = None,
+        total_buckets: int = 256,
+    ) -> None:
+        from cliques.operator import buckets
+
+        self.runtime_dir = runtime_dir or Path(tempfile.mkdtemp(prefix="cliques-operator-"))
+        self.metrics_dir = self.runtime_dir / "metrics"
+        self.metrics_port = metrics_port
+        self.workers = [
+            Worker(i, part, worker_args)
+            for i, part in enumerate(buckets.split(total_buckets, workers))
+        ]
+        self._stopping = False
+
+    def ready(self) -> bool:
+        return all(
+            w.proc is not None
+            and w.proc.poll() is None
+            and (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
+            for w in self.workers
+        )
+
+    def _spawn(self, w: Worker) -> None:
+        env = dict(os.environ)
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
+        env["CLIQUES_READY_DIR"] = str(self.runtime_dir)
+        cmd = [
+            sys.executable,
+            "-m",
+            "cliques",
+            "operator",
+            *w.args,
+            "--workers",
+            "1",
+            "--metrics-port",
+            "0",
+            "--buckets",
+            w.bucket_arg,
+            "--worker-name",
+            f"worker-{w.index}",
+        ]
+        w.proc = subprocess.Popen(cmd, env=env)
+        w.pids.append(w.proc.pid)
+        w.started_at = time.monotonic()
+        log.info("worker-%d started (pid %d, buckets %s)", w.index, w.proc.pid, w.bucket_arg)
+
+    async def run(self) -> int:
+        from cliques import metrics
+        from cliques.operator.health import HealthServer
+
+        self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        health = HealthServer(self.metrics_port, self.ready) if self.metrics_port else None
+        if health is not None:
+            await health.start()
+        for w in self.workers:
+            self._spawn(w)
+        try:
+            while not stop.is_set():
+                for w in self.workers:
+                    assert w.proc is not None
+                    code = w.proc.poll()
+                    if code is None:
+                        if time.monotonic() - w.started_at > 60:
+                            w.backoff = 1.0  # ran long enough: reset its backoff
+                        continue
+                    self._mark_dead(w.proc.pid)
+                    w.restarts += 1
+                    metrics.WORKER_RESTARTS.labels(f"worker-{w.index}").inc()
+                    log.warning(
+                        "worker-%d (pid %d) exited with %s; restarting in %.1fs (restart #%d)",
+                        w.index,
+                        w.proc.pid,
+                        _describe(code),
+                        w.backoff,
+                        w.restarts,
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=w.backoff)
+                    if stop.is_set():
+                        break
+                    w.backoff = min(w.backoff * 2, 30.0)
+                    self._spawn(w)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=0.5)
+        finally:
+            await self._stop_all()
+            if health is not None:
+                await health.stop()
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        return 0
+
+    async def _stop_all(self, grace: float = 60.0) -> None:
+        log.info("stopping %d worker(s)", len(self.workers))
+        for w in self.workers:
+            if w.proc is not None and w.proc.poll() is None:
+                w.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for w in self.workers:
+            if w.proc is None:
+                continue
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(w.proc.wait, max(0.0, deadline - time.monotonic()))
+            if w.proc.poll() is None:
+                log.warning("worker-%d did not drain in %.0fs; killing it", w.index, grace)
+                w.proc.kill()
+                w.proc.wait()
+
+    def _mark_dead(self, pid: int) -> None:
+        from prometheus_client import multiprocess
+
+        with contextlib.suppress(Exception):
+            multiprocess.mark_process_dead(pid, str(self.metrics_dir))  # type: ignore[no-untyped-call]
+        with contextlib.suppress(FileNotFoundError):
+            (self.runtime_dir / READY_FILE.format(pid=pid)).unlink()
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
