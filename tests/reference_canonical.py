@@ -9,18 +9,24 @@ after it, and quantities use exact arithmetic (`fractions.Fraction`).
     ref.canonical_json(b'{"spec": {"containers": [{"name": "a"}]}}')
     ref.template_hash({"spec": {...}})
 
-Choices where the spec is silent (each is noted where it is made, and the differential
-tests report any disagreement with the core):
+Where docs/hashing.md is silent, the choices below are made (each noted where it is made;
+they are the Rust core's too, and tests/unit/test_hashing_differential.py lists them):
 
-- a value whose JSON type does not fit its table descriptor (an object where a list is
-  declared, a list for a scalar, a string for an object) raises `ValueError` with its path;
-- `null` elements of lists are kept (written `null`), except in `map` lists, where every
-  element must be an object;
-- `ordered` lists are not checked for duplicate keys (only `map` lists are, rule 4);
-- non-quantity numbers: JSON integers are kept exactly; other numbers go through an IEEE
-  double: an integral double is written as an integer (its shortest round-trip digits,
-  padded with zeros), any other in the shortest round-trip form laid out like `ryu` (and
-  so serde_json) does: plain decimal for 1e-5 <= |x| < 1e16, otherwise `d.ddde±x`;
+- numbers follow Python's `json` data model: a JSON literal without `.`/`e`/`E` is an
+  exact integer of any size, any other literal an IEEE double (so JSON bytes and the dict
+  `json.loads` makes of them always agree). Rule 8 then writes an integral double as the
+  exact integer it is (`1e23` -> `99999999999999991611392`) and any other double as
+  Python's `repr` does (`0.1`, `1e-05`); a quantity given as a double is parsed from its
+  `repr` (`0.1` -> `"0.1"`);
+- the quantity grammar is Kubernetes' (`1.` and `.5` are quantities; `-`, `+`, `.` not);
+- a value whose JSON type does not fit an `object`, `map` or `list` descriptor raises
+  `ValueError` with its path; a `scalar` field takes any JSON value (generic rules);
+- list positions are never removed: `null` elements are kept (written `null`; an element
+  of an object list must be an object) and an empty list or map element is written as
+  `[]` / `{}`;
+- a `map`-list key value must be a string or a number; `ordered` lists are not checked
+  for duplicate keys (only `map` lists are, rule 4);
+- values nested deeper than 100 levels (path segments) are refused;
 - NaN / Infinity (JSON extensions Python accepts) and lone surrogates are refused.
 """
 
@@ -74,8 +80,9 @@ def hash_of_canonical(canonical: bytes) -> str:
 # ---------------------------------------------------------------------------------------
 # Rule 7: quantities.
 
+# Kubernetes' number: digits, digits ".", digits "." digits, or "." digits.
 _QUANTITY = re.compile(
-    r"(?P<sign>[+-]?)(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]+))?"
+    r"(?P<sign>[+-]?)(?=\.?[0-9])(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exp>[+-]?[0-9]+))?"
 )
 _SUFFIX = {
@@ -105,7 +112,7 @@ def parse_quantity(text: str) -> Fraction:
     if m is None:
         raise ValueError(f"invalid quantity {json.dumps(text, ensure_ascii=False)}")
     frac = m["frac"] or ""
-    value = Fraction(int(m["int"] + frac), 10 ** len(frac))
+    value = Fraction(int((m["int"] or "0") + frac), 10 ** len(frac))
     if m["exp"] is not None:
         exp = int(m["exp"])
         if abs(exp) > 100:
@@ -140,25 +147,12 @@ class Number(str):
 
 
 def format_double(x: float) -> str:
-    """Rule 8 for a non-quantity number that went through an IEEE double."""
+    """Rule 8 for a non-quantity number that is an IEEE double."""
     if not math.isfinite(x):
         raise ValueError(f"number out of range: {x!r}")
-    if x == 0:
-        return "0"
-    sign, digit_tuple, exp = Decimal(repr(x)).as_tuple()
-    assert isinstance(exp, int)
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    exp += len("".join(map(str, digit_tuple))) - len(digits)  # value = digits * 10**exp
-    point = len(digits) + exp  # position of the decimal point from the left of `digits`
-    neg = "-" if sign else ""
     if x.is_integer():
-        return neg + digits + "0" * exp
-    if 0 < point <= 16:
-        return neg + digits[:point] + "." + digits[point:]
-    if -5 < point <= 0:
-        return neg + "0." + "0" * (-point) + digits
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{neg}{mantissa}e{point - 1}"
+        return str(int(x))  # the exact integer; -0.0 -> "0"
+    return repr(x)  # shortest round-trip digits
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
@@ -210,12 +204,6 @@ def utf8(s: str) -> bytes:
 # Input.
 
 
-class FloatLiteral(str):
-    """A JSON number literal with a fraction or exponent, kept as written (for quantities)."""
-
-    __slots__ = ()
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON number {name}")
 
@@ -231,7 +219,7 @@ def parse_document(doc: bytes | str | Mapping[str, Any]) -> Any:
     if not isinstance(doc, str):
         raise ValueError(f"expected a mapping, JSON bytes or str, got {type(doc).__name__}")
     try:
-        return json.loads(doc, parse_float=FloatLiteral, parse_constant=_reject_constant)
+        return json.loads(doc, parse_constant=_reject_constant)
     except RecursionError as exc:
         raise ValueError("input nested too deeply") from exc
 
@@ -241,6 +229,9 @@ def _join(path: str, key: str) -> str:
 
 
 _DROP = object()  # a value that is left out of its parent
+
+# Not in docs/hashing.md: the core refuses values nested deeper than this (path segments).
+MAX_DEPTH = 100
 
 
 class Reference:
@@ -276,7 +267,7 @@ class Reference:
         if not isinstance(value, Mapping):
             raise ValueError("the document must be a JSON object at the top")
         try:
-            out = self._object(value, self.types[root], "")
+            out = self._object(value, self.types[root], "", 0)
         except RecursionError as exc:
             raise ValueError("input nested too deeply") from exc
         return utf8(dump(out))
@@ -287,32 +278,32 @@ class Reference:
         return hash_of_canonical(self.canonical_json(doc, kind))
 
     # -- the walk ------------------------------------------------------------------
+    # `depth` is the number of path segments (members and indices) down to the value.
 
-    def _value(self, v: Any, desc: Mapping[str, Any] | None, path: str) -> Any:
+    def _value(self, v: Any, desc: Mapping[str, Any] | None, path: str, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels")
         kind = None if desc is None else desc["kind"]
         if kind == "quantity":
             return self._quantity(v, path)
         if kind == "object":
             if not isinstance(v, Mapping):
                 raise ValueError(f"{path}: expected an object, got {_type(v)}")
-            return self._object(v, self.types.get(desc["ref"], {}), path)  # type: ignore[index]
+            return self._object(v, self.types.get(desc["ref"], {}), path, depth)  # type: ignore[index]
         if kind == "map":
             if not isinstance(v, Mapping):
-                raise ValueError(f"{path}: expected a map, got {_type(v)}")
-            out = self._object(v, None, path, value_desc=desc["value"])  # type: ignore[index]
+                raise ValueError(f"{path}: expected an object, got {_type(v)}")
+            out = self._object(v, None, path, depth, value_desc=desc["value"])  # type: ignore[index]
             return out if out else _DROP  # rule 3
         if kind == "list":
             if not _is_list(v):
                 raise ValueError(f"{path}: expected a list, got {_type(v)}")
-            return self._list(v, desc, path)  # type: ignore[arg-type]
-        if kind == "scalar" and (isinstance(v, Mapping) or _is_list(v)):
-            raise ValueError(f"{path}: expected a scalar, got {_type(v)}")
-        # Generic rules (no descriptor) or a scalar.
+            return self._list(v, desc, path, depth)  # type: ignore[arg-type]
+        # Generic rules: no descriptor, or a scalar (which may hold any JSON value).
         if isinstance(v, Mapping):
-            return self._object(v, None, path)
+            return self._object(v, None, path, depth)
         if _is_list(v):
-            out = [self._value(item, None, f"{path}[{i}]") for i, item in enumerate(v)]
-            return out if out else _DROP
+            return self._list(v, {"list": "atomic", "item": None}, path, depth)
         return self._scalar(v, path)
 
     def _object(
@@ -320,6 +311,7 @@ class Reference:
         v: Mapping[Any, Any],
         fields: Mapping[str, Any] | None,
         path: str,
+        depth: int,
         value_desc: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Rule 1 (keys are sorted when written). `value_desc` is set for a `map`."""
@@ -328,20 +320,29 @@ class Reference:
             if not isinstance(key, str):
                 raise ValueError(f"{path}: object key {key!r} is not a string")
             utf8(key)
-            if item is None:
-                continue
             desc = value_desc if fields is None else fields.get(key)
-            canon = self._value(item, desc, _join(path, key))
+            if self._dropped(item, desc):
+                continue
+            canon = self._value(item, desc, _join(path, key), depth + 1)
             if canon is not _DROP:
                 out[key] = canon
         return out
 
-    def _list(self, v: Sequence[Any], desc: Mapping[str, Any], path: str) -> Any:
+    def _dropped(self, v: Any, desc: Mapping[str, Any] | None) -> bool:
+        """Rules 1-3 on the input: null, an empty list, a map with nothing left in it."""
+        if v is None or (_is_list(v) and not v):
+            return True
+        if desc is not None and desc["kind"] == "map" and isinstance(v, Mapping):
+            return all(self._dropped(x, desc["value"]) for x in v.values())
+        return False
+
+    def _list(self, v: Sequence[Any], desc: Mapping[str, Any], path: str, depth: int) -> Any:
+        """Rules 2, 4, 5, 6 (a generic list is treated as `atomic`)."""
         item_desc = desc["item"]
-        items = [self._value(x, item_desc, f"{path}[{i}]") for i, x in enumerate(v)]
-        # An element that is itself dropped (an empty list or map inside a list) stays as
-        # its empty value: list positions are not removed.
-        items = [_empty_like(x, v[i]) if x is _DROP else x for i, x in enumerate(items)]
+        items = [self._value(x, item_desc, f"{path}[{i}]", depth + 1) for i, x in enumerate(v)]
+        # Choice: list positions are never removed; an element that would be dropped as a
+        # member (an empty list or map) is written as its empty value.
+        items = [_empty_like(v[i]) if x is _DROP else x for i, x in enumerate(items)]
         if not items:
             return _DROP  # rule 2
         list_type = desc["list"]
@@ -352,31 +353,38 @@ class Reference:
         return items  # rule 6: ordered, atomic
 
     def _sort_map_list(self, items: list[Any], desc: Mapping[str, Any], path: str) -> list[Any]:
+        """Rule 4: sort by key tuple; the first element repeating a key is an error."""
         keys: list[str] = desc.get("keys") or []
-        ref = desc["item"].get("ref", "")
-        defaults = self.key_defaults.get(ref, {})
-        seen: dict[tuple[Any, ...], int] = {}
-        keyed = []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ValueError(f"{path}[{i}]: expected an object, got {_type(item)}")
-            values = [item.get(k, defaults.get(k, "")) for k in keys]
+        defaults = self.key_defaults.get(desc["item"].get("ref", ""), {})
+        tuples: list[tuple[Any, ...]] = []
+        for i, item in enumerate(items):  # every element is an object (checked by _value)
+            values = []
+            for k in keys:
+                x = item.get(k, defaults.get(k, ""))
+                if isinstance(x, int) and not isinstance(x, bool):  # an integer default
+                    x = Number(str(x))
+                if not isinstance(x, str):  # canonical numbers are `Number`, a str
+                    raise ValueError(
+                        f"{path}[{i}].{k}: map-list key must be a string or a number, "
+                        f"got {_type(x)}"
+                    )
+                values.append(x)
+            tuples.append(tuple(values))
+        seen: set[tuple[Any, ...]] = set()
+        for i, values in enumerate(tuples):
             sort_key = tuple(_key_part(x) for x in values)
             if sort_key in seen:
-                shown = ", ".join(
-                    f"{k}={dump(_as_canonical(x))}" for k, x in zip(keys, values, strict=True)
-                )
+                shown = ", ".join(f"{k}={dump(x)}" for k, x in zip(keys, values, strict=True))
                 raise ValueError(f"{path}[{i}]: duplicate key {shown}")
-            seen[sort_key] = i
-            keyed.append((sort_key, item))
-        keyed.sort(key=lambda pair: pair[0])
-        return [item for _, item in keyed]
+            seen.add(sort_key)
+        order = sorted(range(len(items)), key=lambda i: tuple(_key_part(x) for x in tuples[i]))
+        return [items[i] for i in order]
 
     def _quantity(self, v: Any, path: str) -> str:
         """Rule 7; returns the canonical quantity as a JSON string value."""
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise ValueError(f"{path}: invalid quantity {_short(v)}")
-        text = repr(v) if isinstance(v, float) else str.__str__(v) if isinstance(v, str) else str(v)
+        text = repr(v) if isinstance(v, float) else v if isinstance(v, str) else str(v)
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"{path}: invalid quantity {text}")
         try:
@@ -387,8 +395,6 @@ class Reference:
     def _scalar(self, v: Any, path: str) -> Any:
         if v is None or isinstance(v, bool):
             return v
-        if isinstance(v, FloatLiteral):
-            return Number(format_double(float(v)))
         if isinstance(v, str):
             utf8(v)
             return v
@@ -412,7 +418,7 @@ def _type(v: Any) -> str:
         return "boolean"
     if v is None:
         return "null"
-    if isinstance(v, int | float | FloatLiteral):
+    if isinstance(v, int | float):
         return "number"
     return "string" if isinstance(v, str) else type(v).__name__
 
@@ -425,25 +431,17 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _empty_like(canon: Any, original: Any) -> Any:
+def _empty_like(original: Any) -> Any:
     return {} if isinstance(original, Mapping) else []
 
 
-def _as_canonical(x: Any) -> Any:
-    if isinstance(x, int) and not isinstance(x, bool):
-        return Number(str(x))
-    return x
-
-
-def _key_part(x: Any) -> tuple[int, Any]:
+def _key_part(x: str) -> tuple[int, Any]:
     """Rule 4's order of one key value: numbers (by value) before strings (by bytes)."""
     if isinstance(x, Number):
         return (0, Fraction(Decimal(str.__str__(x))))
-    if isinstance(x, int) and not isinstance(x, bool):
+    if isinstance(x, int):  # a default from key_defaults
         return (0, Fraction(x))
-    if isinstance(x, str):
-        return (1, utf8(x))
-    return (2, utf8(dump(x)))
+    return (1, utf8(x))
 
 
 def canonical_json(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> bytes:

@@ -24,9 +24,9 @@ def main_container(**fields: object) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("spellings", "expected"),
     [
-        (["1", "1000m", 1, "1e0", "+1", "0.001k", "1000000000n"], "1"),
+        (["1", "1000m", 1, 1.0, "1e0", "+1", "1.", "0.001k", "1000000000n"], "1"),
         (["1Gi", "1024Mi", "1073741824", 1073741824, "1048576Ki"], "1073741824"),
-        (["0.5", "500m", 0.5, "5e-1", "500000u"], "0.5"),
+        (["0.5", "500m", 0.5, "5e-1", "500000u", ".5", "0.5e0"], "0.5"),
         (["0", "0m", "-0", "0Gi", 0, "0e5"], "0"),
         (["1.5Gi", "1536Mi"], "1610612736"),
         (["1E"], "1000000000000000000"),
@@ -46,7 +46,24 @@ def test_quantity_spellings(spellings: list[object], expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["abc", "", " 1", "1 ", "1KB", "1k1", "1e101", "1e-101", "--1", "1.", ".5"]
+    "bad",
+    [
+        "abc",
+        "",
+        " 1",
+        "1 ",
+        "1KB",
+        "1k1",
+        "1e101",
+        "1e-101",
+        "--1",
+        "-",
+        "+",
+        ".",
+        "1.2.3",
+        "1e",
+        "1ki",
+    ],
 )
 def test_invalid_quantities(bad: str) -> None:
     with pytest.raises(
@@ -133,7 +150,7 @@ def test_set_lists_sorted_by_canonical_bytes() -> None:
 
 def test_numbers() -> None:
     out = canon({"spec": {"terminationGracePeriodSeconds": 30.0, "x": [0.1, 1e-7, -2.5, 1e21, 3]}})
-    numbers = "[0.1,1e-7,-2.5,1000000000000000000000,3]"
+    numbers = "[0.1,1e-07,-2.5,1000000000000000000000,3]"
     assert out == '{"spec":{"terminationGracePeriodSeconds":30,"x":' + numbers + "}}"
 
 
@@ -195,3 +212,51 @@ def test_idempotent_and_input_forms_agree() -> None:
     once = ref.canonical_json(doc)
     assert ref.canonical_json(once) == once
     assert ref.canonical_json(once.decode()) == once
+
+
+def test_numbers_follow_python_json() -> None:
+    """Not in the spec (see the reference's docstring): JSON numbers as Python reads them."""
+    cases = {
+        "30.0": "30",
+        "1e23": "99999999999999991611392",  # the exact integer the double is
+        "0.00001": "1e-05",  # repr's layout
+        "123456789012345678901234567890": "123456789012345678901234567890",
+        "-0.0": "0",
+    }
+    for literal, expected in cases.items():
+        doc = '{"spec": {"x": ' + literal + "}}"
+        assert canon(doc) == '{"spec":{"x":' + expected + "}}", literal
+    # A quantity given as a JSON number is read as the double it is.
+    doc = '{"spec": {"overhead": {"cpu": 0.10000000000000000001}}}'
+    assert canon(doc) == '{"spec":{"overhead":{"cpu":"0.1"}}}'
+
+
+def test_scalar_fields_take_any_json_value() -> None:
+    out = canon({"spec": {"hostname": {"b": [], "a": [1, None, []]}}})
+    assert out == '{"spec":{"hostname":{"a":[1,null,[]]}}}'
+
+
+def test_map_list_keys_must_be_strings_or_numbers() -> None:
+    with pytest.raises(ValueError, match=r"^spec\.containers\[1\]\.name: map-list key must be"):
+        canon({"spec": {"containers": [{"name": "a"}, {"name": True}]}})
+    # Numbers sort before strings, and by value.
+    out = canon(
+        main_container(
+            ports=[{"containerPort": "80"}, {"containerPort": 443}, {"containerPort": 80.0}]
+        )
+    )
+    assert '"ports":[{"containerPort":80},{"containerPort":443},{"containerPort":"80"}]' in out
+
+
+def test_nesting_limit() -> None:
+    """Not in the spec: a value deeper than 100 path segments is refused."""
+
+    def nested(levels: int) -> dict[str, object]:
+        deep: object = "x"
+        for _ in range(levels):
+            deep = [deep]
+        return {"spec": {"x": deep}}  # "x" at depth 2 + levels
+
+    assert canon(nested(98)).endswith('[["x"]]]' + "]" * 95 + "}}")
+    with pytest.raises(ValueError, match=r"^spec\.x(\[0\]){99}: nested deeper than 100 levels$"):
+        canon(nested(99))
