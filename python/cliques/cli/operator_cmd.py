@@ -89,6 +89,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
         resync_period=args.resync_period,
         faults=faults,
         buckets=BucketSet(_parse_buckets(args.buckets)) if args.buckets else BucketSet(),
+        leases=args.leases,
+        lease_namespace=args.lease_namespace,
+        identity=(args.identity + (f"-{args.worker_name}" if args.worker_name else "")),
+        shards=args.shards,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
     )
 
 

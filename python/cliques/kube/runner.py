@@ -36,12 +36,19 @@ Reconcile = Callable[[str], Awaitable[Result]]
 
 class Runner:
     def __init__(
-        self, name: str, queue: WorkQueue, reconcile: Reconcile, *, concurrency: int = 8
+        self,
+        name: str,
+        queue: WorkQueue,
+        reconcile: Reconcile,
+        *,
+        concurrency: int = 8,
+        trace: Callable[[str, str, float, float], None] | None = None,
     ) -> None:
         self.name = name
         self.queue = queue
         self.reconcile = reconcile
         self.concurrency = concurrency
+        self.trace = trace  # (controller, key, started, ended) of every reconcile
         self._tasks: list[asyncio.Task[None]] = []
         self._reconciles = {
             r: metrics.RECONCILES.labels(name, r)
@@ -108,4 +115,7 @@ class Runner:
             else:
                 self._reconciles["success"].inc()
         finally:
-            self._duration.observe(time.perf_counter() - started)
+            ended = time.perf_counter()
+            self._duration.observe(ended - started)
+            if self.trace is not None:
+                self.trace(self.name, key, started, ended)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +50,33 @@ class Config:
     faults: WatchFaults = field(default_factory=WatchFaults)
     field_manager: str = "cliques-operator"
     events: bool = True
+    # Sharding between replicas through Leases (off: this process owns `buckets`).
+    leases: bool = False
+    lease_namespace: str = "cliques-system"
+    identity: str = ""
+    shards: int = 16
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    #: Called with (controller, key, started, ended) after every reconcile (tests, tracing).
+    trace: Callable[[str, str, float, float], None] | None = None
+
+
+async def connect(cfg: Config) -> KubeClient:
+    return await KubeClient.connect(
+        cfg.kubeconfig,
+        context=cfg.context,
+        qps=cfg.qps,
+        burst=cfg.burst,
+        field_manager=cfg.field_manager,
+    )
 
 
 class Manager:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, client: KubeClient | None = None) -> None:
         self.config = config
-        self.client: KubeClient | None = None
+        self.client: KubeClient | None = client
+        self._own_client = client is None
         self.informers: list[Informer[Any]] = []
         self.runners: list[Runner] = []
         self.recorder: EventRecorder | None = None
@@ -69,14 +91,10 @@ class Manager:
         self._stop.set()
 
     async def run(self) -> None:
-        cfg = self.config
-        self.client = client = await KubeClient.connect(
-            cfg.kubeconfig,
-            context=cfg.context,
-            qps=cfg.qps,
-            burst=cfg.burst,
-            field_manager=cfg.field_manager,
-        )
+        if self.client is not None:
+            await self._run(self.client)
+            return
+        self.client = client = await connect(self.config)
         try:
             await self._run(client)
         finally:
@@ -149,9 +167,14 @@ class Manager:
                 cqs_ctl.queue,
                 cqs_ctl.reconcile,
                 concurrency=cfg.concurrency,
+                trace=cfg.trace,
             ),
             Runner(
-                clique_controller.NAME, cq_ctl.queue, cq_ctl.reconcile, concurrency=cfg.concurrency
+                clique_controller.NAME,
+                cq_ctl.queue,
+                cq_ctl.reconcile,
+                concurrency=cfg.concurrency,
+                trace=cfg.trace,
             ),
         ]
         log.info(

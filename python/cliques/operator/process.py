@@ -12,12 +12,15 @@ import uvloop
 
 from cliques.operator.health import HealthServer
 from cliques.operator.manager import Config, Manager
+from cliques.operator.sharded import ShardedOperator
 
 log = logging.getLogger(__name__)
 
 
 async def serve(config: Config, metrics_port: int) -> None:
-    manager = Manager(config)
+    manager: Manager | ShardedOperator = (
+        ShardedOperator(config) if config.leases else Manager(config)
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, manager.stop)
@@ -34,7 +37,7 @@ async def serve(config: Config, metrics_port: int) -> None:
             await health.stop()
 
 
-async def _announce_ready(manager: Manager) -> None:
+async def _announce_ready(manager: Manager | ShardedOperator) -> None:
     """Under a supervisor: write `ready-<pid>` into CLIQUES_READY_DIR once caches synced."""
     ready_dir = os.environ.get("CLIQUES_READY_DIR")
     if not ready_dir:

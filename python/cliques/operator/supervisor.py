@@ -91,11 +91,11 @@ class Supervisor:
             "1",
             "--metrics-port",
             "0",
-            "--buckets",
-            w.bucket_arg,
             "--worker-name",
             f"worker-{w.index}",
         ]
+        if "--leases" not in w.args:  # with leases, workers take shards themselves
+            cmd += ["--buckets", w.bucket_arg]
         w.proc = subprocess.Popen(cmd, env=env)
         w.pids.append(w.proc.pid)
         w.started_at = time.monotonic()
