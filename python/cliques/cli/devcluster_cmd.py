@@ -1,0 +1,228 @@
+"""`cliques dev-cluster`: a local real Kubernetes control plane, no Docker.
+
+    cliques dev-cluster up [--name N] [--nodes K] [--disable-qps-limits] [--dry-run]
+    cliques dev-cluster down [--name N]
+    cliques dev-cluster status [--name N] [--all]
+    cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
+    cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
+    cliques dev-cluster build [--force]           only build (or check) the binaries
+
+The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
+modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
+machine). Every error the dev cluster knows about (`DevClusterError`: no Go, a failed build
+step, a component that does not come up) is printed as its message with exit status 1.
+The work happens in `cliques.devcluster`; this module only parses and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cliques.devcluster import build, cluster, kwok, progress
+from cliques.devcluster.errors import DevClusterError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dev-cluster",
+        help="a local real Kubernetes control plane (etcd, apiserver, KWOK nodes)",
+        description="Start, inspect and stop local Kubernetes control planes with KWOK "
+        "fake nodes, built from Go modules (no Docker, nothing prebuilt downloaded).",
+    )
+    parser.set_defaults(func=lambda _args: _help(parser))
+    sub = parser.add_subparsers(dest="dev_cluster_command", metavar="ACTION")
+
+    def named(action: str, help_text: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(action, help=help_text, description=help_text)
+        p.add_argument(
+            "--name", default=kwok.DEFAULT_NAME, help=f"cluster name (default {kwok.DEFAULT_NAME})"
+        )
+        return p
+
+    up = named("up", "start a dev cluster (or reuse the running one) and wait until it is ready")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help=f"fake GPU nodes to have (default {kwok.DEFAULT_NODES} for a new cluster; "
+        "an existing cluster keeps its nodes unless given)",
+    )
+    up.add_argument(
+        "--disable-qps-limits",
+        action="store_true",
+        help="turn off API server inflight limits and client QPS limits (for benchmarks)",
+    )
+    up.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for readiness (default 120)"
+    )
+    up.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what kwokctl would run and check that nothing would be downloaded",
+    )
+    up.set_defaults(func=_up)
+
+    down = named("down", "stop a dev cluster and remove all its processes and files")
+    down.set_defaults(func=_down)
+
+    status = named("status", "show whether a dev cluster runs, its components and memory")
+    status.add_argument("--all", action="store_true", help="every dev cluster on this machine")
+    status.set_defaults(func=_status)
+
+    kubeconfig = named("kubeconfig", "print the path of a dev cluster's kubeconfig")
+    kubeconfig.set_defaults(func=_kubeconfig)
+
+    env = named("env", 'print export lines: eval "$(cliques dev-cluster env)"')
+    env.set_defaults(func=_env)
+
+    build_p = sub.add_parser(
+        "build", help="build the binaries (or check they are cached) and print where they are"
+    )
+    build_p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    build_p.set_defaults(func=_build)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _fail(exc: Exception) -> int:
+    print(f"cliques dev-cluster: {exc}", file=sys.stderr)
+    return 1
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _up(args: argparse.Namespace) -> int:
+    reporter = progress.make_reporter()
+    try:
+        with progress.ReporterScope(reporter):
+            if args.dry_run:
+                output = cluster.dry_run(
+                    args.name, disable_qps_limits=args.disable_qps_limits, reporter=reporter
+                )
+            else:
+                _say(f"starting dev cluster '{args.name}'...")
+                result = cluster.up(
+                    args.name,
+                    args.nodes,
+                    disable_qps_limits=args.disable_qps_limits,
+                    reporter=reporter,
+                    timeout=args.timeout,
+                )
+    except (DevClusterError, ValueError) as exc:
+        return _fail(exc)
+    if args.dry_run:
+        print(output, end="")
+        remote = kwok.remote_sources(output)
+        if remote:
+            _say("would download: " + ", ".join(remote))
+            return 1
+        _say(
+            f"dry run: every binary is a local file ({len(kwok.dry_run_sources(output))}); "
+            "nothing would be downloaded"
+        )
+        return 0
+    what = {
+        "reused": f"dev cluster '{args.name}' is already running; reusing it",
+        "restarted": f"dev cluster '{args.name}' was stopped; restarted it",
+        "created": f"dev cluster '{args.name}' created",
+    }[result.action]
+    _say(f"{what} ({len(result.nodes)} nodes Ready, {result.seconds:.1f}s)")
+    for note in result.notes:
+        _say(f"note: {note}")
+    _say(f"  API server: {result.info.server}")
+    _say(f"  kubeconfig: {result.info.kubeconfig}")
+    _say(f'  use it:     eval "$(cliques dev-cluster env --name {args.name})"')
+    _say(f"  stop it:    cliques dev-cluster down --name {args.name}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    try:
+        result = cluster.down(args.name)
+    except (DevClusterError, ValueError) as exc:
+        return _fail(exc)
+    if not result.existed:
+        _say(f"there is no dev cluster named '{args.name}'")
+        return 0
+    stopped = f"stopped {len(result.stopped)} processes"
+    if result.killed:
+        stopped += f" ({len(result.killed)} needed SIGKILL)"
+    _say(f"dev cluster '{args.name}': {stopped}, removed {len(result.removed)} directories")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        names = cluster.list_clusters() if args.all else [kwok.validate_name(args.name)]
+        if args.all and not names:
+            print("no dev clusters")
+            return 1
+        states = [cluster.status(name) for name in names]
+    except (DevClusterError, ValueError) as exc:
+        return _fail(exc)
+    for st in states:
+        _print_status(st)
+    root = build.cache_root()
+    usage = build.disk_usage(root) if root.exists() else 0
+    print(f"cache: {root} ({usage / 2**20:.0f} MiB)")
+    return 0 if all(st.state == "running" for st in states) else 1
+
+
+def _print_status(st: cluster.ClusterStatus) -> None:
+    if st.state == "absent":
+        print(f"{st.name}: not created (cliques dev-cluster up --name {st.name})")
+        return
+    qps = "off" if st.disable_qps_limits else "on"
+    print(f"{st.name}: {st.state}  server {st.server}  QPS limits {qps}")
+    print(f"  kubeconfig {st.kubeconfig}")
+    for c in st.components:
+        pid = c.pid if c.pid is not None else "-"
+        state = (
+            f"running  pid {pid:<8} rss {c.rss_bytes / 2**20:7.1f} MiB" if c.running else "stopped"
+        )
+        print(f"  {c.name:<24} {state}  log {c.log}")
+    print(f"  control plane rss {st.rss_bytes / 2**20:.0f} MiB")
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    try:
+        print(cluster.info(args.name).kubeconfig)
+    except (DevClusterError, ValueError) as exc:
+        return _fail(exc)
+    return 0
+
+
+def _env(args: argparse.Namespace) -> int:
+    try:
+        lines = cluster.info(args.name).env_lines()
+    except (DevClusterError, ValueError) as exc:
+        return _fail(exc)
+    print("\n".join(lines))
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    reporter = progress.make_reporter()
+    try:
+        with progress.ReporterScope(reporter):
+            binaries = build.ensure_binaries(reporter, force=args.force)
+    except DevClusterError as exc:
+        return _fail(exc)
+    for field_name in (
+        "kube_apiserver",
+        "kube_controller_manager",
+        "kube_scheduler",
+        "kubectl",
+        "etcd",
+        "kwok",
+        "kwokctl",
+    ):
+        print(getattr(binaries, field_name))
+    return 0

@@ -1,0 +1,502 @@
+"""Build the dev-cluster binaries from the Go modules in `gomod/`, once per machine.
+
+Nothing is downloaded but Go modules (through the ordinary Go proxy): each module of
+`gomodules.MODULES` is compiled with `go build` into a cache directory keyed by its version,
+`<cache>/<key>-<version>/bin/` (`<cache>` is `$CLIQUES_CACHE_DIR`, else
+`$XDG_CACHE_HOME/cliques`, else `~/.cache/cliques`). A `stamp.json` written last marks a
+complete build of exactly the pinned `go.mod`/`go.sum` and link flags; the next run reuses
+it. An exclusive `fcntl` lock per module keeps two processes from building it at once (the
+second waits, then reuses the first one's result). Each build writes its log to
+`<cache>/<key>-<version>/build.log`; a failure names the failing step and that log.
+
+`ensure_binaries()` is the entry point (used by `cluster.up`, the test fixture and
+`cliques dev-cluster build`); `installed_binaries()` only looks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from cliques.devcluster import gomodules
+from cliques.devcluster.errors import BuildError, DevClusterError, GoNotFoundError
+from cliques.devcluster.gomodules import GoModule
+from cliques.devcluster.progress import QuietReporter, Reporter, format_seconds
+
+# Go that can switch to a newer toolchain by itself (GOTOOLCHAIN=auto) when a go.mod asks.
+_MIN_GO = (1, 21)
+_PACKAGE_LINE = re.compile(r"^[A-Za-z0-9_.~\-]+(/[A-Za-z0-9_.~\-+]+)*$")
+_LOG_TAIL_LINES = 25
+
+
+def cache_root() -> Path:
+    """Where builds and clusters live: outside the repository, shared by checkouts."""
+    explicit = os.environ.get("CLIQUES_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return (base / "cliques").resolve()
+
+
+@dataclass(frozen=True)
+class ModuleBuild:
+    """Where one module's build of one version lives in the cache."""
+
+    module: GoModule
+    version: str
+    root: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.module.key} {self.version}"
+
+    @property
+    def directory(self) -> Path:
+        return self.root / f"{self.module.key}-{self.version}"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.directory / "bin"
+
+    @property
+    def stamp_path(self) -> Path:
+        return self.directory / "stamp.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "build.log"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / f"{self.module.key}-{self.version}.lock"
+
+    @property
+    def ldflags(self) -> str:
+        return gomodules.ldflags_for(self.module, self.version)
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name
+
+    def expected_stamp(self) -> str:
+        return self.module.fingerprint(self.ldflags)
+
+    def is_complete(self) -> bool:
+        """A finished build of the pinned go.mod/go.sum with every binary in place."""
+        try:
+            stamp = json.loads(self.stamp_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(stamp, dict) or stamp.get("fingerprint") != self.expected_stamp():
+            return False
+        return all(os.access(self.binary(name), os.X_OK) for name in self.module.binaries())
+
+    def stamp(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.stamp_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def module_builds(root: Path | None = None) -> list[ModuleBuild]:
+    base = root if root is not None else cache_root()
+    return [ModuleBuild(m, m.version(), base) for m in gomodules.MODULES]
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Absolute paths of every binary a dev cluster runs."""
+
+    kube_version: str
+    etcd_version: str
+    kwok_version: str
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kube_scheduler: Path
+    kubectl: Path
+    etcd: Path
+    kwok: Path
+    kwokctl: Path
+
+    @property
+    def kube_bin_dir(self) -> Path:
+        """The directory to put on PATH for `kubectl`."""
+        return self.kubectl.parent
+
+
+def _binaries_from(builds: Sequence[ModuleBuild]) -> Binaries:
+    by_key = {b.module.key: b for b in builds}
+    kube, etcd, kwok = by_key["kube"], by_key["etcd"], by_key["kwok"]
+    return Binaries(
+        kube_version=kube.version,
+        etcd_version=etcd.version,
+        kwok_version=kwok.version,
+        kube_apiserver=kube.binary("kube-apiserver"),
+        kube_controller_manager=kube.binary("kube-controller-manager"),
+        kube_scheduler=kube.binary("kube-scheduler"),
+        kubectl=kube.binary("kubectl"),
+        etcd=etcd.binary("etcd"),
+        kwok=kwok.binary("kwok"),
+        kwokctl=kwok.binary("kwokctl"),
+    )
+
+
+def installed_binaries(root: Path | None = None) -> Binaries | None:
+    """The cached binaries if every module is built, else None (never builds)."""
+    builds = module_builds(root)
+    if not all(b.is_complete() for b in builds):
+        return None
+    return _binaries_from(builds)
+
+
+def ensure_binaries(
+    reporter: Reporter | None = None, *, root: Path | None = None, force: bool = False
+) -> Binaries:
+    """Build whatever module is missing from the cache (all of them if `force`)."""
+    report = reporter if reporter is not None else QuietReporter()
+    builds = module_builds(root)
+    missing = [b for b in builds if force or not b.is_complete()]
+    if missing:
+        go = find_go()
+        check_go_version(go)
+        for build in missing:
+            build_module(build, go, report, force=force)
+    return _binaries_from(builds)
+
+
+# --- the Go toolchain -------------------------------------------------------------------
+
+
+def find_go() -> Path:
+    """`$CLIQUES_GO`, else `go` on PATH, else the usual install locations."""
+    explicit = os.environ.get("CLIQUES_GO")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if os.access(path, os.X_OK):
+            return path
+        raise GoNotFoundError(f"CLIQUES_GO={explicit} is not an executable file.")
+    on_path = shutil.which("go")
+    if on_path:
+        return Path(on_path)
+    home = Path.home()
+    candidates = [Path("/usr/local/go/bin/go"), home / "go" / "bin" / "go"]
+    candidates.extend(sorted((home / "sdk").glob("go*/bin/go"), reverse=True))
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise GoNotFoundError(go_missing_message())
+
+
+def go_missing_message() -> str:
+    needed = max(gomodules.MODULES, key=lambda m: parse_go_version(m.go_version())).go_version()
+    return (
+        "The dev cluster's binaries are built from source with Go, and no Go toolchain was "
+        "found (looked at $CLIQUES_GO, `go` on PATH, /usr/local/go/bin and ~/sdk).\n"
+        f"Install Go {needed} or newer from https://go.dev/dl/ (or your package manager, "
+        "e.g. `brew install go`), make sure `go` is on PATH (or set CLIQUES_GO=/path/to/go), "
+        "and run the command again. No Docker is needed."
+    )
+
+
+def parse_go_version(text: str) -> tuple[int, ...]:
+    """`go1.26.8` / `1.25.0` / `go1.26rc1` -> (1, 26, 8) / (1, 25, 0) / (1, 26)."""
+    match = re.match(r"(?:go)?(\d+(?:\.\d+)*)", text.strip())
+    if match is None:
+        raise ValueError(f"not a Go version: {text!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def check_go_version(go: Path) -> str:
+    """The toolchain's version; an error a person can act on if it cannot build ours."""
+    try:
+        out = subprocess.run(
+            [str(go), "env", "GOVERSION", "GOTOOLCHAIN"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=go_environment(),
+            check=True,
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GoNotFoundError(f"{go} does not run (`go env` failed: {exc}).") from exc
+    version = out[0] if out else "unknown"
+    toolchain = out[1] if len(out) > 1 else "auto"
+    needed = max(parse_go_version(m.go_version()) for m in gomodules.MODULES)
+    have = parse_go_version(version) if version.startswith("go") else (0,)
+    needed_text = ".".join(map(str, needed))
+    if have < _MIN_GO or (have < needed and toolchain == "local"):
+        raise GoNotFoundError(
+            f"{go} is {version}; the dev cluster needs Go {needed_text} or newer "
+            f"(or Go 1.21+ with GOTOOLCHAIN=auto, which fetches go{needed_text} as a module). "
+            "Install a newer Go from https://go.dev/dl/."
+        )
+    return version
+
+
+def go_environment() -> dict[str, str]:
+    """The caller's environment, minus what would redirect our pinned modules."""
+    env = dict(os.environ)
+    env["GO111MODULE"] = "on"
+    env["GOWORK"] = "off"  # a go.work around the checkout must not take over
+    return env
+
+
+# --- building one module ----------------------------------------------------------------
+
+
+@contextmanager
+def _exclusive(lock_path: Path, label: str, report: Reporter) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            report.step(label, f"waiting for the build running in {holder} to finish")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_module(build: ModuleBuild, go: Path, report: Reporter, *, force: bool = False) -> None:
+    """Compile one module's binaries into its cache directory (under its lock)."""
+    with _exclusive(build.lock_path, build.label, report):
+        if not force and build.is_complete():  # built by whoever held the lock before us
+            report.step(build.label, f"reusing {build.bin_dir}")
+            return
+        build.directory.mkdir(parents=True, exist_ok=True)
+        staging = build.directory / f"bin.tmp-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        names = build.module.binaries()
+        report.start(
+            build.label,
+            f"building {', '.join(names)} with {go} (the first build takes many minutes); "
+            f"log: {build.log_path}",
+        )
+        started = time.monotonic()
+        try:
+            with build.log_path.open("w", encoding="utf-8") as log:
+                _run_build(build, go, staging, log, report)
+            _install(build, staging, go, time.monotonic() - started)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            report.finish(build.label, False, f"failed; log: {build.log_path}")
+            raise
+        report.finish(
+            build.label,
+            True,
+            f"built in {format_seconds(time.monotonic() - started)} into {build.bin_dir}",
+        )
+
+
+def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report: Reporter) -> None:
+    packages = list(build.module.binaries().values())
+    env = go_environment()
+    cwd = build.module.directory
+    mod_flags = ["-mod=readonly"]
+
+    report.step(build.label, "resolving modules and packages (downloads through the Go proxy)")
+    listed: list[str] = []
+    _stream(
+        build,
+        "resolve packages",
+        [str(go), "list", *mod_flags, "-deps", "-f", "{{.ImportPath}}", *packages],
+        cwd,
+        env,
+        log,
+        on_stdout=listed.append,
+        on_stderr=lambda line: report.step(build.label, line),
+    )
+    report.total(build.label, len(listed))
+
+    report.step(build.label, f"compiling {len(listed)} packages")
+    compiled = 0
+
+    def on_compile(line: str) -> None:
+        nonlocal compiled
+        if _PACKAGE_LINE.match(line):
+            compiled += 1
+            report.advance(build.label, min(compiled, len(listed)), line)
+
+    staging.mkdir(parents=True)
+    _stream(
+        build,
+        "go build",
+        [
+            str(go),
+            "build",
+            *mod_flags,
+            "-v",
+            "-trimpath",
+            "-buildvcs=false",
+            f"-ldflags={build.ldflags}",
+            "-o",
+            f"{staging}/",
+            *packages,
+        ],
+        cwd,
+        env,
+        log,
+        on_stderr=on_compile,
+    )
+    for default_name, installed_name in build.module.renames:
+        (staging / default_name).rename(staging / installed_name)
+
+    report.step(build.label, "checking the binaries run")
+    for name in build.module.binaries():
+        _verify_binary(build, staging / name, log)
+
+
+def _stream(
+    build: ModuleBuild,
+    step: str,
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    log: IO[str],
+    *,
+    on_stdout: Callable[[str], None] | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+) -> None:
+    """Run one step, copying its output to the log and to the callbacks line by line.
+
+    With `on_stdout`, stdout is data (a package list) kept out of the log and stderr is
+    read on a second thread; without it both streams go to the log and `on_stderr`.
+    """
+    log.write(f"$ (cd {cwd} && {' '.join(argv)})\n")
+    log.flush()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if on_stdout is None else subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
+    lock = threading.Lock()
+
+    def pump(stream: IO[str], to_log: bool, callback: Callable[[str], None] | None) -> None:
+        for line in stream:
+            with lock:
+                if to_log:
+                    log.write(line)
+                if callback is not None:
+                    callback(line.rstrip("\n"))
+
+    reader: threading.Thread | None = None
+    try:
+        assert proc.stdout is not None
+        if on_stdout is not None:
+            assert proc.stderr is not None
+            reader = threading.Thread(target=pump, args=(proc.stderr, True, on_stderr))
+            reader.start()
+            pump(proc.stdout, False, on_stdout)
+        else:
+            pump(proc.stdout, True, on_stderr)
+        code = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        if reader is not None:
+            reader.join()
+    log.write(f"# exit status {code}\n")
+    log.flush()
+    if code != 0:
+        raise BuildError(build.label, step, build.log_path, _tail(build.log_path))
+
+
+def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str]) -> None:
+    argv = [str(binary), "version", "--client"] if binary.name == "kubectl" else [str(binary)]
+    if binary.name != "kubectl":
+        argv.append("--version")
+    log.write(f"$ {' '.join(argv)}\n")
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.write(f"{exc}\n")
+        log.flush()
+        raise BuildError(
+            build.label, f"run {binary.name}", build.log_path, _tail(build.log_path)
+        ) from exc
+    output = (result.stdout + result.stderr).strip()
+    log.write(output + "\n")
+    log.flush()
+    version = build.version.removeprefix("v")
+    if result.returncode != 0 or version not in output:
+        log.write(f"# expected exit 0 and version {version} in the output\n")
+        log.flush()
+        raise BuildError(build.label, f"run {binary.name}", build.log_path, _tail(build.log_path))
+
+
+def _install(build: ModuleBuild, staging: Path, go: Path, seconds: float) -> None:
+    """Swap the staged binaries into place, then write the stamp that marks them complete."""
+    build.stamp_path.unlink(missing_ok=True)
+    if build.bin_dir.exists():
+        shutil.rmtree(build.bin_dir)
+    staging.rename(build.bin_dir)
+    stamp = {
+        "fingerprint": build.expected_stamp(),
+        "module": build.module.version_module,
+        "version": build.version,
+        "go": str(go),
+        "build_seconds": round(seconds, 1),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    tmp = build.stamp_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(build.stamp_path)
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes used by the files under `path` (symlinks not followed)."""
+    total = 0
+    for dirpath, _dirnames, filenames in os.walk(path):
+        for name in filenames:
+            try:
+                total += (Path(dirpath) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+__all__ = [
+    "Binaries",
+    "BuildError",
+    "DevClusterError",
+    "GoNotFoundError",
+    "ModuleBuild",
+    "cache_root",
+    "ensure_binaries",
+    "find_go",
+    "installed_binaries",
+]

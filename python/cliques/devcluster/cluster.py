@@ -1,0 +1,657 @@
+"""Named dev clusters: `up`, `down`, `status`, and where their kubeconfig and binaries are.
+
+A cluster is five processes on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kwok-controller) that `kwokctl --runtime binary` starts from the binaries
+`build` made, plus KWOK fake nodes created here with `kubectl`. All state lives under the
+cache directory, never in the repository or ~/.kube / ~/.kwok:
+
+    <cache>/kwok/clusters/<name>/   kwokctl's work dir (kubeconfig.yaml, pki, etcd data,
+                                    logs/<component>.log, pids/<component>.pid)
+    <cache>/run/<name>/             ours: the kwokctl configuration, kwokctl's own log and
+                                    kubectl's discovery cache
+    <cache>/run/<name>.lock         serialises up/down of one cluster
+
+`up` reuses a running cluster, restarts a stopped one (after a reboot) and otherwise creates
+it; then it waits, with a deadline, until the API server is ready, the scheduler and the
+controller-manager hold their leader leases, the default ServiceAccount exists and every node
+is Ready, so that a pod created right after `up` schedules and runs. `down` stops every
+process it finds in the pid files (waiting for them, killing stragglers by pid) and removes
+every file above. The pure parts (configuration, node objects, command lines) are in `kwok`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cliques.devcluster import kwok
+from cliques.devcluster.build import Binaries, cache_root, ensure_binaries, installed_binaries
+from cliques.devcluster.errors import ComponentError, DevClusterError
+from cliques.devcluster.progress import Reporter
+
+State = Literal["running", "degraded", "stopped", "absent"]
+
+_POLL_SECONDS = 0.25
+_KUBECTL_TIMEOUT = 30.0
+_LOG_TAIL_LINES = 30
+# What each readiness condition waits for, and whose log explains a timeout.
+_LEASES = {"kube-scheduler": "kube-scheduler", "kube-controller-manager": "kube-controller-manager"}
+
+
+@dataclass(frozen=True)
+class ClusterPaths:
+    """Every file and directory of one named cluster (see the module docstring)."""
+
+    root: Path
+    name: str
+
+    @property
+    def kwok_home(self) -> Path:
+        return self.root / "kwok"
+
+    @property
+    def workdir(self) -> Path:
+        return self.kwok_home / "clusters" / self.name
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.run_dir / self.name
+
+    @property
+    def lock_file(self) -> Path:
+        return self.run_dir / f"{self.name}.lock"
+
+    @property
+    def create_lock_file(self) -> Path:
+        return self.run_dir / "create.lock"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig.yaml"
+
+    @property
+    def saved_config(self) -> Path:
+        return self.workdir / "kwok.yaml"
+
+    @property
+    def kwokctl_config(self) -> Path:
+        return self.state_dir / "kwokctl.json"
+
+    @property
+    def kwokctl_log(self) -> Path:
+        return self.state_dir / "kwokctl.log"
+
+    @property
+    def kube_cache(self) -> Path:
+        return self.state_dir / "kube-cache"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.workdir / "logs"
+
+    def component_log(self, component: str) -> Path:
+        return self.logs_dir / f"{component}.log"
+
+    def pid_file(self, component: str) -> Path:
+        return self.workdir / "pids" / f"{component}.pid"
+
+
+def paths_for(name: str, root: Path | None = None) -> ClusterPaths:
+    return ClusterPaths(root if root is not None else cache_root(), kwok.validate_name(name))
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """How to talk to a dev cluster: what the CLI prints and the test fixture yields."""
+
+    name: str
+    kubeconfig: Path
+    server: str
+    kubectl: Path
+    bin_dir: Path
+    logs_dir: Path
+    kube_cache: Path
+
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """`base` (default os.environ) with KUBECONFIG, KUBECACHEDIR and kubectl on PATH."""
+        env = dict(os.environ if base is None else base)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["KUBECACHEDIR"] = str(self.kube_cache)
+        env["PATH"] = os.pathsep.join([str(self.bin_dir), env.get("PATH", "")])
+        return env
+
+    def env_lines(self) -> list[str]:
+        return kwok.env_lines(self.kubeconfig, self.kube_cache, self.bin_dir)
+
+
+@dataclass(frozen=True)
+class ComponentState:
+    name: str
+    pid: int | None
+    running: bool
+    rss_bytes: int
+    log: Path
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    state: State
+    components: list[ComponentState]
+    server: str | None
+    kubeconfig: Path
+    disable_qps_limits: bool
+
+    @property
+    def rss_bytes(self) -> int:
+        return sum(c.rss_bytes for c in self.components)
+
+
+@dataclass(frozen=True)
+class UpResult:
+    info: ClusterInfo
+    action: Literal["reused", "restarted", "created"]
+    seconds: float
+    nodes: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DownResult:
+    existed: bool
+    stopped: list[int]
+    killed: list[int]
+    removed: list[Path]
+
+
+# --- processes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Proc:
+    pid: int
+    stat: str
+    rss_kib: int
+    args: str
+
+
+def _ps(pids: list[int]) -> dict[int, _Proc]:
+    """`ps` facts about the live, non-zombie processes among `pids` (Linux and macOS)."""
+    if not pids:
+        return {}
+    done = subprocess.run(
+        ["ps", "-ww", "-o", "pid=,stat=,rss=,args=", "-p", ",".join(map(str, pids))],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    found: dict[int, _Proc] = {}
+    for line in done.stdout.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        proc = _Proc(
+            int(parts[0]), parts[1], int(parts[2] or 0), parts[3] if len(parts) > 3 else ""
+        )
+        if not proc.stat.startswith("Z"):
+            found[proc.pid] = proc
+    return found
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _is_ours(proc: _Proc, paths: ClusterPaths, component: str) -> bool:
+    """Guards against a recycled pid (after a reboot) naming somebody else's process."""
+    return component in proc.args and f"{paths.workdir}{os.sep}" in proc.args
+
+
+def _component_states(paths: ClusterPaths) -> list[ComponentState]:
+    pids = {c: _read_pid(paths.pid_file(c)) for c in kwok.COMPONENTS}
+    live = _ps([p for p in pids.values() if p is not None])
+    states: list[ComponentState] = []
+    for component, pid in pids.items():
+        proc = live.get(pid) if pid is not None else None
+        running = proc is not None and _is_ours(proc, paths, component)
+        rss = proc.rss_kib * 1024 if proc is not None and running else 0
+        states.append(ComponentState(component, pid, running, rss, paths.component_log(component)))
+    return states
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+# --- status, kubeconfig, env --------------------------------------------------------------
+
+
+def list_clusters(root: Path | None = None) -> list[str]:
+    base = (root if root is not None else cache_root()) / "kwok" / "clusters"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / "kwok.yaml").is_file())
+
+
+def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterStatus:
+    paths = paths_for(name, root)
+    if not paths.saved_config.is_file():
+        return ClusterStatus(name, "absent", [], None, paths.kubeconfig, False)
+    components = _component_states(paths)
+    alive = sum(c.running for c in components)
+    state: State = (
+        "running" if alive == len(components) else "stopped" if alive == 0 else "degraded"
+    )
+    try:
+        server = kwok.apiserver_url(paths.kubeconfig.read_text(encoding="utf-8"))
+    except OSError:
+        server = None
+    try:
+        options = kwok.saved_options(paths.saved_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        options = {}
+    return ClusterStatus(
+        name,
+        state,
+        components,
+        server,
+        paths.kubeconfig,
+        bool(options.get("disableQPSLimits", False)),
+    )
+
+
+def info(
+    name: str = kwok.DEFAULT_NAME, root: Path | None = None, binaries: Binaries | None = None
+) -> ClusterInfo:
+    """How to reach an existing cluster (it need not be running)."""
+    paths = paths_for(name, root)
+    if not paths.kubeconfig.is_file():
+        raise DevClusterError(
+            f"there is no dev cluster named '{name}'; start one with "
+            f"`cliques dev-cluster up --name {name}`"
+        )
+    bins = binaries if binaries is not None else installed_binaries(paths.root)
+    if bins is None:
+        raise DevClusterError(
+            "the dev-cluster binaries are not built; run `cliques dev-cluster build` or `up`"
+        )
+    server = kwok.apiserver_url(paths.kubeconfig.read_text(encoding="utf-8")) or ""
+    return ClusterInfo(
+        name=name,
+        kubeconfig=paths.kubeconfig,
+        server=server,
+        kubectl=bins.kubectl,
+        bin_dir=bins.kube_bin_dir,
+        logs_dir=paths.logs_dir,
+        kube_cache=paths.kube_cache,
+    )
+
+
+# --- locking and kwokctl ------------------------------------------------------------------
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _kwokctl(paths: ClusterPaths, argv: list[str], what: str, timeout: float = 180.0) -> str:
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    env = kwok.kwokctl_environment(os.environ, paths.kwok_home)
+    with paths.kwokctl_log.open("a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(argv)}\n")
+        log.flush()
+        try:
+            done = subprocess.run(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise DevClusterError(
+                f"`kwokctl {what}` did not finish in {timeout:.0f}s; its log is "
+                f"{paths.kwokctl_log}\n{_tail(paths.kwokctl_log)}"
+            ) from exc
+        log.write(done.stdout)
+    if done.returncode != 0:
+        raise DevClusterError(
+            f"`kwokctl {what}` failed (exit status {done.returncode}) for dev cluster "
+            f"'{paths.name}'; its log is {paths.kwokctl_log}\n{_tail(paths.kwokctl_log, 15)}"
+        )
+    return done.stdout
+
+
+class _Kubectl:
+    def __init__(self, kubectl: Path, paths: ClusterPaths) -> None:
+        self.argv = [str(kubectl), "--kubeconfig", str(paths.kubeconfig)]
+        self.env = dict(os.environ, KUBECACHEDIR=str(paths.kube_cache))
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                [*self.argv, "--request-timeout=10s", *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=_KUBECTL_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(args, 124, "", "kubectl timed out")
+
+    def json(self, *args: str) -> Any:
+        done = self.run(*args, "-o", "json")
+        if done.returncode != 0:
+            return None
+        return json.loads(done.stdout)
+
+
+# --- up -----------------------------------------------------------------------------------
+
+
+def up(
+    name: str = kwok.DEFAULT_NAME,
+    nodes: int | None = None,
+    *,
+    disable_qps_limits: bool = False,
+    reporter: Reporter | None = None,
+    timeout: float = 120.0,
+    root: Path | None = None,
+) -> UpResult:
+    """Start (or reuse) cluster `name` with `nodes` Ready fake nodes, and wait until usable.
+
+    `nodes=None` means the default for a new cluster and "leave as is" for an existing one.
+    Builds the binaries first if they are missing (reported through `reporter`).
+    """
+    paths = paths_for(name, root)
+    if nodes is not None:
+        kwok.validate_nodes(nodes)
+    binaries = ensure_binaries(reporter, root=paths.root)
+    started = time.monotonic()
+    notes: list[str] = []
+    with _locked(paths.lock_file):
+        current = status(name, paths.root)
+        if current.state == "running":
+            action: Literal["reused", "restarted", "created"] = "reused"
+            if current.disable_qps_limits != disable_qps_limits:
+                notes.append(
+                    "QPS limits are "
+                    + ("off" if current.disable_qps_limits else "on")
+                    + " in the running cluster; `down` it first to change that"
+                )
+        elif current.state in ("stopped", "degraded"):
+            action = "restarted"
+            _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster")
+        else:
+            action = "created"
+            _create(paths, binaries, disable_qps_limits)
+        deadline = started + timeout
+        kubectl = _Kubectl(binaries.kubectl, paths)
+        _wait_for_apiserver(paths, kubectl, deadline, timeout)
+        wanted = (
+            nodes if nodes is not None else (kwok.DEFAULT_NODES if action == "created" else None)
+        )
+        node_names = _scale_nodes(kubectl, wanted, paths)
+        _wait_until_usable(paths, kubectl, node_names, deadline, timeout)
+    return UpResult(
+        info(name, paths.root, binaries), action, time.monotonic() - started, node_names, notes
+    )
+
+
+def _create(paths: ClusterPaths, binaries: Binaries, disable_qps_limits: bool) -> None:
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    config = kwok.kwokctl_configuration(binaries, disable_qps_limits=disable_qps_limits)
+    paths.kwokctl_config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
+    # from picking the same ones.
+    with _locked(paths.create_lock_file):
+        _kwokctl(
+            paths,
+            kwok.create_command(binaries.kwokctl, paths.name, paths.kwokctl_config, dry_run=False),
+            "create cluster",
+        )
+
+
+def dry_run(
+    name: str = kwok.DEFAULT_NAME,
+    *,
+    disable_qps_limits: bool = False,
+    reporter: Reporter | None = None,
+    root: Path | None = None,
+) -> str:
+    """kwokctl's dry run of creating cluster `name`, in a scratch work dir (nothing stays)."""
+    paths = paths_for(name, root)
+    binaries = ensure_binaries(reporter, root=paths.root)
+    with tempfile.TemporaryDirectory(prefix="cliques-dry-run-") as scratch:
+        config = Path(scratch) / "kwokctl.json"
+        config.write_text(
+            json.dumps(kwok.kwokctl_configuration(binaries, disable_qps_limits=disable_qps_limits)),
+            encoding="utf-8",
+        )
+        done = subprocess.run(
+            kwok.create_command(binaries.kwokctl, name, config, dry_run=True),
+            capture_output=True,
+            text=True,
+            env=kwok.kwokctl_environment(os.environ, Path(scratch) / "kwok"),
+            timeout=120,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise DevClusterError(f"kwokctl --dry-run failed:\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _check_components(paths: ClusterPaths) -> None:
+    """Fail with the log tail of the first component that is not running."""
+    for component in _component_states(paths):
+        if not component.running:
+            raise ComponentError(
+                paths.name, component.name, "exited", component.log, _tail(component.log)
+            )
+
+
+def _timed_out(paths: ClusterPaths, component: str, what: str, timeout: float) -> ComponentError:
+    log = paths.component_log(component)
+    return ComponentError(
+        paths.name,
+        component,
+        f"did not come up within {timeout:.0f}s (still waiting for {what})",
+        log,
+        _tail(log),
+    )
+
+
+def _wait_for_apiserver(
+    paths: ClusterPaths, kubectl: _Kubectl, deadline: float, timeout: float
+) -> None:
+    while True:
+        _check_components(paths)
+        done = kubectl.run("get", "--raw", "/readyz")
+        if done.returncode == 0 and done.stdout.strip() == "ok":
+            return
+        if time.monotonic() > deadline:
+            raise _timed_out(paths, "kube-apiserver", "/readyz to answer ok", timeout)
+        time.sleep(_POLL_SECONDS)
+
+
+def _scale_nodes(kubectl: _Kubectl, wanted: int | None, paths: ClusterPaths) -> list[str]:
+    """Make our fake nodes exactly kwok-node-0..wanted-1 (None: keep what is there)."""
+    listed = kubectl.json("get", "nodes", "-l", kwok.NODE_LABEL)
+    if listed is None:
+        raise DevClusterError(f"cannot list the nodes of dev cluster '{paths.name}'")
+    existing = [item["metadata"]["name"] for item in listed.get("items", [])]
+    if wanted is None:
+        return sorted(existing, key=lambda n: kwok.node_index(n) or 0)
+    create, delete = kwok.scale_plan(existing, wanted)
+    if create:
+        manifest = json.dumps(kwok.node_list(create))
+        done = kubectl.run("create", "-f", "-", stdin=manifest)
+        if done.returncode != 0:
+            raise DevClusterError(f"creating the fake nodes failed: {done.stderr.strip()}")
+    if delete:
+        done = kubectl.run("delete", "node", "--wait=false", *delete)
+        if done.returncode != 0:
+            raise DevClusterError(f"deleting surplus fake nodes failed: {done.stderr.strip()}")
+    return [kwok.node_name(i) for i in range(wanted)]
+
+
+def _pending(kubectl: _Kubectl, node_names: list[str]) -> tuple[str, str] | None:
+    """The first readiness condition not met yet, as (what, responsible component)."""
+    leases = kubectl.json("get", "leases", "-n", "kube-system")
+    holders = {
+        item["metadata"]["name"]: item.get("spec", {}).get("holderIdentity")
+        for item in (leases or {}).get("items", [])
+    }
+    for lease, component in _LEASES.items():
+        if not holders.get(lease):
+            return f"the {lease} leader lease", component
+    if kubectl.run("get", "serviceaccount", "default", "-n", "default").returncode != 0:
+        return "the default ServiceAccount", "kube-controller-manager"
+    if node_names:
+        listed = kubectl.json("get", "nodes", "-l", kwok.NODE_LABEL)
+        ready = {
+            item["metadata"]["name"]
+            for item in (listed or {}).get("items", [])
+            if any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in item.get("status", {}).get("conditions", [])
+            )
+        }
+        missing = [n for n in node_names if n not in ready]
+        if missing:
+            return f"node(s) {', '.join(missing)} to be Ready", "kwok-controller"
+    return None
+
+
+def _wait_until_usable(
+    paths: ClusterPaths,
+    kubectl: _Kubectl,
+    node_names: list[str],
+    deadline: float,
+    timeout: float,
+) -> None:
+    while True:
+        _check_components(paths)
+        pending = _pending(kubectl, node_names)
+        if pending is None:
+            return
+        if time.monotonic() > deadline:
+            what, component = pending
+            raise _timed_out(paths, component, what, timeout)
+        time.sleep(_POLL_SECONDS)
+
+
+# --- down ---------------------------------------------------------------------------------
+
+
+def down(
+    name: str = kwok.DEFAULT_NAME, *, timeout: float = 30.0, root: Path | None = None
+) -> DownResult:
+    """Stop cluster `name` and remove every file and directory `up` made for it."""
+    paths = paths_for(name, root)
+    existed = paths.workdir.exists() or paths.state_dir.exists()
+    stopped: list[int] = []
+    killed: list[int] = []
+    with _locked(paths.lock_file):
+        running = {c.pid: c.name for c in _component_states(paths) if c.running and c.pid}
+        stopped = sorted(running)
+        kwokctl = _kwokctl_binary(paths.root)
+        if paths.saved_config.is_file() and kwokctl is not None:
+            # If kwokctl fails, the processes are stopped and the files removed below anyway.
+            with suppress(DevClusterError):
+                _kwokctl(
+                    paths,
+                    kwok.delete_command(kwokctl, name, paths.kubeconfig),
+                    "delete cluster",
+                    timeout=60,
+                )
+        killed = _stop_processes(paths, running, timeout)
+        removed = [p for p in (paths.workdir, paths.state_dir) if p.exists()]
+        for directory in removed:
+            shutil.rmtree(directory, ignore_errors=True)
+    paths.lock_file.unlink(missing_ok=True)
+    removed.extend(_remove_if_empty(paths))
+    return DownResult(existed, stopped, killed, removed)
+
+
+def _kwokctl_binary(root: Path) -> Path | None:
+    binaries = installed_binaries(root)
+    return binaries.kwokctl if binaries is not None else None
+
+
+def _stop_processes(paths: ClusterPaths, running: dict[int, str], timeout: float) -> list[int]:
+    """Wait for the cluster's processes to exit (TERM them first); KILL whoever stays."""
+
+    def ours_alive() -> list[int]:
+        live = _ps(list(running))
+        return [pid for pid, proc in live.items() if _is_ours(proc, paths, running[pid])]
+
+    for pid in ours_alive():
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while (alive := ours_alive()) and time.monotonic() < deadline:
+        time.sleep(_POLL_SECONDS)
+    for pid in alive:
+        _signal(pid, signal.SIGKILL)
+    end = time.monotonic() + 10
+    while ours_alive() and time.monotonic() < end:
+        time.sleep(_POLL_SECONDS)
+    return alive
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _remove_if_empty(paths: ClusterPaths) -> list[Path]:
+    """Drop the shared directories once the last cluster is gone."""
+    removed: list[Path] = []
+    clusters = paths.kwok_home / "clusters"
+    if paths.kwok_home.is_dir() and not any(clusters.glob("*")):
+        shutil.rmtree(paths.kwok_home, ignore_errors=True)
+        removed.append(paths.kwok_home)
+    leftovers = [p for p in paths.run_dir.glob("*") if p.name != paths.create_lock_file.name]
+    if paths.run_dir.is_dir() and not leftovers:
+        shutil.rmtree(paths.run_dir, ignore_errors=True)
+        removed.append(paths.run_dir)
+    return removed

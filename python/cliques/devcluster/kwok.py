@@ -1,0 +1,238 @@
+"""What the dev cluster asks of kwokctl and the API server, as plain data (no processes).
+
+`cluster` turns these into processes: the KwokctlConfiguration that points
+`kwokctl --runtime binary` at our own binaries on loopback, the environment kwokctl runs in
+(its whole state under our cache directory), the command lines, the fake Node objects with a
+GPU machine's capacity, the `export` lines of `cliques dev-cluster env`, and the parsing of
+what kwokctl leaves on disk. Keeping them pure keeps them testable without a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from cliques.devcluster.build import Binaries
+
+DEFAULT_NAME: Final = "cliques"
+DEFAULT_NODES: Final = 4
+MAX_NODES: Final = 1000
+NODE_PREFIX: Final = "kwok-node-"
+# Our mark on the nodes we create, so that scaling never touches anybody else's nodes.
+NODE_LABEL: Final = "cliques.dev/dev-cluster-node"
+
+#: What one fake node offers: a realistic GPU machine, so GPU-requesting pods schedule.
+NODE_CAPACITY: Final[Mapping[str, str]] = {
+    "cpu": "32",
+    "memory": "256Gi",
+    "pods": "110",
+    "ephemeral-storage": "1Ti",
+    "nvidia.com/gpu": "8",
+}
+
+#: Control-plane processes of a cluster, in start order; kwokctl names its logs and pid files
+#: after them.
+COMPONENTS: Final = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok-controller",
+)
+
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+def validate_name(name: str) -> str:
+    """A cluster name: a short DNS label (it names directories and a kubeconfig context)."""
+    if not _NAME.match(name):
+        raise ValueError(
+            f"invalid dev cluster name {name!r}: use 1-40 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+def validate_nodes(nodes: int) -> int:
+    if not 0 <= nodes <= MAX_NODES:
+        raise ValueError(f"--nodes must be between 0 and {MAX_NODES}, not {nodes}")
+    return nodes
+
+
+def kwokctl_configuration(binaries: Binaries, *, disable_qps_limits: bool) -> dict[str, Any]:
+    """The KwokctlConfiguration for `kwokctl create cluster --config`.
+
+    Every binary is a local path (kwokctl links them into the cluster directory, its dry run
+    shows no URL), every component listens on 127.0.0.1 only, and ports are left to kwokctl,
+    which picks free ones and avoids those of the other clusters under the same work dir.
+    """
+    options: dict[str, Any] = {
+        "runtime": "binary",
+        "bindAddress": "127.0.0.1",
+        "kubeVersion": binaries.kube_version,
+        "etcdVersion": binaries.etcd_version.removeprefix("v"),
+        "kubeApiserverBinary": str(binaries.kube_apiserver),
+        "kubeControllerManagerBinary": str(binaries.kube_controller_manager),
+        "kubeSchedulerBinary": str(binaries.kube_scheduler),
+        "kubectlBinary": str(binaries.kubectl),
+        "etcdBinary": str(binaries.etcd),
+        "kwokControllerBinary": str(binaries.kwok),
+        "quietPull": True,
+        "disableQPSLimits": disable_qps_limits,
+    }
+    return {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokctlConfiguration",
+        "options": options,
+    }
+
+
+def kwokctl_environment(base: Mapping[str, str], workdir: Path) -> dict[str, str]:
+    """kwokctl's environment: its state under `workdir`, no stray KWOK_* settings.
+
+    kwokctl reads many `KWOK_*` variables (versions, ports, runtimes); one left over in a
+    developer's shell must not change our cluster, so all are dropped but the work dir.
+    """
+    env = {key: value for key, value in base.items() if not key.startswith("KWOK_")}
+    env["KWOK_WORKDIR"] = str(workdir)
+    return env
+
+
+def create_command(kwokctl: Path, name: str, config: Path, *, dry_run: bool) -> list[str]:
+    """`kwokctl create cluster` that touches no kubeconfig but the cluster's own."""
+    argv = [str(kwokctl), "--name", name, "--config", str(config)]
+    if dry_run:
+        argv.append("--dry-run")
+    # --kubeconfig "": do not add a context to ~/.kube/config (kwokctl's default).
+    argv += ["create", "cluster", "--kubeconfig", "", "--timeout", "2m"]
+    return argv
+
+
+def start_command(kwokctl: Path, name: str) -> list[str]:
+    return [str(kwokctl), "--name", name, "start", "cluster", "--timeout", "2m"]
+
+
+def delete_command(kwokctl: Path, name: str, own_kubeconfig: Path) -> list[str]:
+    # kwokctl insists on a kubeconfig to remove the context from; hand it the cluster's own
+    # file, which it deletes anyway, so that ~/.kube/config is never rewritten.
+    return [
+        str(kwokctl),
+        "--name",
+        name,
+        "delete",
+        "cluster",
+        "--kubeconfig",
+        str(own_kubeconfig),
+    ]
+
+
+def node_name(index: int) -> str:
+    return f"{NODE_PREFIX}{index}"
+
+
+def node_index(name: str) -> int | None:
+    """The index of one of our node names, or None for any other name."""
+    rest = name.removeprefix(NODE_PREFIX)
+    if rest == name or not rest.isdigit() or (len(rest) > 1 and rest.startswith("0")):
+        return None
+    return int(rest)
+
+
+def node_manifest(index: int) -> dict[str, Any]:
+    """A KWOK fake node: managed by kwok-controller (which fills in nodeInfo), GPU capacity."""
+    name = node_name(index)
+    cidr = f"10.{(index >> 8) + 64}.{index & 0xFF}.0/24"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                "kwok.x-k8s.io/node": "fake",
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+            "labels": {
+                "type": "kwok",
+                NODE_LABEL: "true",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
+                "node.kubernetes.io/instance-type": "kwok-gpu-8",
+                "nvidia.com/gpu.present": "true",
+            },
+        },
+        "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+        "status": {
+            "capacity": dict(NODE_CAPACITY),
+            "allocatable": dict(NODE_CAPACITY),
+        },
+    }
+
+
+def node_list(indices: list[int]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [node_manifest(i) for i in indices],
+    }
+
+
+def scale_plan(existing: list[str], wanted: int) -> tuple[list[int], list[str]]:
+    """(indices to create, names to delete) so that our nodes are exactly 0..wanted-1.
+
+    Only names of our pattern are considered, so nodes somebody else added stay.
+    """
+    have = {i for i in (node_index(n) for n in existing) if i is not None}
+    create = [i for i in range(wanted) if i not in have]
+    delete = [node_name(i) for i in sorted(have) if i >= wanted]
+    return create, delete
+
+
+def _escape_in_double_quotes(value: str) -> str:
+    return re.sub(r'([\\"$`])', r"\\\1", value)
+
+
+def shell_double_quote(value: str) -> str:
+    """`value` as one sh word inside double quotes."""
+    return f'"{_escape_in_double_quotes(value)}"'
+
+
+def env_lines(kubeconfig: Path, kube_cache: Path, bin_dir: Path) -> list[str]:
+    """The `export` lines of `cliques dev-cluster env` (for `eval "$(...)"`)."""
+    return [
+        f"export KUBECONFIG={shell_double_quote(str(kubeconfig))}",
+        # kubectl's discovery cache, kept with the cluster so that `down` removes it.
+        f"export KUBECACHEDIR={shell_double_quote(str(kube_cache))}",
+        f'export PATH="{_escape_in_double_quotes(str(bin_dir))}:$PATH"',
+    ]
+
+
+def apiserver_url(kubeconfig_text: str) -> str | None:
+    """The `server:` of a kubeconfig kwokctl wrote (one cluster), or None."""
+    match = re.search(r"^\s*server:\s*(\S+)\s*$", kubeconfig_text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def saved_options(config_text: str) -> dict[str, Any]:
+    """The `options` of the KwokctlConfiguration in a cluster's saved kwok.yaml."""
+    import yaml
+
+    for doc in yaml.safe_load_all(config_text):
+        if isinstance(doc, dict) and doc.get("kind") == "KwokctlConfiguration":
+            options = doc.get("options")
+            return options if isinstance(options, dict) else {}
+    return {}
+
+
+def dry_run_sources(output: str) -> list[str]:
+    """The sources of the `# Download <src> to <dest>` lines of a kwokctl dry run."""
+    return re.findall(r"^# Download (\S+) ", output, re.MULTILINE)
+
+
+def remote_sources(output: str) -> list[str]:
+    """Sources in a kwokctl dry run that are not local files (that is, would be fetched)."""
+    return [src for src in dry_run_sources(output) if not src.startswith("/")]
