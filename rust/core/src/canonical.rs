@@ -6,6 +6,7 @@
 //! sorted by key tuple and set lists by element bytes, quantities (`quantity`) and numbers
 //! (`json`) normalized. Errors carry the JSON path of the offending value in the input.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
@@ -14,7 +15,7 @@ use crate::decimal::Decimal;
 use crate::error::{CoreError, Path, Seg};
 use crate::json::{self, Num};
 use crate::quantity;
-use crate::schema::{self, Desc, KeyDefault, Kind, ListDesc, ListKind, TypeId};
+use crate::schema::{self, Desc, KeyDefault, Kind, ListDesc, ListKind, TypeDef, TypeId};
 
 /// Containers (objects and lists) may nest this deep; deeper documents are refused.
 pub const MAX_DEPTH: usize = 100;
@@ -66,22 +67,27 @@ fn dropped(v: &Value, desc: Option<&Desc>) -> bool {
     }
 }
 
-/// One component of a map-list key tuple. Numbers sort before strings.
+/// One component of a map-list key tuple, from the element's canonical form: numbers (by
+/// value) sort before strings (by UTF-8 bytes), which sort before anything else (by canonical
+/// bytes).
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum KeyPart<'a> {
-    Num(Decimal),
-    Str(&'a str),
+    Num(Decimal, String),
+    Str(Cow<'a, str>),
+    Other(Vec<u8>),
 }
 
 impl KeyPart<'_> {
+    /// As shown in a duplicate-key error: the canonical JSON of the value.
     fn render(&self) -> String {
         match self {
-            KeyPart::Num(d) => d.to_plain(),
+            KeyPart::Num(_, text) => text.clone(),
             KeyPart::Str(s) => {
                 let mut out = Vec::new();
                 json::write_str(s, &mut out);
                 String::from_utf8_lossy(&out).into_owned()
             }
+            KeyPart::Other(bytes) => String::from_utf8_lossy(bytes).into_owned(),
         }
     }
 }
@@ -110,7 +116,11 @@ impl<'a> Walker<'a> {
         out: &mut Vec<u8>,
     ) -> Result<(), CoreError> {
         match desc {
-            None | Some(Desc::Scalar) => self.generic(v, out),
+            None => self.generic(v, out),
+            Some(Desc::Scalar) => match v {
+                Value::Object(_) | Value::Array(_) => Err(self.mismatch("a scalar", v)),
+                _ => self.generic(v, out),
+            },
             Some(Desc::Quantity) => self.quantity(v, out),
             Some(Desc::Object(t)) => match v {
                 Value::Object(m) => self.object(m, Some(*t), out),
@@ -118,7 +128,7 @@ impl<'a> Walker<'a> {
             },
             Some(Desc::Map(value)) => match v {
                 Value::Object(m) => self.map(m, value, out),
-                _ => Err(self.mismatch("an object", v)),
+                _ => Err(self.mismatch("a map", v)),
             },
             Some(Desc::List(l)) => match v {
                 Value::Array(a) => self.list(a, l, out),
@@ -278,41 +288,11 @@ impl<'a> Walker<'a> {
         };
         let mut keyed = Vec::with_capacity(a.len());
         for (i, v) in a.iter().enumerate() {
-            let mut tuple = Vec::with_capacity(l.keys.len());
-            for key in l.keys {
-                let found = v.get(key).filter(|k| !k.is_null());
-                let part = match found {
-                    Some(Value::String(s)) => KeyPart::Str(s),
-                    Some(Value::Number(n)) => match Num::from_json(n) {
-                        Some(num) => KeyPart::Num(num.to_decimal()),
-                        None => {
-                            let at = self.path.render_with(&[Seg::Index(i), Seg::Key(key)]);
-                            return Err(CoreError::new(at, "number out of range"));
-                        }
-                    },
-                    Some(other) => {
-                        let at = self.path.render_with(&[Seg::Index(i), Seg::Key(key)]);
-                        return Err(CoreError::new(
-                            at,
-                            format!(
-                                "map-list key must be a string or a number, got {}",
-                                type_name(other)
-                            ),
-                        ));
-                    }
-                    None => match item_type.and_then(|t| t.key_default(key)) {
-                        Some(KeyDefault::Str(s)) => KeyPart::Str(s),
-                        Some(KeyDefault::Int(n)) => KeyPart::Num(Decimal::from_digits(
-                            n < 0,
-                            &n.unsigned_abs().to_string(),
-                            "",
-                            0,
-                        )),
-                        None => KeyPart::Str(""),
-                    },
-                };
-                tuple.push(part);
-            }
+            let tuple = l
+                .keys
+                .iter()
+                .map(|key| self.key_part(v, key, item_type, i))
+                .collect::<Result<Vec<_>, _>>()?;
             keyed.push((tuple, i));
         }
         // Stable: elements with equal keys stay in input order, so the duplicate reported
@@ -340,19 +320,62 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
+    /// The value of one key field of map-list element `i`: as in the element's canonical
+    /// form, or the field's default, or `""`.
+    fn key_part(
+        &mut self,
+        element: &'a Value,
+        key: &'static str,
+        item_type: Option<&'static TypeDef>,
+        i: usize,
+    ) -> Result<KeyPart<'a>, CoreError> {
+        let desc = item_type.and_then(|t| t.field(key));
+        let found = element.get(key).filter(|v| !dropped(v, desc));
+        Ok(match found {
+            None => match item_type.and_then(|t| t.key_default(key)) {
+                Some(KeyDefault::Str(s)) => KeyPart::Str(Cow::Borrowed(s)),
+                Some(KeyDefault::Int(n)) => {
+                    let num = Num::Int(Decimal::from_digits(
+                        n < 0,
+                        &n.unsigned_abs().to_string(),
+                        "",
+                        0,
+                    ));
+                    KeyPart::Num(num.canonical_value(), num.canonical())
+                }
+                None => KeyPart::Str(Cow::Borrowed("")),
+            },
+            Some(Value::String(s)) if matches!(desc, None | Some(Desc::Scalar)) => {
+                KeyPart::Str(Cow::Borrowed(s))
+            }
+            Some(Value::Number(n)) if matches!(desc, None | Some(Desc::Scalar)) => {
+                // The element was canonicalized already, so the number is finite.
+                let num = Num::from_json(n).unwrap_or(Num::Float(0.0));
+                KeyPart::Num(num.canonical_value(), num.canonical())
+            }
+            Some(other) => {
+                // Anything else: classify by its canonical form (a quantity is a string).
+                let mut bytes = Vec::new();
+                self.enter(Seg::Index(i))?;
+                self.enter(Seg::Key(key))?;
+                let written = self.value(other, desc, &mut bytes);
+                self.path.pop();
+                self.path.pop();
+                written?;
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(Value::String(s)) => KeyPart::Str(Cow::Owned(s)),
+                    _ => KeyPart::Other(bytes),
+                }
+            }
+        })
+    }
+
     fn quantity(&mut self, v: &Value, out: &mut Vec<u8>) -> Result<(), CoreError> {
         let parsed = match v {
             Value::String(s) => quantity::parse(s),
-            Value::Number(n) => match Num::from_json(n) {
-                Some(num) => quantity::parse(&num.quantity_text()),
-                None => None,
-            },
-            other => {
-                return Err(self.path.error(format!(
-                    "invalid quantity: expected a string or a number, got {}",
-                    type_name(other)
-                )))
-            }
+            // As Kubernetes does: the number's literal text is parsed as a quantity.
+            Value::Number(n) => quantity::parse(&n.to_string()),
+            _ => None,
         };
         match parsed {
             Some(d) => {

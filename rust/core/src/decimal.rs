@@ -38,6 +38,35 @@ impl Decimal {
         Decimal { neg, digits, exp }.normalized()
     }
 
+    /// Parse JSON number text (`-12.5e-3`): optional `-`, digits, optional `.digits`,
+    /// optional `e`/`E` with optional sign and digits. `None` if it is not one.
+    pub fn parse_json_number(text: &str) -> Option<Self> {
+        let (neg, rest) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (mantissa, exp) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if int.is_empty() || !all_digits(int) || !all_digits(frac) {
+            return None;
+        }
+        let exp10 = match exp {
+            None => 0,
+            Some(e) => {
+                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+                if digits.is_empty() || !all_digits(digits) {
+                    return None;
+                }
+                e.parse::<i64>().ok()?
+            }
+        };
+        Some(Decimal::from_digits(neg, int, frac, exp10))
+    }
+
     /// The exact value of a finite `f64` (`None` for NaN and infinities).
     pub fn from_f64(x: f64) -> Option<Self> {
         if !x.is_finite() {
@@ -348,6 +377,29 @@ mod tests {
         let big = Decimal::from_f64(1e300).unwrap();
         assert!(big.is_integer());
         assert_eq!(big.to_plain().len(), 301);
+    }
+
+    #[test]
+    fn json_number_text() {
+        let cases = [
+            ("0", Some("0")),
+            ("-0", Some("0")),
+            ("12", Some("12")),
+            ("-12.50", Some("-12.5")),
+            ("1e-7", Some("0.0000001")),
+            ("1.5E+3", Some("1500")),
+            ("25e-1", Some("2.5")),
+            ("", None),
+            ("-", None),
+            (".5", None),
+            ("1e", None),
+            ("1x", None),
+            ("1.2.3", None),
+        ];
+        for (input, want) in cases {
+            let got = Decimal::parse_json_number(input).map(|d| d.to_plain());
+            assert_eq!(got.as_deref(), want, "{input}");
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Kubernetes resource quantities: parsing and the canonical decimal string.
 //!
-//! The grammar is the one `k8s.io/apimachinery/pkg/api/resource.ParseQuantity` accepts:
+//! The grammar is Kubernetes' (`k8s.io/apimachinery/pkg/api/resource`) as docs/hashing.md
+//! states it; unlike `ParseQuantity`, a number needs digits on both sides of a `.` (`.5`
+//! and `5.` are refused):
 //!
 //! ```text
 //! quantity := sign? number suffix?
 //! sign     := "+" | "-"
-//! number   := digits ("." digits?)? | "." digits
+//! number   := digits ("." digits)?
 //! suffix   := "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"          (powers of 1024)
 //!           | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E"   (powers of 1000)
 //!           | ("e" | "E") sign? digits                        (powers of 10, |exp| <= 100)
@@ -35,7 +37,7 @@ pub fn parse(s: &str) -> Option<Decimal> {
         Some(after) => after.split_at(digit_prefix(after)),
         None => ("", rest),
     };
-    if int_digits.is_empty() && frac_digits.is_empty() {
+    if int_digits.is_empty() || (frac_digits.is_empty() && suffix.len() < rest.len()) {
         return None;
     }
     let mut value = Decimal::from_digits(neg, int_digits, frac_digits, 0);
@@ -118,8 +120,6 @@ mod tests {
             ("01", "1"),
             ("1000m", "1"),
             ("1.0", "1"),
-            ("1.", "1"),
-            (".5", "0.5"),
             ("0.5", "0.5"),
             ("500m", "0.5"),
             ("100m", "0.1"),
