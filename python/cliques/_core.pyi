@@ -1,5 +1,83 @@
-"""Type stubs for the Rust extension `cliques._core` (checked by mypy.stubtest)."""
+"""Type stubs for the Rust extension `cliques._core` (checked by mypy.stubtest).
 
-__all__ = ["fnv1a_64"]
+The canonical pod-template form and hash (docs/hashing.md), FNV-1a, buckets, label
+selectors and index planning. Errors in the input raise `ValueError` whose message starts
+with the JSON path of the offending value; arguments of the wrong Python type raise
+`TypeError`.
+"""
 
-def fnv1a_64(data: bytes) -> int: ...
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Self, final
+
+__all__ = [
+    "HASH_ALGORITHM_VERSION",
+    "Selector",
+    "bucket_of",
+    "canonical_json",
+    "fnv1a_32",
+    "fnv1a_64",
+    "plan_indices",
+    "template_hash",
+]
+
+HASH_ALGORITHM_VERSION: Final[int]
+"""Version of the canonical form and hash; bumped on any change to either."""
+
+def canonical_json(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> bytes:
+    """The canonical JSON bytes of a template.
+
+    `doc` is a PodTemplateSpec (or, with `kind="PodSpec"`, a PodSpec) as UTF-8 JSON bytes, a
+    JSON str, or a mapping built from dict, list, str, int, float, bool and None. `kind` is
+    "PodTemplateSpec" or "PodSpec". Raises ValueError naming the path of an invalid value
+    (`spec.containers[1]: duplicate key name="main"`).
+    """
+
+def template_hash(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> str:
+    """The template hash: FNV-1a 64 of `canonical_json(doc, kind)`, in decimal, encoded
+    with Kubernetes' SafeEncodeString alphabet (at most 20 label-safe characters)."""
+
+def fnv1a_32(data: bytes) -> int:
+    """FNV-1a, 32 bit."""
+
+def fnv1a_64(data: bytes) -> int:
+    """FNV-1a, 64 bit."""
+
+def bucket_of(namespace: str, name: str, buckets: int = 256) -> int:
+    """`fnv1a_32(f"{namespace}/{name}".encode()) % buckets`; `buckets` must be positive."""
+
+def plan_indices(
+    in_use: Iterable[int], desired: int, *, seed: int | None = None
+) -> tuple[list[int], list[int]]:
+    """Plan member indices for `desired` members: `(create, remove)`.
+
+    `create` is every index in `range(desired)` that is not in use, lowest first, or (with a
+    `seed`) in a random order fixed by the seed. `remove` is every index in use that is
+    `>= desired`, highest first. Raises ValueError for a negative `desired` or index.
+    """
+
+@final
+class Selector:
+    """A Kubernetes label selector with apimachinery semantics, compiled once.
+
+    Built from a LabelSelector mapping (`{"matchLabels": {...}, "matchExpressions":
+    [{"key": ..., "operator": "In" | "NotIn" | "Exists" | "DoesNotExist", "values":
+    [...]}]}`), from the string form (`"app=web,tier in (a,b),!canary"`), or from None,
+    `{}` or `""`, which match everything. Invalid keys, values or operators raise
+    ValueError. `str()` gives the canonical string form, usable as a `labelSelector` query
+    parameter.
+    """
+
+    def __new__(cls, spec: Mapping[str, Any] | str | None = None) -> Self: ...
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether a label set (None: no labels) satisfies every requirement."""
+
+    def filter(self, label_sets: Sequence[Mapping[str, str] | None]) -> list[int]:
+        """The positions of the label sets that match, in order."""
+
+    def is_empty(self) -> bool:
+        """Whether the selector has no requirement (it matches everything)."""
+
+    def __str__(self) -> str:
+        """The canonical string form (requirements sorted by key)."""
+
+    def __repr__(self) -> str: ...

@@ -1,14 +1,195 @@
 //! The `cliques._core` extension module: thin pyo3 wrappers over `cliques_core`.
-use pyo3::prelude::*;
+//!
+//! Python values are converted at the boundary (`convert`), the work is done by the core with
+//! the GIL released where it is more than a few microseconds, and every `CoreError` becomes a
+//! `ValueError("<path>: <message>")`. Wrong Python types raise `TypeError`.
 
-/// FNV-1a 64 of `data`.
+mod convert;
+mod selector;
+
+use cliques_core::{CoreError, Kind};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyInt, PyMapping, PyString};
+
+/// A core error on its way to Python (a local type, so that it may convert into `PyErr`).
+pub struct CoreErr(CoreError);
+
+impl From<CoreError> for CoreErr {
+    fn from(e: CoreError) -> Self {
+        CoreErr(e)
+    }
+}
+
+impl From<CoreErr> for PyErr {
+    fn from(e: CoreErr) -> PyErr {
+        PyValueError::new_err(e.0.to_string())
+    }
+}
+
+/// `result.or_raise()?`: a core result as a Python one.
+pub trait OrRaise<T> {
+    fn or_raise(self) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for Result<T, CoreError> {
+    fn or_raise(self) -> PyResult<T> {
+        self.map_err(|e| CoreErr(e).into())
+    }
+}
+
+/// What `canonical_json` and `template_hash` were given.
+enum Doc<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Str(Bound<'py, PyString>),
+    Value(serde_json::Value),
+}
+
+impl<'py> Doc<'py> {
+    fn from_py(doc: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = doc.cast::<PyBytes>() {
+            Ok(Doc::Bytes(b.clone()))
+        } else if let Ok(s) = doc.cast::<PyString>() {
+            Ok(Doc::Str(s.clone()))
+        } else if doc.cast::<PyMapping>().is_ok() {
+            Ok(Doc::Value(convert::to_value(doc)?))
+        } else {
+            Err(PyTypeError::new_err(format!(
+                "doc must be bytes, str or a mapping, got {}",
+                convert::type_name(doc)
+            )))
+        }
+    }
+
+    /// The canonical bytes, computed without the GIL.
+    fn canonical(&self, py: Python<'_>, kind: Kind) -> PyResult<Vec<u8>> {
+        match self {
+            Doc::Bytes(b) => {
+                let bytes = b.as_bytes();
+                py.detach(|| cliques_core::canonical_json_bytes(bytes, kind))
+            }
+            Doc::Str(s) => {
+                let text = s.to_str()?;
+                py.detach(|| cliques_core::canonical_json_bytes(text.as_bytes(), kind))
+            }
+            Doc::Value(v) => py.detach(|| cliques_core::canonical_json(v, kind)),
+        }
+        .or_raise()
+    }
+}
+
+fn parse_kind(kind: &str) -> PyResult<Kind> {
+    kind.parse().or_raise()
+}
+
+/// The canonical JSON bytes of a PodTemplateSpec (or, with kind="PodSpec", a PodSpec) given
+/// as JSON bytes, a JSON str or a mapping. Raises ValueError naming the JSON path of an
+/// invalid value.
+#[pyfunction]
+#[pyo3(signature = (doc, kind = "PodTemplateSpec"))]
+fn canonical_json<'py>(
+    py: Python<'py>,
+    doc: &Bound<'py, PyAny>,
+    kind: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let kind = parse_kind(kind)?;
+    let out = Doc::from_py(doc)?.canonical(py, kind)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// The template hash: FNV-1a 64 of the canonical bytes, in decimal, SafeEncodeString'd.
+#[pyfunction]
+#[pyo3(signature = (doc, kind = "PodTemplateSpec"))]
+fn template_hash(py: Python<'_>, doc: &Bound<'_, PyAny>, kind: &str) -> PyResult<String> {
+    let kind = parse_kind(kind)?;
+    let out = Doc::from_py(doc)?.canonical(py, kind)?;
+    Ok(cliques_core::hash::hash_canonical(&out))
+}
+
+/// FNV-1a, 32 bit.
+#[pyfunction]
+fn fnv1a_32(data: &[u8]) -> u32 {
+    cliques_core::fnv1a_32(data)
+}
+
+/// FNV-1a, 64 bit.
 #[pyfunction]
 fn fnv1a_64(data: &[u8]) -> u64 {
     cliques_core::fnv1a_64(data)
 }
 
+/// The bucket of an object: fnv1a_32(f"{namespace}/{name}") % buckets (buckets > 0).
+#[pyfunction]
+#[pyo3(signature = (namespace, name, buckets = 256))]
+fn bucket_of(namespace: &str, name: &str, buckets: i128) -> PyResult<u32> {
+    let buckets = match u32::try_from(buckets) {
+        Ok(b) => b,
+        Err(_) if buckets <= 0 => 0,
+        Err(_) => {
+            return Err(PyValueError::new_err(format!(
+                "buckets: must be at most {}",
+                u32::MAX
+            )))
+        }
+    };
+    cliques_core::bucket_of(namespace, name, buckets).or_raise()
+}
+
+/// Plan member indices: (create, remove). `create` is every index in range(desired) not in
+/// use, lowest first, or in a random order fixed by `seed`; `remove` is every index in use
+/// that is >= desired, highest first.
+#[pyfunction]
+#[pyo3(signature = (in_use, desired, *, seed = None))]
+fn plan_indices(
+    py: Python<'_>,
+    in_use: &Bound<'_, PyAny>,
+    desired: i128,
+    seed: Option<&Bound<'_, PyInt>>,
+) -> PyResult<(Vec<u64>, Vec<u64>)> {
+    if desired < 0 {
+        return Err(PyValueError::new_err("desired: must not be negative"));
+    }
+    let desired = u64::try_from(desired).unwrap_or(u64::MAX);
+    let mut indices = Vec::new();
+    for item in in_use.try_iter()? {
+        let item = item?;
+        let i = item.cast::<PyInt>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "in_use must hold ints, got {}",
+                convert::type_name(&item)
+            ))
+        })?;
+        match i.extract::<i128>() {
+            Ok(v) if v < 0 => {
+                return Err(PyValueError::new_err(format!("in_use: negative index {v}")))
+            }
+            Ok(v) => indices.push(u64::try_from(v).unwrap_or(u64::MAX)),
+            Err(_) => indices.push(u64::MAX),
+        }
+    }
+    // Any int is a seed: reduced modulo 2**64.
+    let seed = match seed {
+        None => None,
+        Some(s) => Some(s.call_method1("__and__", (u64::MAX,))?.extract::<u64>()?),
+    };
+    let plan = py
+        .detach(|| cliques_core::plan_indices(&indices, desired, seed))
+        .or_raise()?;
+    Ok((plan.create, plan.remove))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "HASH_ALGORITHM_VERSION",
+        cliques_core::HASH_ALGORITHM_VERSION,
+    )?;
+    m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
+    m.add_function(wrap_pyfunction!(template_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(fnv1a_32, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_64, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_of, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_indices, m)?)?;
+    m.add_class::<selector::Selector>()?;
     Ok(())
 }
