@@ -2,10 +2,9 @@
 spec is refused with a message that names the field, and the scale and status subresources
 work with what cliques.api encodes.
 
-Only needs two fixtures of the integration conftest: `kubeconfig` (session: the path of the
-local control plane's kubeconfig) and `namespace` (a fresh namespace per test). Where they
-are not defined the tests skip, saying so. Drives `kubectl` as a user would; waits on
-conditions, never sleeps.
+Only needs two fixtures of tests/conftest.py: `kubeconfig` (session: the path of the local
+control plane's kubeconfig) and `namespace` (a fresh namespace per test). Drives `kubectl`
+as a user would; waits on conditions, never sleeps.
 """
 
 import json
@@ -62,16 +61,9 @@ class Kubectl:
         return done.stderr
 
 
-def cluster_fixture(request: pytest.FixtureRequest, name: str) -> Any:
-    try:
-        return request.getfixturevalue(name)
-    except pytest.FixtureLookupError:
-        pytest.skip(f"needs the `{name}` fixture of the local control plane (integration conftest)")
-
-
 @pytest.fixture(scope="session")
-def kubectl(request: pytest.FixtureRequest) -> Iterator[Kubectl]:
-    k = Kubectl(os.fspath(cluster_fixture(request, "kubeconfig")))
+def kubectl(kubeconfig: str) -> Iterator[Kubectl]:
+    k = Kubectl(kubeconfig)
     # --force-conflicts: another test session may have applied an older copy of the CRDs.
     k.ok("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
     k.ok(
@@ -82,14 +74,6 @@ def kubectl(request: pytest.FixtureRequest) -> Iterator[Kubectl]:
         "crd/cliques.cliques.dev",
     )
     yield k
-
-
-@pytest.fixture
-def ns(request: pytest.FixtureRequest) -> str:
-    """The conftest's fresh `namespace` for this test."""
-    name = cluster_fixture(request, "namespace")
-    assert isinstance(name, str)
-    return name
 
 
 def example(name: str) -> dict[str, Any]:
@@ -152,14 +136,14 @@ def test_discovery_lists_short_names_and_category(kubectl: Kubectl) -> None:
     )
 
 
-def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
-    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
+def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", namespace, "-f", str(EXAMPLES / "llama.yaml"))
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(clique_body()))
     # kubectl expands a category before it looks up a resource, so `get cliques` (the
     # category, and also the Clique plural) lists CliqueSets and Cliques together.
-    listed = kubectl.ok("get", "cliques", "-n", ns, "-o", "name").split()
+    listed = kubectl.ok("get", "cliques", "-n", namespace, "-o", "name").split()
     assert sorted(listed) == ["clique.cliques.dev/llama-0-worker", "cliqueset.cliques.dev/llama"]
-    assert kubectl.ok("get", "cq", "-n", ns, "-o", "name").split() == [
+    assert kubectl.ok("get", "cq", "-n", namespace, "-o", "name").split() == [
         "clique.cliques.dev/llama-0-worker"
     ]
 
@@ -168,11 +152,13 @@ def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, ns: str) -> Non
 
 
 @pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml"])
-def test_examples_apply_and_read_back_defaulted(kubectl: Kubectl, ns: str, name: str) -> None:
+def test_examples_apply_and_read_back_defaulted(
+    kubectl: Kubectl, namespace: str, name: str
+) -> None:
     path = str(EXAMPLES / name)
-    kubectl.ok("apply", "--server-side", "-n", ns, "-f", path)
+    kubectl.ok("apply", "--server-side", "-n", namespace, "-f", path)
     manifest = example(name)
-    stored = kubectl.json("get", "cliqueset", "-n", ns, manifest["metadata"]["name"])
+    stored = kubectl.json("get", "cliqueset", "-n", namespace, manifest["metadata"]["name"])
     spec = stored["spec"]
     assert spec["headlessService"] is True
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
@@ -188,11 +174,11 @@ def test_examples_apply_and_read_back_defaulted(kubectl: Kubectl, ns: str, name:
     assert cqs.spec == msgspec.convert(manifest, api.CliqueSet).spec
 
 
-def test_printer_columns(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
-    header = kubectl.ok("get", "cqs", "-n", ns).splitlines()[0].split()
+def test_printer_columns(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", namespace, "-f", str(EXAMPLES / "llama.yaml"))
+    header = kubectl.ok("get", "cqs", "-n", namespace).splitlines()[0].split()
     assert header == ["NAME", "REPLICAS", "READY", "UPDATED", "AVAILABLE", "STATUS", "AGE"]
-    wide = kubectl.ok("get", "cqs", "-n", ns, "-o", "wide").splitlines()
+    wide = kubectl.ok("get", "cqs", "-n", namespace, "-o", "wide").splitlines()
     assert "STARTUP" in wide[0].split()
     assert "InOrder" in wide[1].split()
 
@@ -322,13 +308,13 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
     ("body", "expected"), [(b, e) for _, b, e in INVALID], ids=[i for i, _, _ in INVALID]
 )
 def test_invalid_cliqueset_is_refused_naming_the_field(
-    kubectl: Kubectl, ns: str, body: dict[str, Any], expected: list[str]
+    kubectl: Kubectl, namespace: str, body: dict[str, Any], expected: list[str]
 ) -> None:
     body = json.loads(json.dumps(body))
     for clique in body["spec"]["template"]["cliques"]:
         if clique.get("replicas", 0) is None:
             del clique["replicas"]  # None marks "leave it to the CRD default"
-    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+    error = kubectl.refused("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
     for fragment in expected:
         assert fragment in error, f"{fragment!r} not in:\n{error}"
 
@@ -342,15 +328,15 @@ def test_invalid_cliqueset_is_refused_naming_the_field(
     ],
 )
 def test_cliqueset_name_must_make_valid_service_names(
-    kubectl: Kubectl, ns: str, name: str, expected: str
+    kubectl: Kubectl, namespace: str, name: str, expected: str
 ) -> None:
     body = cliqueset()
     body["metadata"]["name"] = name
-    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+    error = kubectl.refused("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
     assert expected in error, error
 
 
-def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, ns: str) -> None:
+def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, namespace: str) -> None:
     body = with_cliques(
         {"name": "a" * 20, "replicas": 0, "minAvailable": 0},
         {"startsAfter": ["a" * 20]},
@@ -358,21 +344,21 @@ def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, ns: str) -> N
         replicas=0,
     )
     body["metadata"]["name"] = "n" * 52
-    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(body))
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
 
 
 # ---- Subresources --------------------------------------------------------------------------
 
 
-def test_scale_subresource(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
-    kubectl.ok("scale", "-n", ns, "cqs/llama", "--replicas=3")
-    assert kubectl.ok("get", "-n", ns, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
+def test_scale_subresource(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", namespace, "-f", str(EXAMPLES / "llama.yaml"))
+    kubectl.ok("scale", "-n", namespace, "cqs/llama", "--replicas=3")
+    assert kubectl.ok("get", "-n", namespace, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
     scale = json.loads(
         kubectl.ok(
             "get",
             "--raw",
-            f"/apis/cliques.dev/v1alpha1/namespaces/{ns}/cliquesets/llama/scale",
+            f"/apis/cliques.dev/v1alpha1/namespaces/{namespace}/cliquesets/llama/scale",
         )
     )
     assert scale["kind"] == "Scale"
@@ -380,13 +366,13 @@ def test_scale_subresource(kubectl: Kubectl, ns: str) -> None:
     # Through the scale subresource too, a negative count is refused by the CRD schema.
     negative = json.dumps({"spec": {"replicas": -1}})
     error = kubectl.refused(
-        "patch", "-n", ns, "cqs/llama", "--subresource=scale", "--type=merge", "-p", negative
+        "patch", "-n", namespace, "cqs/llama", "--subresource=scale", "--type=merge", "-p", negative
     )
     assert "spec.replicas" in error, error
 
 
-def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("apply", "--server-side", "-n", ns, "-f", str(EXAMPLES / "llama.yaml"))
+def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("apply", "--server-side", "-n", namespace, "-f", str(EXAMPLES / "llama.yaml"))
     status = api.CliqueSetStatus(
         observed_generation=1,
         replicas=2,
@@ -406,17 +392,21 @@ def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, ns: str) 
         ],
     )
     patch = json.dumps({"status": api.to_dict(status)})
-    kubectl.ok("patch", "-n", ns, "cqs/llama", "--subresource=status", "--type=merge", "-p", patch)
-    stored = api.decode_cliqueset(kubectl.ok("get", "-n", ns, "cqs/llama", "-o", "json").encode())
+    kubectl.ok(
+        "patch", "-n", namespace, "cqs/llama", "--subresource=status", "--type=merge", "-p", patch
+    )
+    stored = api.decode_cliqueset(
+        kubectl.ok("get", "-n", namespace, "cqs/llama", "-o", "json").encode()
+    )
     assert stored.status == status
-    row = kubectl.ok("get", "-n", ns, "cqs/llama", "--no-headers").split()
+    row = kubectl.ok("get", "-n", namespace, "cqs/llama", "--no-headers").split()
     assert row[1:6] == ["2", "0", "0", "0", "GangsStarting"]
     # The scale subresource reads replicas and the selector from status.
     scale = json.loads(
         kubectl.ok(
             "get",
             "--raw",
-            f"/apis/cliques.dev/v1alpha1/namespaces/{ns}/cliquesets/llama/scale",
+            f"/apis/cliques.dev/v1alpha1/namespaces/{namespace}/cliquesets/llama/scale",
         )
     )
     assert scale["status"] == {"replicas": 2, "selector": "cliques.dev/cliqueset=llama"}
@@ -424,7 +414,7 @@ def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, ns: str) 
         {"status": {"conditions": [{**api.to_dict(status)["conditions"][0], "reason": "not ok"}]}}
     )
     error = kubectl.refused(
-        "patch", "-n", ns, "cqs/llama", "--subresource=status", "--type=merge", "-p", bad
+        "patch", "-n", namespace, "cqs/llama", "--subresource=status", "--type=merge", "-p", bad
     )
     assert "status.conditions[0].reason" in error
 
@@ -447,14 +437,14 @@ def clique_body(name: str = "llama-0-worker", **spec: Any) -> dict[str, Any]:
     return body
 
 
-def test_clique_encoded_by_the_structs_is_accepted(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
-    kubectl.ok("scale", "-n", ns, "cq/llama-0-worker", "--replicas=4")
+def test_clique_encoded_by_the_structs_is_accepted(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(clique_body()))
+    kubectl.ok("scale", "-n", namespace, "cq/llama-0-worker", "--replicas=4")
     stored = api.decode_clique(
-        kubectl.ok("get", "-n", ns, "cq/llama-0-worker", "-o", "json").encode()
+        kubectl.ok("get", "-n", namespace, "cq/llama-0-worker", "-o", "json").encode()
     )
     assert stored.spec.replicas == 4
-    header = kubectl.ok("get", "cq", "-n", ns).splitlines()[0].split()
+    header = kubectl.ok("get", "cq", "-n", namespace).splitlines()[0].split()
     assert header == ["NAME", "REPLICAS", "READY", "UPDATED", "AGE"]
 
 
@@ -469,20 +459,22 @@ def test_clique_encoded_by_the_structs_is_accepted(kubectl: Kubectl, ns: str) ->
     ],
 )
 def test_invalid_clique_is_refused(
-    kubectl: Kubectl, ns: str, spec: dict[str, Any], expected: list[str]
+    kubectl: Kubectl, namespace: str, spec: dict[str, Any], expected: list[str]
 ) -> None:
-    error = kubectl.refused("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body(**spec)))
+    error = kubectl.refused(
+        "create", "-n", namespace, "-f", "-", stdin=json.dumps(clique_body(**spec))
+    )
     for fragment in expected:
         assert fragment in error, f"{fragment!r} not in:\n{error}"
 
 
-def test_clique_identity_is_immutable(kubectl: Kubectl, ns: str) -> None:
-    kubectl.ok("create", "-n", ns, "-f", "-", stdin=json.dumps(clique_body()))
+def test_clique_identity_is_immutable(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(clique_body()))
     for patch, field in (({"gangIndex": 1}, "gangIndex"), ({"cliqueName": "x"}, "cliqueName")):
         error = kubectl.refused(
             "patch",
             "-n",
-            ns,
+            namespace,
             "cq/llama-0-worker",
             "--type=merge",
             "-p",
