@@ -130,7 +130,7 @@ def _up(args: argparse.Namespace) -> int:
         return 0
     what = {
         "reused": f"dev cluster '{args.name}' is already running; reusing it",
-        "restarted": f"dev cluster '{args.name}' was stopped; restarted it",
+        "restarted": f"dev cluster '{args.name}' was not (fully) running; restarted it",
         "created": f"dev cluster '{args.name}' created",
     }[result.action]
     _say(f"{what} ({len(result.nodes)} nodes Ready, {result.seconds:.1f}s)")
@@ -154,7 +154,8 @@ def _down(args: argparse.Namespace) -> int:
     stopped = f"stopped {len(result.stopped)} processes"
     if result.killed:
         stopped += f" ({len(result.killed)} needed SIGKILL)"
-    _say(f"dev cluster '{args.name}': {stopped}, removed {len(result.removed)} directories")
+    removed = ", ".join(str(p) for p in result.removed) or "nothing left to remove"
+    _say(f"dev cluster '{args.name}': {stopped}; removed {removed}")
     return 0
 
 

@@ -179,22 +179,27 @@ def ensure_binaries(
 # --- the Go toolchain -------------------------------------------------------------------
 
 
-def find_go() -> Path:
-    """`$CLIQUES_GO`, else `go` on PATH, else the usual install locations."""
+def default_go_locations() -> list[Path]:
+    """Where Go usually is when it is not on PATH (the official installer, `go install`)."""
+    home = Path.home()
+    found = [Path("/usr/local/go/bin/go"), home / "go" / "bin" / "go"]
+    found.extend(sorted((home / "sdk").glob("go*/bin/go"), reverse=True))
+    return found
+
+
+def find_go(locations: Sequence[Path] | None = None) -> Path:
+    """`$CLIQUES_GO`, else `go` on PATH, else the first of `locations` that exists."""
     explicit = os.environ.get("CLIQUES_GO")
     if explicit:
         path = Path(explicit).expanduser()
-        if os.access(path, os.X_OK):
+        if path.is_file() and os.access(path, os.X_OK):
             return path
         raise GoNotFoundError(f"CLIQUES_GO={explicit} is not an executable file.")
     on_path = shutil.which("go")
     if on_path:
         return Path(on_path)
-    home = Path.home()
-    candidates = [Path("/usr/local/go/bin/go"), home / "go" / "bin" / "go"]
-    candidates.extend(sorted((home / "sdk").glob("go*/bin/go"), reverse=True))
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
+    for candidate in default_go_locations() if locations is None else locations:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise GoNotFoundError(go_missing_message())
 
@@ -384,15 +389,6 @@ def _stream(
     """
     log.write(f"$ (cd {cwd} && {' '.join(argv)})\n")
     log.flush()
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if on_stdout is None else subprocess.PIPE,
-        text=True,
-        bufsize=1,
-    )
     lock = threading.Lock()
 
     def pump(stream: IO[str], to_log: bool, callback: Callable[[str], None] | None) -> None:
@@ -403,24 +399,32 @@ def _stream(
                 if callback is not None:
                     callback(line.rstrip("\n"))
 
-    reader: threading.Thread | None = None
-    try:
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if on_stdout is None else subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    ) as proc:
         assert proc.stdout is not None
-        if on_stdout is not None:
-            assert proc.stderr is not None
-            reader = threading.Thread(target=pump, args=(proc.stderr, True, on_stderr))
-            reader.start()
-            pump(proc.stdout, False, on_stdout)
-        else:
-            pump(proc.stdout, True, on_stderr)
-        code = proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    finally:
-        if reader is not None:
-            reader.join()
+        reader: threading.Thread | None = None
+        try:
+            if on_stdout is not None:
+                assert proc.stderr is not None
+                reader = threading.Thread(target=pump, args=(proc.stderr, True, on_stderr))
+                reader.start()
+                pump(proc.stdout, False, on_stdout)
+            else:
+                pump(proc.stdout, True, on_stderr)
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            raise
+        finally:
+            if reader is not None:
+                reader.join()
     log.write(f"# exit status {code}\n")
     log.flush()
     if code != 0:

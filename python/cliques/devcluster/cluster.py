@@ -420,6 +420,11 @@ def up(
                 )
         elif current.state in ("stopped", "degraded"):
             action = "restarted"
+            # kwokctl starts a component unless its pid file names a live process; a dead
+            # one may linger as a zombie where nothing reaps it, so drop stale pid files.
+            for component in current.components:
+                if not component.running:
+                    paths.pid_file(component.name).unlink(missing_ok=True)
             _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster")
         else:
             action = "created"
@@ -594,6 +599,7 @@ def down(
     with _locked(paths.lock_file):
         running = {c.pid: c.name for c in _component_states(paths) if c.running and c.pid}
         stopped = sorted(running)
+        removed = [p for p in (paths.workdir, paths.state_dir) if p.exists()]
         kwokctl = _kwokctl_binary(paths.root)
         if paths.saved_config.is_file() and kwokctl is not None:
             # If kwokctl fails, the processes are stopped and the files removed below anyway.
@@ -605,7 +611,6 @@ def down(
                     timeout=60,
                 )
         killed = _stop_processes(paths, running, timeout)
-        removed = [p for p in (paths.workdir, paths.state_dir) if p.exists()]
         for directory in removed:
             shutil.rmtree(directory, ignore_errors=True)
     paths.lock_file.unlink(missing_ok=True)

@@ -1,0 +1,326 @@
+"""Test-wide fixtures: the local real control plane, shared by every test that needs one.
+
+Fixtures (any test directory can use them; unit tests simply never ask):
+
+- `kube_cluster` (session): a `KubeCluster` - `kubeconfig` (Path), `server`, `kubectl` (the
+  binary matching the cluster), `name` and `logs_dir` (None for an external cluster),
+  `env()` and `kubectl_run(...)`. Starts the dev cluster `cliques-test` (4 KWOK GPU nodes,
+  QPS limits off) through `cliques.devcluster`, or reuses it if it already runs; stops it at
+  the end only if this session started it.
+- `kubeconfig` (session): `str(kube_cluster.kubeconfig)`.
+- `namespace`: a fresh namespace per test (its default ServiceAccount exists, so pods can be
+  created at once), deleted afterwards.
+
+For the whole session `KUBECONFIG`, `KUBECACHEDIR` and `PATH` (kubectl first) point at the
+test cluster, so that a stray `kubectl` in a test can never reach another cluster.
+
+Environment:
+
+- `CLIQUES_KUBECONFIG`: use that cluster instead of starting one (nothing is built).
+- `CLIQUES_KUBECTL`: the kubectl to use with it (default: the cached build, else PATH).
+- `CLIQUES_TEST_CLUSTER`: the dev cluster's name (default `cliques-test`).
+- `CLIQUES_KEEP_CLUSTER=1`: leave the dev cluster running after the session (the next
+  session reuses it in a second or so).
+- `CLIQUES_CACHE_DIR`, `CLIQUES_GO`: as for `cliques dev-cluster` (cache, Go toolchain).
+
+The binaries are built, if missing, right after collection and before the first test, so
+pytest-timeout's per-test limit never counts the (long, one-off) build; a failed build fails
+every test that needs the cluster with the reason, it never skips them. When such a test
+fails, the control plane's component logs are copied to
+`<pytest basetemp>/cluster-logs/<test>/` and the path is shown in the failure report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLUSTER_FIXTURE = "kube_cluster"
+DEFAULT_TEST_CLUSTER = "cliques-test"
+KUBECTL_TIMEOUT = 60.0
+NAMESPACE_READY_TIMEOUT = 60.0
+LOG_COPY_BYTES = 4 * 2**20  # the last 4 MiB of each component log
+
+
+@dataclass(frozen=True)
+class KubeCluster:
+    """The control plane the tests run against."""
+
+    kubeconfig: Path
+    server: str
+    kubectl: Path
+    name: str | None  # the dev cluster's name; None for CLIQUES_KUBECONFIG
+    logs_dir: Path | None  # component logs of a dev cluster
+    kube_cache: Path | None
+    started_here: bool
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ if base is None else base)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["PATH"] = os.pathsep.join([str(self.kubectl.parent), env.get("PATH", "")])
+        if self.kube_cache is not None:
+            env["KUBECACHEDIR"] = str(self.kube_cache)
+        return env
+
+    def kubectl_run(
+        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against this cluster; with `check`, fail the test on a non-zero exit."""
+        done = subprocess.run(
+            [str(self.kubectl), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=timeout,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
+        return done
+
+
+_CLUSTER_KEY = pytest.StashKey[KubeCluster]()
+_BUILD_ERROR_KEY = pytest.StashKey[str]()
+_LOGS_KEY = pytest.StashKey[Path]()
+
+
+def _external() -> Path | None:
+    value = os.environ.get("CLIQUES_KUBECONFIG")
+    return Path(value).expanduser().resolve() if value else None
+
+
+def _needs_cluster(items: list[pytest.Item]) -> bool:
+    return any(CLUSTER_FIXTURE in getattr(item, "fixturenames", ()) for item in items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the dev-cluster binaries before any test runs, if a selected test needs them."""
+    if _external() is not None or not _needs_cluster(session.items):
+        return
+    from cliques.devcluster import build, progress
+    from cliques.devcluster.errors import DevClusterError
+
+    if build.installed_binaries() is not None:
+        return
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    print(
+        "\nbuilding the dev-cluster binaries from Go modules before the tests "
+        "(once per machine; cached in ~/.cache/cliques)",
+        file=stream,
+        flush=True,
+    )
+    reporter = progress.PlainReporter(stream)
+    try:
+        build.ensure_binaries(reporter)
+    except DevClusterError as exc:
+        session.config.stash[_BUILD_ERROR_KEY] = str(exc)
+        print(f"dev-cluster build failed:\n{exc}", file=stream, flush=True)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KubeCluster]:
+    """The control plane for this test session (see the module docstring)."""
+    config = request.config
+    failed_build = config.stash.get(_BUILD_ERROR_KEY, None)
+    if failed_build is not None:
+        pytest.fail(f"the dev cluster could not be built:\n{failed_build}", pytrace=False)
+    config.stash[_LOGS_KEY] = tmp_path_factory.getbasetemp() / "cluster-logs"
+    external = _external()
+    if external is not None:
+        cluster = _external_cluster(external)
+        with _session_environment(cluster):
+            config.stash[_CLUSTER_KEY] = cluster
+            yield cluster
+        return
+
+    from cliques.devcluster import cluster as devcluster
+    from cliques.devcluster.errors import DevClusterError
+
+    name = os.environ.get("CLIQUES_TEST_CLUSTER", DEFAULT_TEST_CLUSTER)
+    try:
+        result = devcluster.up(name, disable_qps_limits=True, timeout=180.0)
+    except (DevClusterError, ValueError) as exc:
+        pytest.fail(f"the dev cluster '{name}' did not start:\n{exc}", pytrace=False)
+    info = result.info
+    cluster = KubeCluster(
+        kubeconfig=info.kubeconfig,
+        server=info.server,
+        kubectl=info.kubectl,
+        name=name,
+        logs_dir=info.logs_dir,
+        kube_cache=info.kube_cache,
+        started_here=result.action != "reused",
+    )
+    try:
+        with _session_environment(cluster):
+            config.stash[_CLUSTER_KEY] = cluster
+            yield cluster
+    finally:
+        if cluster.started_here and os.environ.get("CLIQUES_KEEP_CLUSTER") != "1":
+            devcluster.down(name)
+
+
+def _external_cluster(kubeconfig: Path) -> KubeCluster:
+    if not kubeconfig.is_file():
+        pytest.fail(f"CLIQUES_KUBECONFIG={kubeconfig} is not a file", pytrace=False)
+    kubectl = _find_kubectl()
+    done = subprocess.run(
+        [
+            str(kubectl),
+            "--kubeconfig",
+            str(kubeconfig),
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=KUBECTL_TIMEOUT,
+        check=False,
+    )
+    return KubeCluster(
+        kubeconfig=kubeconfig,
+        server=done.stdout.strip(),
+        kubectl=kubectl,
+        name=None,
+        logs_dir=None,
+        kube_cache=None,
+        started_here=False,
+    )
+
+
+def _find_kubectl() -> Path:
+    explicit = os.environ.get("CLIQUES_KUBECTL")
+    if explicit:
+        return Path(explicit)
+    from cliques.devcluster import build
+
+    binaries = build.installed_binaries()
+    if binaries is not None:
+        return binaries.kubectl
+    on_path = shutil.which("kubectl")
+    if on_path is None:
+        pytest.fail(
+            "CLIQUES_KUBECONFIG is set but no kubectl was found: set CLIQUES_KUBECTL, put "
+            "kubectl on PATH, or run `cliques dev-cluster build`",
+            pytrace=False,
+        )
+    return Path(on_path)
+
+
+@contextmanager
+def _session_environment(cluster: KubeCluster) -> Iterator[None]:
+    """Point KUBECONFIG, KUBECACHEDIR and PATH at the test cluster; restore them after."""
+    keys = ("KUBECONFIG", "KUBECACHEDIR", "PATH")
+    saved = {key: os.environ.get(key) for key in keys}
+    os.environ.update({k: v for k, v in cluster.env().items() if k in keys})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(kube_cluster: KubeCluster) -> str:
+    """The path of the test cluster's kubeconfig."""
+    return str(kube_cluster.kubeconfig)
+
+
+def namespace_name(test_name: str, suffix: str) -> str:
+    """`t-<test name as a DNS label>-<suffix>`, at most 63 characters."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
+    room = 63 - len("t--") - len(suffix)
+    slug = slug[:room].rstrip("-") or "test"
+    return f"t-{slug}-{suffix}"
+
+
+@pytest.fixture
+def namespace(kube_cluster: KubeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for this test, ready for pods; deleted afterwards."""
+    name = namespace_name(request.node.name, secrets.token_hex(3))
+    kube_cluster.kubectl_run("create", "namespace", name)
+    kube_cluster.kubectl_run("label", "namespace", name, "cliques.dev/test=true")
+    deadline = time.monotonic() + NAMESPACE_READY_TIMEOUT
+    while kube_cluster.kubectl_run(
+        "get", "serviceaccount", "default", "-n", name, check=False
+    ).returncode:
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"namespace {name}: no default ServiceAccount after "
+                f"{NAMESPACE_READY_TIMEOUT:.0f}s (is kube-controller-manager running?)"
+            )
+        time.sleep(0.1)
+    try:
+        yield name
+    finally:
+        kube_cluster.kubectl_run("delete", "namespace", name, "--wait=false", check=False)
+
+
+# --- keeping the control plane's logs of a failing test -----------------------------------
+
+
+def copy_component_logs(logs_dir: Path, dest: Path, limit: int = LOG_COPY_BYTES) -> list[Path]:
+    """Copy (the last `limit` bytes of) every `*.log` in `logs_dir` into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    copied: list[Path] = []
+    for log in sorted(logs_dir.glob("*.log")):
+        with log.open("rb") as source:
+            source.seek(0, os.SEEK_END)
+            source.seek(max(0, source.tell() - limit))
+            data = source.read()
+        target = dest / log.name
+        target.write_bytes(data)
+        copied.append(target)
+    return copied
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed and CLUSTER_FIXTURE in getattr(item, "fixturenames", ()):
+        _keep_logs(item, report)
+    return report
+
+
+def _keep_logs(item: pytest.Item, report: pytest.TestReport) -> None:
+    cluster = item.config.stash.get(_CLUSTER_KEY, None)
+    base = item.config.stash.get(_LOGS_KEY, None)
+    if cluster is None or cluster.logs_dir is None or base is None:
+        return
+    dest = base / re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid)[-120:] / report.when
+    try:
+        copied = copy_component_logs(cluster.logs_dir, dest)
+    except OSError as exc:
+        report.sections.append(("dev cluster logs", f"could not copy the logs: {exc}"))
+        return
+    names = ", ".join(p.name for p in copied)
+    report.sections.append(("dev cluster logs", f"copied to {dest}: {names}"))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    base = config.stash.get(_LOGS_KEY, None)
+    if base is not None and base.is_dir() and any(base.iterdir()):
+        terminalreporter.write_line(f"control-plane logs of failed tests: {base}")

@@ -1,0 +1,247 @@
+"""The cached Go builds, with a fake `go` (a shell script): what is built, what is reused,
+the lock against two builds at once, progress lines, and the errors a person can act on
+(no Go, a Go too old, a failing step with its log)."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cliques.devcluster import build, gomodules, progress
+from cliques.devcluster.errors import BuildError, GoNotFoundError
+
+# A stand-in for `go`: `env` answers like Go 1.26, `list` prints a few package paths, `build`
+# writes one executable per package into the -o directory that prints every pinned version.
+# Each call is appended to $FAKE_GO_CALLS. $FAKE_GO_FAIL=<subcommand> makes that one fail.
+FAKE_GO = r"""#!/bin/sh
+echo "$*" >> "$FAKE_GO_CALLS"
+cmd="$1"
+if [ "$cmd" = "$FAKE_GO_FAIL" ]; then
+    echo "go: example.com/broken@v1.0.0: reading example.com: 410 Gone" >&2
+    exit 1
+fi
+case "$cmd" in
+env) echo "${FAKE_GO_VERSION:-go1.26.8}"; echo "${FAKE_GO_TOOLCHAIN:-auto}" ;;
+list)
+    echo "go: downloading example.com/dep v1.0.0" >&2
+    for p in runtime example.com/a example.com/b example.com/c; do echo "$p"; done ;;
+build)
+    out=""; prev=""
+    for a in "$@"; do
+        if [ "$prev" = "-o" ]; then out="$a"; fi
+        prev="$a"
+    done
+    for a in "$@"; do
+        case "$a" in
+        -*|/*) ;;
+        *.*/*)
+            name=$(basename "$a")
+            case "$name" in v[0-9]*) name=$(basename "$(dirname "$a")");; esac
+            echo "$a" >&2
+            printf '#!/bin/sh\necho "versions v1.35.4 3.6.16 0.8.0 $*"\n' > "$out/$name"
+            chmod +x "$out/$name" ;;
+        esac
+    done ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    go = tmp_path / "fake-go"
+    go.write_text(FAKE_GO)
+    go.chmod(go.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("CLIQUES_GO", str(go))
+    monkeypatch.setenv("FAKE_GO_CALLS", str(tmp_path / "calls"))
+    monkeypatch.delenv("FAKE_GO_FAIL", raising=False)
+    return go
+
+
+def calls(tmp_path: Path) -> list[str]:
+    path = tmp_path / "calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    out = io.StringIO()
+    binaries = build.ensure_binaries(progress.PlainReporter(out), root=root)
+
+    assert binaries.kube_version == gomodules.KUBE.version()
+    assert binaries.kubectl == root / f"kube-{gomodules.KUBE.version()}" / "bin" / "kubectl"
+    assert binaries.etcd.name == "etcd"  # go names it `server` (from server/v3); renamed
+    for path in (binaries.kube_apiserver, binaries.etcd, binaries.kwok, binaries.kwokctl):
+        assert os.access(path, os.X_OK)
+    builds = [c for c in calls(tmp_path) if c.startswith("build")]
+    assert len(builds) == 3
+    assert all("-trimpath" in c and "-mod=readonly" in c for c in builds)
+    assert any("gitVersion=v1.35.4" in c for c in builds)
+    stamp = json.loads((root / f"kube-{gomodules.KUBE.version()}" / "stamp.json").read_text())
+    assert stamp["version"] == gomodules.KUBE.version()
+    assert "built in" in out.getvalue()
+    assert (root / f"etcd-{gomodules.ETCD.version()}" / "build.log").read_text().count("$ ") >= 3
+
+    before = len(calls(tmp_path))
+    assert build.ensure_binaries(root=root) == binaries
+    assert build.installed_binaries(root) == binaries
+    assert len(calls(tmp_path)) == before  # nothing ran: not even `go env`
+
+
+def test_a_changed_pin_rebuilds_only_that_module(fake_go: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    build.ensure_binaries(root=root)
+    stamp_path = root / f"kwok-{gomodules.KWOK.version()}" / "stamp.json"
+    stamp = json.loads(stamp_path.read_text())
+    stamp["fingerprint"] = "stale"
+    stamp_path.write_text(json.dumps(stamp))
+    assert build.installed_binaries(root) is None
+    before = len(calls(tmp_path))
+    build.ensure_binaries(root=root)
+    builds = [c for c in calls(tmp_path)[before:] if c.startswith("build")]
+    assert len(builds) == 1 and "sigs.k8s.io/kwok/cmd/kwokctl" in builds[0]
+
+
+def test_a_failed_step_names_the_step_and_the_log(
+    fake_go: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_GO_FAIL", "build")
+    root = tmp_path / "cache"
+    with pytest.raises(BuildError) as caught:
+        build.ensure_binaries(root=root)
+    error = caught.value
+    assert error.step == "go build"
+    assert error.log_path == root / f"kube-{gomodules.KUBE.version()}" / "build.log"
+    assert "410 Gone" in error.log_path.read_text()
+    message = str(error)
+    assert "failed at step 'go build'" in message
+    assert str(error.log_path) in message
+    assert "410 Gone" in message  # the tail of the log
+    # Nothing half-built is left to be mistaken for a build.
+    kube_dir = error.log_path.parent
+    assert not (kube_dir / "bin").exists()
+    assert not list(kube_dir.glob("bin.tmp-*"))
+    assert build.installed_binaries(root) is None
+
+
+def test_a_binary_that_does_not_report_its_version_fails_the_build(
+    fake_go: Path, tmp_path: Path
+) -> None:
+    fake_go.write_text(fake_go.read_text().replace("v1.35.4 3.6.16", "v0.0.0-master 3.6.16"))
+    with pytest.raises(BuildError, match="run kube-apiserver"):
+        build.ensure_binaries(root=tmp_path / "cache")
+
+
+def test_second_build_waits_for_the_lock_then_reuses(fake_go: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    kube = build.ModuleBuild(gomodules.KUBE, gomodules.KUBE.version(), root)
+    root.mkdir()
+    reports = io.StringIO()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            build.ensure_binaries(progress.PlainReporter(reports), root=root)
+        except BaseException as exc:  # surfaced in the main thread
+            errors.append(exc)
+
+    with kube.lock_path.open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("pid 4242\n")
+        held.flush()
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while "waiting for the build running in pid 4242" not in reports.getvalue():
+            assert time.monotonic() < deadline, reports.getvalue()
+            time.sleep(0.01)
+        assert not any(c.startswith("build") for c in calls(tmp_path))
+        fcntl.flock(held, fcntl.LOCK_UN)
+    worker.join(timeout=30)
+    assert not worker.is_alive() and not errors
+    assert build.installed_binaries(root) is not None
+
+
+def test_no_go_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLIQUES_GO", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(GoNotFoundError) as caught:
+        build.find_go(locations=[tmp_path / "nowhere" / "go"])
+    message = str(caught.value)
+    assert "no Go toolchain was found" in message
+    assert "https://go.dev/dl/" in message
+    assert "CLIQUES_GO" in message
+    needed = max(build.parse_go_version(m.go_version()) for m in gomodules.MODULES)
+    assert f"Go {'.'.join(map(str, needed))}" in message
+
+
+def test_cliques_go_must_be_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLIQUES_GO", str(tmp_path / "missing"))
+    with pytest.raises(GoNotFoundError, match="not an executable"):
+        build.find_go()
+
+
+@pytest.mark.parametrize(
+    ("version", "toolchain", "ok"),
+    [
+        ("go1.26.8", "auto", True),
+        ("go1.24.3", "auto", True),  # Go fetches the newer toolchain as a module
+        ("go1.24.3", "local", False),
+        ("go1.19.2", "auto", False),
+    ],
+)
+def test_go_version_check(
+    fake_go: Path, monkeypatch: pytest.MonkeyPatch, version: str, toolchain: str, ok: bool
+) -> None:
+    monkeypatch.setenv("FAKE_GO_VERSION", version)
+    monkeypatch.setenv("FAKE_GO_TOOLCHAIN", toolchain)
+    if ok:
+        assert build.check_go_version(fake_go) == version
+    else:
+        with pytest.raises(GoNotFoundError, match=r"needs Go \d+\.\d+"):
+            build.check_go_version(fake_go)
+
+
+def test_parse_go_version() -> None:
+    assert build.parse_go_version("go1.26.8") == (1, 26, 8)
+    assert build.parse_go_version("1.25.0") == (1, 25, 0)
+    assert build.parse_go_version("go1.26rc1") == (1, 26)
+
+
+def test_cache_root_honours_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLIQUES_CACHE_DIR", str(tmp_path / "c"))
+    assert build.cache_root() == tmp_path / "c"
+    monkeypatch.delenv("CLIQUES_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build.cache_root() == tmp_path / "xdg" / "cliques"
+
+
+def test_plain_progress_prints_a_line_per_tenth() -> None:
+    out = io.StringIO()
+    reporter = progress.PlainReporter(out)
+    reporter.start("kube v1", "building")
+    reporter.total("kube v1", 200)
+    for done in range(1, 201):
+        reporter.advance("kube v1", done, f"pkg{done}")
+    reporter.finish("kube v1", True, "built")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[build kube v1] building"
+    compiled = [line for line in lines if "compiled" in line]
+    assert len(compiled) == 10
+    assert compiled[0].startswith("[build kube v1] compiled 20/200 packages (10%")
+    assert lines[-1] == "[build kube v1] built"
+
+
+def test_format_seconds() -> None:
+    assert progress.format_seconds(5.2) == "5s"
+    assert progress.format_seconds(75) == "1m15s"
+    assert progress.format_seconds(3700) == "1h01m40s"

@@ -1,0 +1,155 @@
+"""Cluster bookkeeping without a cluster: states read from kwokctl's files, the error for a
+component that is not running (with its log tail), `down` of a cluster that is not there,
+and the test fixture's helpers (namespace names, keeping logs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cliques.devcluster import cluster, kwok
+from cliques.devcluster.errors import ComponentError, DevClusterError
+from tests.conftest import copy_component_logs, namespace_name
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    done = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def fake_cluster(root: Path, name: str) -> cluster.ClusterPaths:
+    """kwokctl's files for a cluster whose processes are all gone."""
+    paths = cluster.paths_for(name, root)
+    (paths.workdir / "pids").mkdir(parents=True)
+    paths.logs_dir.mkdir()
+    paths.saved_config.write_text(
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\n"
+        "options:\n  disableQPSLimits: true\n"
+    )
+    paths.kubeconfig.write_text("clusters:\n- cluster:\n    server: https://127.0.0.1:32001\n")
+    for component in kwok.COMPONENTS:
+        paths.pid_file(component).write_text(f"{dead_pid()}\n")
+        lines = [f"{component} line {i}" for i in range(100)]
+        paths.component_log(component).write_text("\n".join(lines) + "\n")
+    return paths
+
+
+def test_status_of_an_unknown_cluster_is_absent(tmp_path: Path) -> None:
+    st = cluster.status("nope", tmp_path)
+    assert st.state == "absent" and st.components == []
+    assert cluster.list_clusters(tmp_path) == []
+
+
+def test_status_reads_kwokctl_files(tmp_path: Path) -> None:
+    fake_cluster(tmp_path, "c1")
+    st = cluster.status("c1", tmp_path)
+    assert st.state == "stopped"
+    assert st.server == "https://127.0.0.1:32001"
+    assert st.disable_qps_limits is True
+    assert [c.name for c in st.components] == list(kwok.COMPONENTS)
+    assert not any(c.running for c in st.components) and st.rss_bytes == 0
+    assert cluster.list_clusters(tmp_path) == ["c1"]
+
+
+def test_a_recycled_pid_is_not_taken_for_a_component(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    # Our own pid is alive, but it is not this cluster's etcd.
+    paths.pid_file("etcd").write_text(f"{os.getpid()}\n")
+    st = cluster.status("c1", tmp_path)
+    assert not st.components[0].running
+
+
+def test_a_component_that_is_not_running_is_reported_with_its_log_tail(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    with pytest.raises(ComponentError) as caught:
+        cluster._check_components(paths)
+    error = caught.value
+    assert error.component == "etcd"
+    assert error.log_path == paths.component_log("etcd")
+    message = str(error)
+    assert message.startswith("dev cluster 'c1': etcd exited; its log is ")
+    assert "etcd line 99" in message and "etcd line 70" in message
+    assert "etcd line 69" not in message  # only the tail
+
+
+def test_timeout_error_says_what_was_awaited(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    error = cluster._timed_out(paths, "kwok-controller", "node(s) kwok-node-0 to be Ready", 30)
+    assert "kwok-controller did not come up within 30s" in str(error)
+    assert "still waiting for node(s) kwok-node-0 to be Ready" in str(error)
+    assert "kwok-controller line 99" in str(error)
+
+
+def test_info_of_an_unknown_cluster_says_how_to_start_it(tmp_path: Path) -> None:
+    with pytest.raises(DevClusterError, match="cliques dev-cluster up --name nope"):
+        cluster.info("nope", tmp_path)
+
+
+def test_down_of_an_unknown_cluster_leaves_nothing(tmp_path: Path) -> None:
+    result = cluster.down("nope", root=tmp_path)
+    assert not result.existed and result.stopped == [] and result.killed == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_down_removes_the_files_of_a_dead_cluster(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    paths.state_dir.mkdir(parents=True)
+    (paths.state_dir / "kwokctl.log").write_text("x")
+    fake_cluster(tmp_path, "c2")
+    result = cluster.down("c1", root=tmp_path)
+    assert result.existed and result.stopped == []
+    assert not paths.workdir.exists() and not paths.state_dir.exists()
+    assert cluster.list_clusters(tmp_path) == ["c2"]
+    cluster.down("c2", root=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cluster_info_env_puts_kubectl_first(tmp_path: Path) -> None:
+    info = cluster.ClusterInfo(
+        name="c1",
+        kubeconfig=tmp_path / "kc",
+        server="https://127.0.0.1:1",
+        kubectl=tmp_path / "bin" / "kubectl",
+        bin_dir=tmp_path / "bin",
+        logs_dir=tmp_path / "logs",
+        kube_cache=tmp_path / "cache",
+    )
+    env = info.env({"PATH": "/usr/bin", "KUBECONFIG": "/home/me/.kube/config"})
+    assert env["KUBECONFIG"] == str(tmp_path / "kc")
+    assert env["PATH"].split(":")[0] == str(tmp_path / "bin")
+    assert env["KUBECACHEDIR"] == str(tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    ("test_name", "expected_prefix"),
+    [
+        ("test_gpu_pod_runs", "t-test-gpu-pod-runs-"),
+        ("test_x[param-A/B]", "t-test-x-param-a-b-"),
+        ("___", "t-test-"),
+    ],
+)
+def test_namespace_names_are_dns_labels(test_name: str, expected_prefix: str) -> None:
+    name = namespace_name(test_name, "abc123")
+    assert name.startswith(expected_prefix) and name.endswith("-abc123")
+    assert len(name) <= 63
+
+
+def test_long_test_names_are_cut_to_63_characters() -> None:
+    name = namespace_name("test_" + "x" * 200, "abc123")
+    assert len(name) == 63 and name.endswith("-abc123")
+
+
+def test_copy_component_logs_keeps_the_tail(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "kube-apiserver.log").write_bytes(b"a" * 100 + b"TAIL")
+    (logs / "etcd.log").write_bytes(b"small")
+    (logs / "ignored.txt").write_bytes(b"x")
+    copied = copy_component_logs(logs, tmp_path / "out", limit=10)
+    assert [p.name for p in copied] == ["etcd.log", "kube-apiserver.log"]
+    assert (tmp_path / "out" / "kube-apiserver.log").read_bytes() == b"aaaaaaTAIL"
+    assert (tmp_path / "out" / "etcd.log").read_bytes() == b"small"
