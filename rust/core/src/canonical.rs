@@ -67,17 +67,21 @@ fn dropped(v: &Value, desc: Option<&Desc>) -> bool {
     }
 }
 
-/// One component of a map-list key tuple, from the element's canonical form: numbers (by
-/// value) sort before strings (by UTF-8 bytes), which sort before anything else (by canonical
-/// bytes).
+/// One component of a map-list key tuple, as the element's canonical form has it: numbers
+/// (by the value of their canonical text) sort before strings (by UTF-8 bytes).
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum KeyPart<'a> {
     Num(Decimal, String),
     Str(Cow<'a, str>),
-    Other(Vec<u8>),
 }
 
 impl KeyPart<'_> {
+    fn num(num: &Num) -> Self {
+        let text = num.canonical();
+        let value = Decimal::parse_json_number(&text).unwrap_or_else(Decimal::zero);
+        KeyPart::Num(value, text)
+    }
+
     /// As shown in a duplicate-key error: the canonical JSON of the value.
     fn render(&self) -> String {
         match self {
@@ -87,7 +91,6 @@ impl KeyPart<'_> {
                 json::write_str(s, &mut out);
                 String::from_utf8_lossy(&out).into_owned()
             }
-            KeyPart::Other(bytes) => String::from_utf8_lossy(bytes).into_owned(),
         }
     }
 }
@@ -116,11 +119,7 @@ impl<'a> Walker<'a> {
         out: &mut Vec<u8>,
     ) -> Result<(), CoreError> {
         match desc {
-            None => self.generic(v, out),
-            Some(Desc::Scalar) => match v {
-                Value::Object(_) | Value::Array(_) => Err(self.mismatch("a scalar", v)),
-                _ => self.generic(v, out),
-            },
+            None | Some(Desc::Scalar) => self.generic(v, out),
             Some(Desc::Quantity) => self.quantity(v, out),
             Some(Desc::Object(t)) => match v {
                 Value::Object(m) => self.object(m, Some(*t), out),
@@ -128,7 +127,7 @@ impl<'a> Walker<'a> {
             },
             Some(Desc::Map(value)) => match v {
                 Value::Object(m) => self.map(m, value, out),
-                _ => Err(self.mismatch("a map", v)),
+                _ => Err(self.mismatch("an object", v)),
             },
             Some(Desc::List(l)) => match v {
                 Value::Array(a) => self.list(a, l, out),
@@ -321,7 +320,7 @@ impl<'a> Walker<'a> {
     }
 
     /// The value of one key field of map-list element `i`: as in the element's canonical
-    /// form, or the field's default, or `""`.
+    /// form, or the field's default, or `""`. It must be a string or a number.
     fn key_part(
         &mut self,
         element: &'a Value,
@@ -331,67 +330,78 @@ impl<'a> Walker<'a> {
     ) -> Result<KeyPart<'a>, CoreError> {
         let desc = item_type.and_then(|t| t.field(key));
         let found = element.get(key).filter(|v| !dropped(v, desc));
-        Ok(match found {
-            None => match item_type.and_then(|t| t.key_default(key)) {
+        let part = match (found, desc) {
+            (None, _) => match item_type.and_then(|t| t.key_default(key)) {
                 Some(KeyDefault::Str(s)) => KeyPart::Str(Cow::Borrowed(s)),
-                Some(KeyDefault::Int(n)) => {
-                    let num = Num::Int(Decimal::from_digits(
-                        n < 0,
-                        &n.unsigned_abs().to_string(),
-                        "",
-                        0,
-                    ));
-                    KeyPart::Num(num.canonical_value(), num.canonical())
-                }
+                Some(KeyDefault::Int(n)) => KeyPart::num(&Num::Int(Decimal::from_digits(
+                    n < 0,
+                    &n.unsigned_abs().to_string(),
+                    "",
+                    0,
+                ))),
                 None => KeyPart::Str(Cow::Borrowed("")),
             },
-            Some(Value::String(s)) if matches!(desc, None | Some(Desc::Scalar)) => {
-                KeyPart::Str(Cow::Borrowed(s))
+            (Some(Value::String(s)), Some(Desc::Quantity)) => {
+                // Canonicalized already: it parses.
+                let value = quantity::parse(s).map(quantity::canonical_value);
+                KeyPart::Str(Cow::Owned(value.unwrap_or_default()))
             }
-            Some(Value::Number(n)) if matches!(desc, None | Some(Desc::Scalar)) => {
-                // The element was canonicalized already, so the number is finite.
-                let num = Num::from_json(n).unwrap_or(Num::Float(0.0));
-                KeyPart::Num(num.canonical_value(), num.canonical())
+            (Some(Value::String(s)), _) => KeyPart::Str(Cow::Borrowed(s)),
+            (Some(Value::Number(n)), Some(Desc::Quantity)) => {
+                let value = Num::from_json(n)
+                    .and_then(|num| quantity::parse(&num.quantity_text()).ok())
+                    .map(quantity::canonical_value);
+                KeyPart::Str(Cow::Owned(value.unwrap_or_default()))
             }
-            Some(other) => {
-                // Anything else: classify by its canonical form (a quantity is a string).
-                let mut bytes = Vec::new();
-                self.enter(Seg::Index(i))?;
-                self.enter(Seg::Key(key))?;
-                let written = self.value(other, desc, &mut bytes);
-                self.path.pop();
-                self.path.pop();
-                written?;
-                match serde_json::from_slice::<Value>(&bytes) {
-                    Ok(Value::String(s)) => KeyPart::Str(Cow::Owned(s)),
-                    _ => KeyPart::Other(bytes),
+            (Some(Value::Number(n)), _) => match Num::from_json(n) {
+                Some(num) => KeyPart::num(&num),
+                None => {
+                    let at = self.path.render_with(&[Seg::Index(i), Seg::Key(key)]);
+                    return Err(CoreError::new(at, "number out of range"));
                 }
+            },
+            (Some(other), _) => {
+                let at = self.path.render_with(&[Seg::Index(i), Seg::Key(key)]);
+                return Err(CoreError::new(
+                    at,
+                    format!(
+                        "map-list key must be a string or a number, got {}",
+                        type_name(other)
+                    ),
+                ));
             }
-        })
+        };
+        Ok(part)
     }
 
     fn quantity(&mut self, v: &Value, out: &mut Vec<u8>) -> Result<(), CoreError> {
         let parsed = match v {
             Value::String(s) => quantity::parse(s),
-            // As Kubernetes does: the number's literal text is parsed as a quantity.
-            Value::Number(n) => quantity::parse(&n.to_string()),
-            _ => None,
+            // An integer from its digits, a double from its shortest round-trip form.
+            Value::Number(n) => match Num::from_json(n) {
+                Some(num) => quantity::parse(&num.quantity_text()),
+                None => Err(quantity::Invalid::Syntax),
+            },
+            _ => Err(quantity::Invalid::Syntax),
         };
         match parsed {
-            Some(d) => {
+            Ok(d) => {
                 json::write_str(&quantity::canonical_value(d), out);
                 Ok(())
             }
-            None => {
+            Err(why) => {
                 let mut shown = Vec::new();
                 match v {
                     Value::String(s) => json::write_str(s, &mut shown),
                     _ => shown.extend_from_slice(v.to_string().as_bytes()),
                 }
-                Err(self.path.error(format!(
-                    "invalid quantity {}",
-                    String::from_utf8_lossy(&shown)
-                )))
+                let shown = String::from_utf8_lossy(&shown);
+                Err(self.path.error(match why {
+                    quantity::Invalid::Syntax => format!("invalid quantity {shown}"),
+                    quantity::Invalid::ExponentRange => {
+                        format!("invalid quantity {shown}: exponent out of range")
+                    }
+                }))
             }
         }
     }

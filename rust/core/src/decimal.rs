@@ -111,6 +111,13 @@ impl Decimal {
         self.exp
     }
 
+    /// The significant digits (ASCII, no leading or trailing zeros; empty for zero) and the
+    /// exponent of the last one: the value is `±digits × 10^exp`.
+    pub fn digits(&self) -> (String, i64) {
+        let digits = self.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        (digits, self.exp)
+    }
+
     /// Multiply by a small factor (`factor > 0`).
     pub fn mul_small(&mut self, factor: u32) {
         if self.is_zero() {

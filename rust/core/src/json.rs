@@ -2,10 +2,9 @@
 //!
 //! Numbers follow the data model of Python's `json` module, which the pure-Python reference
 //! uses: a literal without `.`/`e`/`E` is an exact integer of any size; any other literal is
-//! an IEEE double, written from its shortest round-trip digits: an integral double as an
-//! integer (the digits padded with zeros: `30.0` → `30`, `1e21` → `1000000000000000000000`),
-//! any other in ryu's layout (as serde_json writes it): plain decimal when
-//! `1e-5 <= |x| < 1e16`, else `d.ddde-X` (`1e-7`, `-1.5e-10`).
+//! an IEEE double. An integral double is written as the exact integer it is (`30.0` → `30`,
+//! `1e20` → `100000000000000000000`); any other double as Python's `repr` writes it (shortest
+//! round-trip digits; exponent form `1e-05` below 1e-4).
 
 use serde_json::Number;
 
@@ -38,23 +37,23 @@ impl Num {
         }
     }
 
+    /// The decimal text a quantity is parsed from: the integer's digits or the double's
+    /// shortest round-trip form.
+    pub fn quantity_text(&self) -> String {
+        match self {
+            Num::Int(d) => d.to_plain(),
+            Num::Float(x) => python_repr(*x),
+        }
+    }
+
     /// The canonical text (rule 8).
     pub fn canonical(&self) -> String {
         match self {
             Num::Int(d) => d.to_plain(),
-            Num::Float(x) => shortest(*x),
-        }
-    }
-
-    /// The exact value of the canonical text (what map-list keys are compared by).
-    pub fn canonical_value(&self) -> Decimal {
-        match self {
-            Num::Int(d) => d.clone(),
-            Num::Float(x) => {
-                let (digits, exp) = shortest_digits(x.abs());
-                let last = exp + 1 - digits.len() as i64;
-                Decimal::from_digits(x.is_sign_negative(), &digits, "", last)
-            }
+            Num::Float(x) if x.fract() == 0.0 => Decimal::from_f64(*x)
+                .unwrap_or_else(Decimal::zero)
+                .to_plain(),
+            Num::Float(x) => python_repr(*x),
         }
     }
 
@@ -73,39 +72,94 @@ fn int_decimal(text: &str) -> Decimal {
     Decimal::from_digits(neg, digits, "", 0)
 }
 
-/// The shortest round-trip digits of a finite, non-negative double, without trailing zeros,
-/// and the exponent of the first one: `x = d.ddd × 10^exp`.
-fn shortest_digits(x: f64) -> (String, i64) {
-    // Rust's `{:e}` writes the shortest round-trip digits: `1.2345e-7`.
-    let sci = format!("{x:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
-    let digits = if digits.is_empty() { "0" } else { digits };
-    (digits.to_string(), exp.parse().unwrap_or(0))
-}
-
-/// A finite double written per rule 8 (see the module docs).
-pub fn shortest(x: f64) -> String {
-    if x == 0.0 {
-        return "0".to_string();
-    }
+/// `repr(x)` of a finite Python float: the shortest digits that round-trip, in plain notation
+/// when `1e-4 <= |x| < 1e16`, else `d[.ddd]e±XX` (at least two exponent digits).
+pub fn python_repr(x: f64) -> String {
     let (digits, exp) = shortest_digits(x.abs());
-    let sign = if x < 0.0 { "-" } else { "" };
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let decpt = exp + 1; // value = 0.DIGITS × 10^decpt
     let n = digits.len() as i64;
-    let point = exp + 1; // x = 0.DIGITS × 10^point
-    if x.fract() == 0.0 {
-        format!("{sign}{digits}{}", "0".repeat((point - n).max(0) as usize))
-    } else if 0 < point && point <= 16 {
-        let (int, frac) = digits.split_at(point.min(n) as usize);
-        format!("{sign}{int}.{frac}")
-    } else if -5 < point && point <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
+    if decpt > -4 && decpt <= 16 {
+        if decpt <= 0 {
+            format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize))
+        } else if decpt >= n {
+            format!("{sign}{digits}{}.0", "0".repeat((decpt - n) as usize))
+        } else {
+            let (int, frac) = digits.split_at(decpt as usize);
+            format!("{sign}{int}.{frac}")
+        }
     } else {
         let (first, rest) = digits.split_at(1);
         let dot = if rest.is_empty() { "" } else { "." };
-        format!("{sign}{first}{dot}{rest}e{}", point - 1)
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{first}{dot}{rest}e{esign}{:02}", exp.abs())
     }
+}
+
+/// The digits Python's `repr` writes for a finite `x >= 0`, and the exponent of the first:
+/// the shortest that round-trip and, of those, the nearest to `x`, a tie going to the even
+/// last digit (David Gay's `dtoa` mode 0).
+fn shortest_digits(x: f64) -> (String, i64) {
+    // Rust's `{:e}` gives the shortest round-trip length, but breaks ties its own way.
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let fallback: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let fallback = (fallback, exp.parse().unwrap_or(0));
+    let Some(exact) = Decimal::from_f64(x).filter(|d| !d.is_zero()) else {
+        return fallback;
+    };
+    let (digits, last) = exact.digits();
+    let len = fallback.0.len();
+    let lead = last + digits.len() as i64 - 1;
+    if digits.len() <= len {
+        return (digits, lead);
+    }
+    // The two candidates of `len` digits around x: truncated, and one unit above it.
+    let floor = digits[..len].to_string();
+    let rest = &digits.as_bytes()[len..];
+    let (ceil, ceil_lead) = increment(&floor, lead);
+    let round_trips = |d: &str, lead: i64| {
+        format!("{d}e{}", lead - d.len() as i64 + 1)
+            .parse::<f64>()
+            .is_ok_and(|y| y == x)
+    };
+    let floor_ok = round_trips(&floor, lead);
+    let ceil_ok = round_trips(&ceil, ceil_lead);
+    let pick_ceil = match (floor_ok, ceil_ok) {
+        (true, true) => match rest[0].cmp(&b'5') {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal if rest[1..].iter().any(|b| *b != b'0') => true,
+            // Exactly half-way: the even digit.
+            std::cmp::Ordering::Equal => (floor.as_bytes()[len - 1] - b'0') % 2 == 1,
+        },
+        (false, true) => true,
+        (true, false) => false,
+        (false, false) => return fallback,
+    };
+    let (d, lead) = if pick_ceil {
+        (ceil, ceil_lead)
+    } else {
+        (floor, lead)
+    };
+    let trimmed = d.trim_end_matches('0');
+    (trimmed.to_string(), lead)
+}
+
+/// `digits + 1` in the last place; a carry out of the first digit moves the lead exponent.
+fn increment(digits: &str, lead: i64) -> (String, i64) {
+    let mut bytes = digits.as_bytes().to_vec();
+    for b in bytes.iter_mut().rev() {
+        if *b == b'9' {
+            *b = b'0';
+        } else {
+            *b += 1;
+            return (String::from_utf8(bytes).unwrap_or_default(), lead);
+        }
+    }
+    bytes.insert(0, b'1');
+    bytes.pop();
+    (String::from_utf8(bytes).unwrap_or_default(), lead + 1)
 }
 
 /// Append a JSON string literal (rule 9): `"` and `\` escaped, control characters as `\n`,
@@ -145,72 +199,83 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
-    fn num(text: &str) -> Num {
+    fn canonical_number(text: &str) -> String {
         let n: Number = serde_json::from_str(text).unwrap();
-        Num::from_json(&n).unwrap()
+        let mut out = Vec::new();
+        Num::from_json(&n).unwrap().write(&mut out);
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn numbers() {
-        let zeros = |n| "0".repeat(n);
         let cases = [
-            ("0", "0".to_string()),
-            ("-0", "0".into()),
-            ("-0.0", "0".into()),
-            ("30", "30".into()),
-            ("30.0", "30".into()),
-            ("3e1", "30".into()),
-            ("1E2", "100".into()),
-            ("-7", "-7".into()),
-            ("0.5", "0.5".into()),
-            ("1.25e-3", "0.00125".into()),
-            ("0.0001", "0.0001".into()),
-            ("0.00001", "0.00001".into()),
-            ("0.000001", "1e-6".into()),
-            ("1e-7", "1e-7".into()),
-            ("-1.5e-10", "-1.5e-10".into()),
-            ("1e-100", "1e-100".into()),
-            ("0.1", "0.1".into()),
-            ("0.30000000000000004", "0.30000000000000004".into()),
-            ("1234.5678", "1234.5678".into()),
-            ("-2.5", "-2.5".into()),
-            ("123456789012345.67", "123456789012345.67".into()),
-            ("4503599627370495.5", "4503599627370495.5".into()),
-            ("1e20", format!("1{}", zeros(20))),
-            ("1e21", format!("1{}", zeros(21))),
-            ("1.5e300", format!("15{}", zeros(299))),
-            ("9007199254740993.0", "9007199254740992".into()),
-            ("18446744073709551615", "18446744073709551615".into()),
-            ("18446744073709551616", "18446744073709551616".into()),
+            ("0", "0"),
+            ("-0", "0"),
+            ("-0.0", "0"),
+            ("30", "30"),
+            ("30.0", "30"),
+            ("3e1", "30"),
+            ("1E2", "100"),
+            ("-7", "-7"),
+            ("0.5", "0.5"),
+            ("1.25e-3", "0.00125"),
+            ("0.0001", "0.0001"),
+            ("0.00001", "1e-05"),
+            ("-1.5e-10", "-1.5e-10"),
+            ("1e-100", "1e-100"),
+            ("0.1", "0.1"),
+            ("0.30000000000000004", "0.30000000000000004"),
+            ("1234.5678", "1234.5678"),
+            ("1e20", "100000000000000000000"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("18446744073709551616", "18446744073709551616"),
             (
                 "-123456789012345678901234567890",
-                "-123456789012345678901234567890".into(),
+                "-123456789012345678901234567890",
             ),
+            ("9007199254740993.0", "9007199254740992"),
+            ("4503599627370495.5", "4503599627370495.5"),
         ];
         for (input, want) in cases {
-            assert_eq!(num(input).canonical(), want, "{input}");
+            assert_eq!(canonical_number(input), want, "{input}");
         }
-    }
-
-    #[test]
-    fn canonical_values() {
-        let cases = [
-            ("1e-7", "0.0000001"),
-            ("80", "80"),
-            ("80.0", "80"),
-            ("-2.5e3", "-2500"),
-            ("0.1", "0.1"),
-            ("1e21", "1000000000000000000000"),
-        ];
-        for (input, want) in cases {
-            assert_eq!(num(input).canonical_value().to_plain(), want, "{input}");
-        }
+        // An integral double is written as the exact integer it is.
+        assert_eq!(canonical_number("1e23"), "99999999999999991611392");
+        let big = canonical_number("1.5e300");
+        assert_eq!(big.len(), 301);
+        assert!(big.starts_with("15000000000000000"), "{big}");
+        assert_ne!(big, format!("15{}", "0".repeat(299)));
     }
 
     #[test]
     fn non_finite_numbers_are_refused() {
         let n: Number = serde_json::from_str("1e400").unwrap();
         assert_eq!(Num::from_json(&n), None);
+    }
+
+    #[test]
+    fn repr_matches_python() {
+        let cases = [
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (123.456, "123.456"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.0, "1.0"),
+            (-2.5, "-2.5"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            // Ties between two shortest candidates go to the even digit, as in Python.
+            (562949953421312.2, "562949953421312.2"),
+            (9.5e-5, "9.5e-05"),
+            (0.3, "0.3"),
+            (2.0f64.powi(-20), "9.5367431640625e-07"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(python_repr(x), want, "{x}");
+        }
     }
 
     #[test]

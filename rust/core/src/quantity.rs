@@ -1,13 +1,11 @@
 //! Kubernetes resource quantities: parsing and the canonical decimal string.
 //!
-//! The grammar is Kubernetes' (`k8s.io/apimachinery/pkg/api/resource`) as docs/hashing.md
-//! states it; unlike `ParseQuantity`, a number needs digits on both sides of a `.` (`.5`
-//! and `5.` are refused):
+//! The grammar is the one `k8s.io/apimachinery/pkg/api/resource.ParseQuantity` accepts:
 //!
 //! ```text
 //! quantity := sign? number suffix?
 //! sign     := "+" | "-"
-//! number   := digits ("." digits)?
+//! number   := digits ("." digits?)? | "." digits
 //! suffix   := "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"          (powers of 1024)
 //!           | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E"   (powers of 1000)
 //!           | ("e" | "E") sign? digits                        (powers of 10, |exp| <= 100)
@@ -24,8 +22,26 @@ pub const SCALE: u32 = 9;
 /// The largest accepted `e`/`E` exponent, in absolute value.
 pub const MAX_EXPONENT: i64 = 100;
 
-/// Parse a quantity string into its exact (unrounded) value; `None` if it is not one.
-pub fn parse(s: &str) -> Option<Decimal> {
+/// Why a string is not a quantity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// It does not match the grammar.
+    Syntax,
+    /// An `e`/`E` exponent is over [`MAX_EXPONENT`] in absolute value.
+    ExponentRange,
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Invalid::Syntax => "not a quantity",
+            Invalid::ExponentRange => "exponent out of range",
+        })
+    }
+}
+
+/// Parse a quantity string into its exact (unrounded) value.
+pub fn parse(s: &str) -> Result<Decimal, Invalid> {
     let (neg, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -37,8 +53,8 @@ pub fn parse(s: &str) -> Option<Decimal> {
         Some(after) => after.split_at(digit_prefix(after)),
         None => ("", rest),
     };
-    if int_digits.is_empty() || (frac_digits.is_empty() && suffix.len() < rest.len()) {
-        return None;
+    if int_digits.is_empty() && frac_digits.is_empty() {
+        return Err(Invalid::Syntax);
     }
     let mut value = Decimal::from_digits(neg, int_digits, frac_digits, 0);
     match suffix {
@@ -60,11 +76,11 @@ pub fn parse(s: &str) -> Option<Decimal> {
         "E" => value.shift(18),
         _ => value.shift(exponent(suffix)?),
     }
-    Some(value)
+    Ok(value)
 }
 
-/// The canonical string of a quantity string, or `None` if it does not parse.
-pub fn canonical(s: &str) -> Option<String> {
+/// The canonical string of a quantity string.
+pub fn canonical(s: &str) -> Result<String, Invalid> {
     parse(s).map(canonical_value)
 }
 
@@ -80,29 +96,25 @@ fn digit_prefix(s: &str) -> usize {
 }
 
 /// The exponent of an `e<int>` / `E<int>` suffix, if `suffix` is one within bounds.
-fn exponent(suffix: &str) -> Option<i64> {
-    let rest = suffix.strip_prefix(['e', 'E'])?;
+fn exponent(suffix: &str) -> Result<i64, Invalid> {
+    let rest = suffix.strip_prefix(['e', 'E']).ok_or(Invalid::Syntax)?;
     let (neg, digits) = match rest.as_bytes().first() {
         Some(b'-') => (true, &rest[1..]),
         Some(b'+') => (false, &rest[1..]),
         _ => (false, rest),
     };
     if digits.is_empty() || digit_prefix(digits) != digits.len() {
-        return None;
+        return Err(Invalid::Syntax);
     }
     let digits = digits.trim_start_matches('0');
     if digits.len() > 3 {
-        return None;
+        return Err(Invalid::ExponentRange);
     }
-    let magnitude: i64 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
+    let magnitude: i64 = digits.parse().unwrap_or(0);
     if magnitude > MAX_EXPONENT {
-        return None;
+        return Err(Invalid::ExponentRange);
     }
-    Some(if neg { -magnitude } else { magnitude })
+    Ok(if neg { -magnitude } else { magnitude })
 }
 
 #[cfg(test)]
@@ -120,6 +132,8 @@ mod tests {
             ("01", "1"),
             ("1000m", "1"),
             ("1.0", "1"),
+            ("1.", "1"),
+            (".5", "0.5"),
             ("0.5", "0.5"),
             ("500m", "0.5"),
             ("100m", "0.1"),
@@ -161,52 +175,27 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
-            assert_eq!(canonical(input).as_deref(), Some(want), "{input:?}");
+            assert_eq!(canonical(input).as_deref(), Ok(want), "{input:?}");
         }
     }
 
     #[test]
     fn invalid() {
-        let cases = [
-            "",
-            "abc",
-            "-",
-            "+",
-            ".",
-            "1.2.3",
-            "1 ",
-            " 1",
-            "1K",
-            "1ki",
-            "1KiB",
-            "1Gb",
-            "1e",
-            "1e+",
-            "1e1.5",
-            "1e101",
-            "1e-101",
-            "1E101",
-            "1ee3",
-            "e3",
-            "Gi",
-            "--1",
-            "1,5",
-            "0x10",
-            "1_000",
-            "١",
-            "1e0001000",
+        let syntax = [
+            "", "abc", "-", "+", ".", "+.", "-.e3", "1.2.3", "1 ", " 1", "1K", "1ki", "1KiB",
+            "1Gb", "1e", "1e+", "1e1.5", "1ee3", "e3", "Gi", "--1", "1,5", "0x10", "1_000", "١",
         ];
-        for input in cases {
-            assert_eq!(canonical(input), None, "{input:?}");
+        for input in syntax {
+            assert_eq!(canonical(input), Err(Invalid::Syntax), "{input:?}");
+        }
+        for input in ["1e101", "1e-101", "1E101", "1e0001000", "5e-324"] {
+            assert_eq!(canonical(input), Err(Invalid::ExponentRange), "{input:?}");
         }
     }
 
     #[test]
     fn exponent_bounds() {
-        assert_eq!(
-            canonical("1e0100").as_deref(),
-            Some(&*format!("1{}", "0".repeat(100)))
-        );
-        assert_eq!(canonical("1e-0"), Some("1".to_string()));
+        assert_eq!(canonical("1e0100"), Ok(format!("1{}", "0".repeat(100))));
+        assert_eq!(canonical("1e-0"), Ok("1".to_string()));
     }
 }

@@ -243,10 +243,14 @@ fn quantities() {
         canon_as(&doc, Kind::PodSpec),
         r#"{"overhead":{"memory":"1024"},"resources":{"requests":{"cpu":"2000"}}}"#
     );
-    // A number literal is parsed from its text, as Kubernetes does.
-    let bytes = br#"{"spec":{"overhead":{"cpu":0.10000000000000000001}}}"#;
+    // A number literal with a fraction or exponent is a double: parsed from its shortest
+    // round-trip form, as Python's `json` would give it.
+    let bytes = br#"{"spec":{"overhead":{"cpu":0.10000000000000000001,"x":1e-7,"y":12}}}"#;
     let out = canonical_json_bytes(bytes, Kind::PodTemplateSpec).unwrap();
-    assert_eq!(out, br#"{"spec":{"overhead":{"cpu":"0.100000001"}}}"#);
+    assert_eq!(
+        out,
+        br#"{"spec":{"overhead":{"cpu":"0.1","x":"0.0000001","y":"12"}}}"#
+    );
 }
 
 #[test]
@@ -257,8 +261,8 @@ fn invalid_quantities() {
         json!(" 1"),
         json!("1KB"),
         json!("1e101"),
-        json!("1."),
-        json!(".5"),
+        json!("."),
+        json!("-"),
         json!(true),
         json!({}),
         json!([1]),
@@ -275,6 +279,11 @@ fn invalid_quantities() {
         error(&doc, Kind::PodTemplateSpec),
         r#"spec.containers[0].resources.limits.cpu: invalid quantity "abc""#
     );
+    let doc = container(json!({"resources": {"limits": {"cpu": "1e-101"}}}));
+    assert_eq!(
+        error(&doc, Kind::PodTemplateSpec),
+        r#"spec.containers[0].resources.limits.cpu: invalid quantity "1e-101": exponent out of range"#
+    );
 }
 
 #[test]
@@ -283,7 +292,7 @@ fn numbers_and_strings() {
                               "x": [0.1, 1e-7, -2.5, 1e21, 3, -0.0, true, null, "s"]}});
     assert_eq!(
         canon(&doc),
-        r#"{"spec":{"terminationGracePeriodSeconds":30,"x":[0.1,1e-7,-2.5,1000000000000000000000,3,0,true,null,"s"]}}"#
+        r#"{"spec":{"terminationGracePeriodSeconds":30,"x":[0.1,1e-07,-2.5,1000000000000000000000,3,0,true,null,"s"]}}"#
     );
     let doc = json!({"metadata": {"labels": {"a": "q\"b\\n\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}é/"}}});
     assert_eq!(
@@ -323,12 +332,17 @@ fn type_mismatches_and_bad_documents() {
         (
             json!({"metadata": {"labels": ["a"]}}),
             Kind::PodTemplateSpec,
-            "metadata.labels: expected a map, got list",
+            "metadata.labels: expected an object, got list",
         ),
         (
-            json!({"hostname": {"a": 1}}),
+            json!({"containers": [{"name": true}]}),
             Kind::PodSpec,
-            "hostname: expected a scalar, got object",
+            "containers[0].name: map-list key must be a string or a number, got boolean",
+        ),
+        (
+            json!({"containers": [{"name": {}}]}),
+            Kind::PodSpec,
+            "containers[0].name: map-list key must be a string or a number, got object",
         ),
         (
             json!({"containers": [null]}),
@@ -382,6 +396,22 @@ fn nesting_limit() {
         ok = json!([ok]);
     }
     assert!(canonical_json(&json!({ "x": ok }), Kind::PodSpec).is_ok());
+}
+
+#[test]
+fn scalars_take_any_json_value() {
+    // A scalar field holding an object or list gets the generic rules.
+    let doc = json!({"hostname": {"b": [], "a": null, "c": {}}, "subdomain": [2, 1]});
+    assert_eq!(
+        canon_as(&doc, Kind::PodSpec),
+        r#"{"hostname":{"c":{}},"subdomain":[2,1]}"#
+    );
+    // A key field dropped as a member (null, []) counts as absent.
+    let doc = json!({"containers": [{"name": []}, {"name": "a"}]});
+    assert_eq!(
+        canon_as(&doc, Kind::PodSpec),
+        r#"{"containers":[{},{"name":"a"}]}"#
+    );
 }
 
 #[test]

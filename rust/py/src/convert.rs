@@ -76,12 +76,16 @@ fn at(path: &[String], message: &str) -> String {
     }
 }
 
+/// Values deeper than this are not converted (they become `null`).
+///
+/// That bounds the recursion (a dict may even contain itself) without changing any outcome:
+/// the core refuses every value kept deeper than `MAX_DEPTH` path segments, and a value at
+/// `MAX_DEPTH + 3` lies inside a non-empty list or struct at `MAX_DEPTH + 1`, which is kept.
+const CONVERT_DEPTH: usize = MAX_DEPTH + 2;
+
 fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<String>) -> PyResult<Value> {
-    if path.len() > MAX_DEPTH {
-        return Err(PyValueError::new_err(at(
-            path,
-            &format!("nested deeper than {MAX_DEPTH} levels"),
-        )));
+    if path.len() > CONVERT_DEPTH {
+        return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(s.to_str()?.to_owned()));
