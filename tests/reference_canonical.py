@@ -401,6 +401,8 @@ class Reference:
         if isinstance(v, int):
             return Number(str(v))
         if isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{path}: number out of range")
             return Number(format_double(v))
         raise ValueError(f"{path}: unsupported value of type {type(v).__name__}")
 

@@ -27,12 +27,14 @@ TYPES: dict[str, dict[str, Any]] = TABLE["types"]
 KEY_DEFAULTS: dict[str, dict[str, Any]] = TABLE["key_defaults"]
 ROOTS: dict[str, str] = TABLE["roots"]
 
-# Bounded so that the unit tier stays fast; see tests/unit/test_hashing_properties.py.
+# Bounded so that the unit tier stays fast: SETTINGS for the differential tests, LIGHT
+# (fewer examples) for the many property tests over whole templates.
 SETTINGS = settings(
     max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+LIGHT = settings(SETTINGS, max_examples=100)
 
 MAX_DEPTH = 6
 
@@ -281,7 +283,7 @@ def _shuffle_keys(value: Any, rnd: random.Random) -> None:
 # --- the strategies' own checks ------------------------------------------------------------
 
 
-@SETTINGS
+@LIGHT
 @given(templates())
 def test_templates_are_valid_for_the_reference(doc: dict[str, Any]) -> None:
     out = ref.canonical_json(doc)
