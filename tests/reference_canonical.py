@@ -9,8 +9,9 @@ after it, and quantities use exact arithmetic (`fractions.Fraction`).
     ref.canonical_json(b'{"spec": {"containers": [{"name": "a"}]}}')
     ref.template_hash({"spec": {...}})
 
-Where docs/hashing.md is silent, the choices below are made (each noted where it is made;
-they are the Rust core's too, and tests/unit/test_hashing_differential.py lists them):
+docs/hashing.md first left the points below open; the reference and the core made the
+same choices, which the spec now states (tests/unit/test_hashing_differential.py checks
+each one):
 
 - numbers follow Python's `json` data model: a JSON literal without `.`/`e`/`E` is an
   exact integer of any size, any other literal an IEEE double (so JSON bytes and the dict
@@ -27,7 +28,10 @@ they are the Rust core's too, and tests/unit/test_hashing_differential.py lists 
 - a `map`-list key value must be a string or a number; `ordered` lists are not checked
   for duplicate keys (only `map` lists are, rule 4);
 - values nested deeper than 100 levels (path segments) are refused;
-- NaN / Infinity (JSON extensions Python accepts) and lone surrogates are refused.
+- NaN / Infinity (JSON extensions Python accepts) and lone surrogates are refused;
+- of several errors, the first met is reported: members in sorted key order, list elements
+  in input order, a map list's key checks after all of its elements; a Python value that
+  is not JSON (a set, bytes, a non-str key) raises `TypeError`.
 """
 
 from __future__ import annotations
@@ -208,8 +212,28 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON number {name}")
 
 
+def check_python_types(v: Any, path: str = "") -> None:
+    """A mapping from Python must hold JSON values only (else TypeError), checked first."""
+    if isinstance(v, Mapping):
+        for key, item in v.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"{path or '(top)'}: object keys must be str, got {type(key).__name__}"
+                )
+            check_python_types(item, _join(path, key))
+    elif _is_list(v):
+        for i, item in enumerate(v):
+            check_python_types(item, f"{path}[{i}]")
+    elif not (v is None or isinstance(v, str | int | float)):  # bool is an int
+        raise TypeError(f"{path}: unsupported type {type(v).__name__}")
+
+
 def parse_document(doc: bytes | str | Mapping[str, Any]) -> Any:
     if isinstance(doc, Mapping):
+        try:
+            check_python_types(doc)
+        except RecursionError as exc:
+            raise ValueError("input nested too deeply") from exc
         return doc
     if isinstance(doc, bytes | bytearray | memoryview):
         try:
@@ -217,7 +241,7 @@ def parse_document(doc: bytes | str | Mapping[str, Any]) -> Any:
         except UnicodeDecodeError as exc:
             raise ValueError(f"input is not valid UTF-8: {exc}") from exc
     if not isinstance(doc, str):
-        raise ValueError(f"expected a mapping, JSON bytes or str, got {type(doc).__name__}")
+        raise TypeError(f"expected a mapping, JSON bytes or str, got {type(doc).__name__}")
     try:
         return json.loads(doc, parse_constant=_reject_constant)
     except RecursionError as exc:
@@ -316,10 +340,9 @@ class Reference:
     ) -> dict[str, Any]:
         """Rule 1 (keys are sorted when written). `value_desc` is set for a `map`."""
         out: dict[str, Any] = {}
-        for key, item in v.items():
-            if not isinstance(key, str):
-                raise ValueError(f"{path}: object key {key!r} is not a string")
-            utf8(key)
+        # Members are visited in sorted key order, so the first error met is the spec's.
+        for key in sorted(v, key=utf8):
+            item = v[key]
             desc = value_desc if fields is None else fields.get(key)
             if self._dropped(item, desc):
                 continue
@@ -404,7 +427,7 @@ class Reference:
             if not math.isfinite(v):
                 raise ValueError(f"{path}: number out of range")
             return Number(format_double(v))
-        raise ValueError(f"{path}: unsupported value of type {type(v).__name__}")
+        raise TypeError(f"{path}: unsupported value of type {type(v).__name__}")
 
 
 def _is_list(v: Any) -> bool:

@@ -260,3 +260,29 @@ def test_nesting_limit() -> None:
     assert canon(nested(98)).endswith('[["x"]]]' + "]" * 95 + "}}")
     with pytest.raises(ValueError, match=r"^spec\.x(\[0\]){99}: nested deeper than 100 levels$"):
         canon(nested(99))
+
+
+def test_first_error_is_the_first_met_in_canonical_order() -> None:
+    # Members in sorted key order: "containers" before "securityContext".
+    with pytest.raises(ValueError, match=r"^spec\.containers: expected a list"):
+        canon({"spec": {"securityContext": 1, "containers": "x"}})
+    # A map list's key checks come after all its elements; key types before duplicates.
+    with pytest.raises(ValueError, match=r"^spec\.containers\[1\]\.resources\.limits\.cpu"):
+        canon(
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "a"},
+                        {"name": "a", "resources": {"limits": {"cpu": "?"}}},
+                    ]
+                }
+            }
+        )
+    with pytest.raises(ValueError, match=r"^spec\.containers\[2\]\.name: map-list key must be"):
+        canon({"spec": {"containers": [{"name": "a"}, {"name": "a"}, {"name": False}]}})
+
+
+def test_python_values_that_are_not_json_are_a_type_error() -> None:
+    for doc in ({"spec": {"containers": "x", "x": {1}}}, {"spec": {1: "a"}}, {"spec": {"x": b""}}):
+        with pytest.raises(TypeError):
+            ref.canonical_json(doc)
