@@ -3,8 +3,10 @@ command lines, fake node objects and scaling, names, and the `env` lines run by 
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -262,3 +264,60 @@ def test_dry_run_parsing_tells_local_from_remote_sources() -> None:
     assert kwok.remote_sources(output) == [
         "https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/kube-apiserver"
     ]
+
+
+def test_normalized_gomod_ignores_comments_and_block_layout() -> None:
+    a = "// one\nmodule m\n\nrequire k8s.io/kubernetes v1.35.4 // indirect\nrequire (\n\ta v1\n)\n"
+    b = "module m\n// two\nrequire (\n\ta v1\n\tk8s.io/kubernetes v1.35.4 // indirect\n)\n"
+    assert gomodules.normalized_gomod(a) == gomodules.normalized_gomod(b)
+    assert gomodules.normalized_gomod(a) != gomodules.normalized_gomod(b.replace("v1\n", "v2\n"))
+
+
+def load_generator() -> Any:
+    path = Path(__file__).resolve().parents[2] / "scripts" / "gen_kube_gomod.py"
+    spec = importlib.util.spec_from_file_location("gen_kube_gomod", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+UPSTREAM = """\
+module k8s.io/kubernetes
+
+go 1.25.0
+
+godebug default=go1.25
+
+require k8s.io/api v0.0.0
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	sigs.k8s.io/yaml => sigs.k8s.io/yaml v1.6.0
+)
+"""
+
+
+def test_generator_replaces_staging_modules_by_published_versions() -> None:
+    gen = load_generator()
+    assert gen.staging_modules(UPSTREAM) == ["k8s.io/api", "k8s.io/client-go"]
+    assert gen.staging_version("v1.35.4") == "v0.35.4"
+    with pytest.raises(ValueError):
+        gen.staging_version("v2.0.0")
+    text = gen.render_gomod(UPSTREAM, "v1.35.4")
+    assert "module cliques.dev/devcluster/kube" in text
+    assert "go 1.25.0" in text and "godebug default=go1.25" in text
+    assert "\tk8s.io/api => k8s.io/api v0.35.4" in text
+    assert "\tk8s.io/client-go => k8s.io/client-go v0.35.4" in text
+    assert "sigs.k8s.io/yaml" not in text
+    assert gomodules.tool_packages(text) == list(gen.TOOLS)
+    assert gomodules.required_version(text, "k8s.io/kubernetes") == "v1.35.4"
+
+
+def test_committed_kube_module_is_what_the_generator_makes() -> None:
+    """The tools and staging pins of the committed go.mod match the generator's (before tidy)."""
+    gen = load_generator()
+    committed = gomodules.KUBE.gomod_text()
+    assert gomodules.tool_packages(committed) == list(gen.TOOLS)
+    assert committed.startswith(gen.HEADER)

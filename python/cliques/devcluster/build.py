@@ -457,9 +457,13 @@ def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str]) -> None:
 def _install(build: ModuleBuild, staging: Path, go: Path, seconds: float) -> None:
     """Swap the staged binaries into place, then write the stamp that marks them complete."""
     build.stamp_path.unlink(missing_ok=True)
+    # Two renames, so that the binaries are missing only for an instant (running processes
+    # keep their files either way).
+    retired = build.directory / f"bin.old-{os.getpid()}"
     if build.bin_dir.exists():
-        shutil.rmtree(build.bin_dir)
+        build.bin_dir.rename(retired)
     staging.rename(build.bin_dir)
+    shutil.rmtree(retired, ignore_errors=True)
     stamp = {
         "fingerprint": build.expected_stamp(),
         "module": build.module.version_module,

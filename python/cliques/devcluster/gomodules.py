@@ -22,6 +22,7 @@ from pathlib import Path
 GOMOD_ROOT = Path(__file__).resolve().parent / "gomod"
 
 _MAJOR_SUFFIX = re.compile(r"^v[0-9]+$")
+_BLOCK_VERBS = frozenset({"require", "replace", "exclude", "retract", "tool", "godebug"})
 _GO_LINE = re.compile(r"^go\s+(?P<version>[0-9][0-9.]*)\s*$", re.MULTILINE)
 
 
@@ -68,10 +69,14 @@ class GoModule:
         return out
 
     def fingerprint(self, ldflags: str) -> str:
-        """A digest of everything that decides the build's output besides the toolchain."""
+        """A digest of everything that decides the build's output besides the toolchain.
+
+        go.mod counts by its directives only, so a new comment or `go mod tidy` moving a
+        line between blocks does not cause a rebuild.
+        """
         digest = hashlib.sha256()
-        for name in ("go.mod", "go.sum"):
-            digest.update((self.directory / name).read_bytes())
+        digest.update("\n".join(normalized_gomod(self.gomod_text())).encode())
+        digest.update((self.directory / "go.sum").read_bytes())
         digest.update(ldflags.encode())
         return digest.hexdigest()[:16]
 
@@ -102,6 +107,26 @@ def tool_packages(gomod: str) -> list[str]:
             elif rest and line[4].isspace():
                 found.append(rest)
     return found
+
+
+def normalized_gomod(gomod: str) -> list[str]:
+    """go.mod's directives as sorted one-line statements, without comments or blocks.
+
+    `require a v1` and an `a v1` line of a `require (` block both become `a v1`.
+    """
+    out: list[str] = []
+    for raw in gomod.splitlines():
+        line = " ".join(raw.split("//", 1)[0].split())
+        if line in ("", "(", ")"):
+            continue
+        verb, _, rest = line.partition(" ")
+        if verb in _BLOCK_VERBS:
+            rest = rest.removesuffix("(").strip()
+            if not rest:
+                continue
+            line = rest
+        out.append(line)
+    return sorted(out)
 
 
 def required_version(gomod: str, module: str) -> str:
