@@ -25,8 +25,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="worker processes splitting the 256 buckets (default: 1)",
+        default=os.cpu_count() or 1,
+        help="worker processes splitting the 256 buckets (default: CPU count)",
     )
     p.add_argument(
         "--metrics-port",
@@ -61,9 +61,32 @@ def register(sub: Any) -> None:
         default=0.0,
         help="relist every informer this often, in seconds (0 = never)",
     )
-    p.add_argument(
-        "--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS
-    )  # testing operator upgrades only
+    # Emulates an operator upgrade whose hash algorithm differs (tests of the relabel path).
+    p.add_argument("--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS)
+    g = p.add_argument_group(
+        "sharding between replicas",
+        "With --leases, every operator process takes shards of the buckets through "
+        "coordination.k8s.io Leases, so several replicas split the work and take over from "
+        "each other.",
+    )
+    g.add_argument("--leases", action="store_true", help="split buckets between replicas")
+    g.add_argument("--shards", type=int, default=16, help="bucket groups (default 16)")
+    g.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "cliques-system"),
+        help="namespace of the Leases (default: $POD_NAMESPACE or cliques-system)",
+    )
+    g.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
+    g.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
+    g.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
+    g.add_argument(
+        "--identity",
+        default="",
+        help="this process's name in the Leases (default: $POD_NAME or host-pid)",
+    )
+    # Set by the supervisor for its worker processes.
+    p.add_argument("--buckets", default="", help=argparse.SUPPRESS)
+    p.add_argument("--worker-name", default="", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
@@ -141,11 +164,15 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cliques.operator import logs, process
+    # Only `logs` here: prometheus_client must not be imported before the supervisor has
+    # set PROMETHEUS_MULTIPROC_DIR (it reads the variable when it is imported).
+    from cliques.operator import logs
 
     if args.workers < 1:
         raise SystemExit("cliques operator: --workers must be >= 1")
     if args.workers == 1:
+        from cliques.operator import process
+
         logs.setup(args.log_level, args.log_format, prefix=args.worker_name)
         return process.run_single(config_from_args(args), metrics_port=args.metrics_port)
 

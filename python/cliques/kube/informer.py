@@ -131,6 +131,8 @@ class Informer(Generic[T]):
         try:
             while True:
                 try:
+                    if self._forced_rv is not None:
+                        self.resource_version, self._forced_rv = self._forced_rv, None
                     if not self.resource_version:
                         await self._relist(reason)
                     self._watch_task = asyncio.ensure_future(self._watch_once())
@@ -140,9 +142,7 @@ class Informer(Generic[T]):
                         task = asyncio.current_task()
                         if task is not None and task.cancelling():
                             raise  # the informer itself is stopping
-                        if self._forced_rv is not None:
-                            self.resource_version, self._forced_rv = self._forced_rv, None
-                        continue
+                        continue  # interrupt_watch(): start the next watch now
                     backoff = 0.2
                 except errors.Gone:
                     log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)
