@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from cliques.cli import devcluster_cmd
-from cliques.devcluster import build, cluster, kwok
+from cliques.devcluster import build, cluster, kwok, processes
 
 from ..conftest import KubeCluster
 
@@ -198,7 +198,7 @@ def test_second_cluster_side_by_side_restart_and_down(kube_cluster: KubeCluster)
     assert not paths.workdir.exists() and not paths.state_dir.exists()
     assert not paths.lock_file.exists()
     assert cluster.status(name).state == "absent"
-    alive = cluster._ps(pids)
+    alive = processes.ps(pids)
     assert not [p for p in alive.values() if str(paths.workdir) in p.args]
     # The test cluster is untouched.
     assert cluster.status(dev_cluster(kube_cluster)).state == "running"

@@ -87,6 +87,8 @@ def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path:
     stamp = json.loads((root / f"kube-{gomodules.KUBE.version()}" / "stamp.json").read_text())
     assert stamp["version"] == gomodules.KUBE.version()
     assert "built in" in out.getvalue()
+    assert "downloaded 1 modules (latest example.com/dep v1.0.0)" in out.getvalue()
+    assert "go: downloading" not in out.getvalue()  # summarised, not one line per module
     assert (root / f"etcd-{gomodules.ETCD.version()}" / "build.log").read_text().count("$ ") >= 3
 
     before = len(calls(tmp_path))

@@ -321,6 +321,16 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
 
     report.step(build.label, "resolving modules and packages (downloads through the Go proxy)")
     listed: list[str] = []
+    downloads = 0
+
+    def on_resolve(line: str) -> None:
+        nonlocal downloads
+        if line.startswith("go: downloading "):
+            downloads += 1
+            report.downloaded(build.label, downloads, line.removeprefix("go: downloading "))
+        else:
+            report.step(build.label, line)
+
     _stream(
         build,
         "resolve packages",
@@ -329,8 +339,10 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
         env,
         log,
         on_stdout=listed.append,
-        on_stderr=lambda line: report.step(build.label, line),
+        on_stderr=on_resolve,
     )
+    if downloads:
+        report.step(build.label, f"downloaded {downloads} modules")
     report.total(build.label, len(listed))
 
     report.step(build.label, f"compiling {len(listed)} packages")

@@ -25,7 +25,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -35,16 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cliques.devcluster import kwok
+from cliques.devcluster import kwok, processes
 from cliques.devcluster.build import Binaries, cache_root, ensure_binaries, installed_binaries
 from cliques.devcluster.errors import ComponentError, DevClusterError
 from cliques.devcluster.progress import Reporter
 
 State = Literal["running", "degraded", "stopped", "absent"]
 
-_POLL_SECONDS = 0.25
 _KUBECTL_TIMEOUT = 30.0
-_LOG_TAIL_LINES = 30
 # What each readiness condition waits for, and whose log explains a timeout.
 _LEASES = {"kube-scheduler": "kube-scheduler", "kube-controller-manager": "kube-controller-manager"}
 
@@ -182,54 +179,14 @@ class DownResult:
 # --- processes ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Proc:
-    pid: int
-    stat: str
-    rss_kib: int
-    args: str
-
-
-def _ps(pids: list[int]) -> dict[int, _Proc]:
-    """`ps` facts about the live, non-zombie processes among `pids` (Linux and macOS)."""
-    if not pids:
-        return {}
-    done = subprocess.run(
-        ["ps", "-ww", "-o", "pid=,stat=,rss=,args=", "-p", ",".join(map(str, pids))],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
-    found: dict[int, _Proc] = {}
-    for line in done.stdout.splitlines():
-        parts = line.split(None, 3)
-        if len(parts) < 3 or not parts[0].isdigit():
-            continue
-        proc = _Proc(
-            int(parts[0]), parts[1], int(parts[2] or 0), parts[3] if len(parts) > 3 else ""
-        )
-        if not proc.stat.startswith("Z"):
-            found[proc.pid] = proc
-    return found
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _is_ours(proc: _Proc, paths: ClusterPaths, component: str) -> bool:
+def _is_ours(proc: processes.Proc, paths: ClusterPaths, component: str) -> bool:
     """Guards against a recycled pid (after a reboot) naming somebody else's process."""
     return component in proc.args and f"{paths.workdir}{os.sep}" in proc.args
 
 
 def _component_states(paths: ClusterPaths) -> list[ComponentState]:
-    pids = {c: _read_pid(paths.pid_file(c)) for c in kwok.COMPONENTS}
-    live = _ps([p for p in pids.values() if p is not None])
+    pids = {c: processes.read_pid(paths.pid_file(c)) for c in kwok.COMPONENTS}
+    live = processes.ps(p for p in pids.values() if p is not None)
     states: list[ComponentState] = []
     for component, pid in pids.items():
         proc = live.get(pid) if pid is not None else None
@@ -237,18 +194,6 @@ def _component_states(paths: ClusterPaths) -> list[ComponentState]:
         rss = proc.rss_kib * 1024 if proc is not None and running else 0
         states.append(ComponentState(component, pid, running, rss, paths.component_log(component)))
     return states
-
-
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
-            data = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(data.splitlines()[-lines:])
 
 
 # --- status, kubeconfig, env --------------------------------------------------------------
@@ -348,13 +293,14 @@ def _kwokctl(paths: ClusterPaths, argv: list[str], what: str, timeout: float = 1
         except subprocess.TimeoutExpired as exc:
             raise DevClusterError(
                 f"`kwokctl {what}` did not finish in {timeout:.0f}s; its log is "
-                f"{paths.kwokctl_log}\n{_tail(paths.kwokctl_log)}"
+                f"{paths.kwokctl_log}\n{processes.tail(paths.kwokctl_log)}"
             ) from exc
         log.write(done.stdout)
     if done.returncode != 0:
         raise DevClusterError(
             f"`kwokctl {what}` failed (exit status {done.returncode}) for dev cluster "
-            f"'{paths.name}'; its log is {paths.kwokctl_log}\n{_tail(paths.kwokctl_log, 15)}"
+            f"'{paths.name}'; its log is {paths.kwokctl_log}\n"
+            + processes.tail(paths.kwokctl_log, 15)
         )
     return done.stdout
 
@@ -490,7 +436,7 @@ def _check_components(paths: ClusterPaths) -> None:
     for component in _component_states(paths):
         if not component.running:
             raise ComponentError(
-                paths.name, component.name, "exited", component.log, _tail(component.log)
+                paths.name, component.name, "exited", component.log, processes.tail(component.log)
             )
 
 
@@ -501,7 +447,7 @@ def _timed_out(paths: ClusterPaths, component: str, what: str, timeout: float) -
         component,
         f"did not come up within {timeout:.0f}s (still waiting for {what})",
         log,
-        _tail(log),
+        processes.tail(log),
     )
 
 
@@ -515,7 +461,7 @@ def _wait_for_apiserver(
             return
         if time.monotonic() > deadline:
             raise _timed_out(paths, "kube-apiserver", "/readyz to answer ok", timeout)
-        time.sleep(_POLL_SECONDS)
+        time.sleep(processes.POLL_SECONDS)
 
 
 def _scale_nodes(kubectl: _Kubectl, wanted: int | None, paths: ClusterPaths) -> list[str]:
@@ -582,7 +528,7 @@ def _wait_until_usable(
         if time.monotonic() > deadline:
             what, component = pending
             raise _timed_out(paths, component, what, timeout)
-        time.sleep(_POLL_SECONDS)
+        time.sleep(processes.POLL_SECONDS)
 
 
 # --- down ---------------------------------------------------------------------------------
@@ -610,7 +556,9 @@ def down(
                     "delete cluster",
                     timeout=60,
                 )
-        killed = _stop_processes(paths, running, timeout)
+        killed = processes.stop(
+            running, lambda proc: _is_ours(proc, paths, running[proc.pid]), timeout
+        )
         for directory in removed:
             shutil.rmtree(directory, ignore_errors=True)
     paths.lock_file.unlink(missing_ok=True)
@@ -621,31 +569,6 @@ def down(
 def _kwokctl_binary(root: Path) -> Path | None:
     binaries = installed_binaries(root)
     return binaries.kwokctl if binaries is not None else None
-
-
-def _stop_processes(paths: ClusterPaths, running: dict[int, str], timeout: float) -> list[int]:
-    """Wait for the cluster's processes to exit (TERM them first); KILL whoever stays."""
-
-    def ours_alive() -> list[int]:
-        live = _ps(list(running))
-        return [pid for pid, proc in live.items() if _is_ours(proc, paths, running[pid])]
-
-    for pid in ours_alive():
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while (alive := ours_alive()) and time.monotonic() < deadline:
-        time.sleep(_POLL_SECONDS)
-    for pid in alive:
-        _signal(pid, signal.SIGKILL)
-    end = time.monotonic() + 10
-    while ours_alive() and time.monotonic() < end:
-        time.sleep(_POLL_SECONDS)
-    return alive
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError):
-        os.kill(pid, sig)
 
 
 def _remove_if_empty(paths: ClusterPaths) -> list[Path]:

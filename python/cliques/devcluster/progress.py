@@ -35,6 +35,9 @@ class Reporter(Protocol):
     def step(self, label: str, text: str) -> None:
         """A named step begins, or a notable event happens (a module download)."""
 
+    def downloaded(self, label: str, count: int, module: str) -> None:
+        """The Go proxy delivered the `count`-th module (`module` is `path version`)."""
+
     def total(self, label: str, packages: int) -> None:
         """How many packages the compile step may need to build."""
 
@@ -66,6 +69,10 @@ class PlainReporter:
 
     def step(self, label: str, text: str) -> None:
         self._line(label, text)
+
+    def downloaded(self, label: str, count: int, module: str) -> None:
+        if count == 1 or count % 50 == 0:
+            self._line(label, f"downloaded {count} modules (latest {module})")
 
     def total(self, label: str, packages: int) -> None:
         self._totals[label] = packages
@@ -124,6 +131,9 @@ class RichReporter:
     def step(self, label: str, text: str) -> None:
         self._progress.update(self._tasks[label], detail=text[-60:])
 
+    def downloaded(self, label: str, count: int, module: str) -> None:
+        self._progress.update(self._tasks[label], detail=f"downloaded {count}: {module}"[-60:])
+
     def total(self, label: str, packages: int) -> None:
         self._totals[label] = packages
         self._progress.update(self._tasks[label], total=packages, completed=0)
@@ -152,6 +162,9 @@ class QuietReporter:
         pass
 
     def step(self, label: str, text: str) -> None:
+        pass
+
+    def downloaded(self, label: str, count: int, module: str) -> None:
         pass
 
     def total(self, label: str, packages: int) -> None:
