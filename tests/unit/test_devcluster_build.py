@@ -247,3 +247,16 @@ def test_format_seconds() -> None:
     assert progress.format_seconds(5.2) == "5s"
     assert progress.format_seconds(75) == "1m15s"
     assert progress.format_seconds(3700) == "1h01m40s"
+
+
+def test_rich_progress_runs_through_a_build() -> None:
+    reporter = progress.RichReporter()
+    reporter.step("kube v1", "waiting for the build running in pid 1 to finish")
+    reporter.start("kube v1", "building")
+    reporter.downloaded("kube v1", 1, "example.com/a v1.0.0")
+    reporter.total("kube v1", 3)
+    for done in range(1, 4):
+        reporter.advance("kube v1", done, f"pkg{done}")
+    reporter.finish("kube v1", True, "built")
+    reporter.close()
+    reporter.close()  # idempotent

@@ -1,7 +1,7 @@
 """`cliques dev-cluster`: a local real Kubernetes control plane, no Docker.
 
     cliques dev-cluster up [--name N] [--nodes K] [--disable-qps-limits] [--dry-run]
-    cliques dev-cluster down [--name N]
+    cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
     cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
@@ -65,6 +65,7 @@ def register(subparsers: Any) -> None:
     up.set_defaults(func=_up)
 
     down = named("down", "stop a dev cluster and remove all its processes and files")
+    down.add_argument("--all", action="store_true", help="every dev cluster on this machine")
     down.set_defaults(func=_down)
 
     status = named("status", "show whether a dev cluster runs, its components and memory")
@@ -145,18 +146,25 @@ def _up(args: argparse.Namespace) -> int:
 
 def _down(args: argparse.Namespace) -> int:
     try:
-        result = cluster.down(args.name)
+        names = cluster.list_clusters() if args.all else [kwok.validate_name(args.name)]
+        for name in names:
+            _report_down(name, cluster.down(name))
     except (DevClusterError, ValueError) as exc:
         return _fail(exc)
+    if args.all and not names:
+        _say("no dev clusters")
+    return 0
+
+
+def _report_down(name: str, result: cluster.DownResult) -> None:
     if not result.existed:
-        _say(f"there is no dev cluster named '{args.name}'")
-        return 0
+        _say(f"there is no dev cluster named '{name}'")
+        return
     stopped = f"stopped {len(result.stopped)} processes"
     if result.killed:
         stopped += f" ({len(result.killed)} needed SIGKILL)"
     removed = ", ".join(str(p) for p in result.removed) or "nothing left to remove"
-    _say(f"dev cluster '{args.name}': {stopped}; removed {removed}")
-    return 0
+    _say(f"dev cluster '{name}': {stopped}; removed {removed}")
 
 
 def _status(args: argparse.Namespace) -> int:

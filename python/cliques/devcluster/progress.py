@@ -122,13 +122,19 @@ class RichReporter:
         )
         self._tasks: dict[str, TaskID] = {}
         self._totals: dict[str, int] = {}
-        self._progress.start()
+        self._live = False
 
     def start(self, label: str, note: str) -> None:
+        if not self._live:  # only once there is a build to show: nothing flickers otherwise
+            self._progress.start()
+            self._live = True
         self._console.print(f"[bold]{label}[/]: {note}")
         self._tasks[label] = self._progress.add_task(label, total=None, detail="")
 
     def step(self, label: str, text: str) -> None:
+        if label not in self._tasks:  # e.g. "reusing ..." after waiting for another build
+            self._console.print(f"{label}: {text}")
+            return
         self._progress.update(self._tasks[label], detail=text[-60:])
 
     def downloaded(self, label: str, count: int, module: str) -> None:
@@ -152,7 +158,9 @@ class RichReporter:
         self._console.print(f"[{colour}]{label}[/]: {text}")
 
     def close(self) -> None:
-        self._progress.stop()
+        if self._live:
+            self._progress.stop()
+            self._live = False
 
 
 class QuietReporter:
