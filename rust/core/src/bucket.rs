@@ -41,10 +41,12 @@ mod tests {
 
     #[test]
     fn known_values() {
-        // fnv1a_32(b"a/b") = 0x2a3c3f2b ... checked against the reference below.
-        let h = fnv1a_32(b"a/b");
-        assert_eq!(bucket_of("a", "b", DEFAULT_BUCKETS).unwrap(), h % 256);
-        assert_eq!(bucket_of("a", "b", u32::MAX).unwrap(), h % u32::MAX);
+        // FNV-1a 32 of the keys, computed independently (tests/reference_canonical.py).
+        assert_eq!(fnv1a_32(b"a/b"), 0x3a8e75c1);
+        assert_eq!(fnv1a_32(b"default/web"), 0x41d689bb);
+        assert_eq!(bucket_of("a", "b", DEFAULT_BUCKETS).unwrap(), 0x3a8e75c1 % 256);
+        assert_eq!(bucket_of("default", "web", DEFAULT_BUCKETS).unwrap(), 187);
+        assert_eq!(bucket_of("a", "b", u32::MAX).unwrap(), 0x3a8e75c1 % u32::MAX);
     }
 
     #[test]
