@@ -169,6 +169,17 @@ class KubeClient:
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
 
+    async def get_path(self, path: str) -> bytes:
+        """GET a non-resource path (`/metrics`, `/version`, `/readyz`): the body bytes."""
+        headers = await self._headers(None)
+        async with self._session.get(
+            self.host + path, headers=headers, server_hostname=self._server_hostname
+        ) as resp:
+            data = await resp.read()
+            if resp.status >= 300:
+                raise errors.from_response(resp.status, data, verb="get", path=path)
+            return data
+
     # -- verbs ------------------------------------------------------------------------------
 
     async def get(self, resource: Resource, namespace: str | None, name: str, type_: type[T]) -> T:

@@ -1,0 +1,113 @@
+"""The benchmark's view of the cluster: watches (not polls) pods and CliqueSets of one
+namespace and keeps what the phases need: which pods exist, are Ready and run which image,
+and every pod ADDED/DELETED event in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import msgspec
+
+from cliques.api.meta import Condition, ObjectMeta
+from cliques.kube.client import KubeClient
+from cliques.kube.informer import Informer
+from cliques.kube.resources import CLIQUESETS, PODS
+
+
+class _Ctr(msgspec.Struct):
+    name: str = ""
+    image: str = ""
+
+
+class _PodSpec(msgspec.Struct):
+    containers: list[_Ctr] = []
+
+
+class _Cond(msgspec.Struct):
+    type: str = ""
+    status: str = ""
+
+
+class _PodStatus(msgspec.Struct):
+    conditions: list[_Cond] = []
+
+
+class BenchPod(msgspec.Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: _PodSpec = msgspec.field(default_factory=_PodSpec)
+    status: _PodStatus = msgspec.field(default_factory=_PodStatus)
+
+    @property
+    def ready(self) -> bool:
+        return self.metadata.deletion_timestamp is None and any(
+            c.type == "Ready" and c.status == "True" for c in self.status.conditions
+        )
+
+    def image(self, container: str = "main") -> str:
+        return next((c.image for c in self.spec.containers if c.name == container), "")
+
+
+class _CqsStatus(msgspec.Struct, rename="camel"):
+    observed_generation: int = 0
+    conditions: list[Condition] = []
+
+
+class BenchCliqueSet(msgspec.Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    status: _CqsStatus | None = None
+
+    @property
+    def available(self) -> bool:
+        st = self.status
+        return (
+            st is not None
+            and st.observed_generation == self.metadata.generation
+            and any(c.type == "Available" and c.status == "True" for c in st.conditions)
+        )
+
+
+class Observer:
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        self.pods: Informer[Any] = Informer(client, PODS, BenchPod, namespace=namespace)
+        self.sets: Informer[Any] = Informer(client, CLIQUESETS, BenchCliqueSet, namespace=namespace)
+        self.added: list[str] = []
+        self.deleted: list[str] = []
+        self.pods.add_handler(self._on_pod)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _on_pod(self, kind: str, old: Any, new: BenchPod) -> None:
+        if kind == "ADDED":
+            self.added.append(new.metadata.name)
+        elif kind == "DELETED":
+            self.deleted.append(new.metadata.name)
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(i.run()) for i in (self.pods, self.sets)]
+        await asyncio.wait_for(
+            asyncio.gather(self.pods.synced.wait(), self.sets.synced.wait()), timeout=60
+        )
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+    def live_pods(self) -> list[BenchPod]:
+        return [p for p in self.pods.store.objects() if p.metadata.deletion_timestamp is None]
+
+    def count(self, *, ready: bool = False, image: str | None = None) -> int:
+        n = 0
+        for p in self.live_pods():
+            if ready and not p.ready:
+                continue
+            if image is not None and p.image() != image:
+                continue
+            n += 1
+        return n
+
+    def available_sets(self) -> int:
+        return sum(1 for s in self.sets.store.objects() if s.available)

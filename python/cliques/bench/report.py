@@ -1,0 +1,183 @@
+"""Benchmark output: a Markdown table a person reads, JSON a later run compares against,
+PNG plots to look at, and the target check of the scale benchmark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+PHASES = (
+    "pods-created",
+    "pods-ready",
+    "available",
+    "steady-state",
+    "rolling-update",
+    "reorder-apply",
+    "delete",
+)
+
+
+def _api_summary(api: dict[str, int]) -> tuple[int, int, int]:
+    total = sum(api.values())
+    conflicts = sum(n for k, n in api.items() if k.endswith(" 409"))
+    throttled = sum(n for k, n in api.items() if k.endswith(" 429"))
+    return total, conflicts, throttled
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    head = (
+        "| operator | phase | wall s | CPU s | peak RSS MiB | API req | 409 | 429 | "
+        "spurious +/- | replaced |"
+    )
+    rows = [head, "|" + "---|" * 10]
+    for run in runs:
+        if run.get("error"):
+            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} |||||||||")
+        for ph in run["phases"]:
+            total, c409, c429 = _api_summary(ph["api"])
+            wall = f"{ph['wall']:.1f}" + ("" if ph["completed"] else " (timeout)")
+            rows.append(
+                f"| {run['operator']} | {ph['phase']} | {wall} | {ph['cpu']:.2f} | "
+                f"{ph['rss_peak_mib']:.0f} | {total} | {c409} | {c429} | "
+                f"{ph['spurious_creates']}/{ph['spurious_deletes']} | {ph['replaced']} |"
+            )
+    return "\n".join(rows)
+
+
+def _phase(run: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((p for p in run["phases"] if p["phase"] == name), None)
+
+
+def targets(runs: list[dict[str, Any]], total_pods: int) -> list[tuple[str, str, bool]]:
+    """(operator, target, met) for every cliques run against the issue's targets."""
+    out: list[tuple[str, str, bool]] = []
+    kopf = next((r for r in runs if r["operator"] == "kopf" and not r.get("error")), None)
+    for run in runs:
+        if not run["operator"].startswith("cliques") or run.get("error"):
+            continue
+        name = run["operator"]
+        ready = _phase(run, "pods-ready")
+        avail = _phase(run, "available")
+        steady = _phase(run, "steady-state")
+        reorder = _phase(run, "reorder-apply")
+        if ready:
+            out.append(
+                (
+                    name,
+                    f"{total_pods} pods Ready <= 60 s (got {ready['wall']:.1f} s)",
+                    ready["completed"] and ready["wall"] <= 60,
+                )
+            )
+        if avail:
+            out.append((name, f"deploy CPU <= 5 s (got {avail['cpu']:.2f} s)", avail["cpu"] <= 5))
+        if steady:
+            noop = steady["extra"].get("noop_cpu_per_set", 0.0) * 1000
+            out.append(
+                (name, f"no-op reconcile CPU <= 50 ms per set (got {noop:.1f} ms)", noop <= 50)
+            )
+        spurious = sum(p["spurious_creates"] + p["spurious_deletes"] for p in run["phases"])
+        out.append((name, f"zero spurious creates/deletes (got {spurious})", spurious == 0))
+        if reorder:
+            out.append(
+                (
+                    name,
+                    f"re-order-only apply replaces 0 pods (got {reorder['replaced']})",
+                    reorder["replaced"] == 0,
+                )
+            )
+        if kopf is not None:
+            for ph in run["phases"]:
+                other = _phase(kopf, ph["phase"])
+                if other is None or ph["phase"] == "steady-state":
+                    continue
+                ratio = other["cpu"] / ph["cpu"] if ph["cpu"] > 0 else float("inf")
+                out.append(
+                    (
+                        name,
+                        f"{ph['phase']}: >= 5x less CPU than kopf (got {ratio:.1f}x)",
+                        ratio >= 5,
+                    )
+                )
+    return out
+
+
+def save(doc: dict[str, Any], out_dir: Path, stem: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{stem}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
+    """Phase timeline per operator, and operator CPU over time. Needs matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    runs = [r for r in doc["runs"] if r["phases"]]
+    paths = []
+    fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(1, len(runs))))
+    colors = plt.get_cmap("tab10")
+    for y, run in enumerate(runs):
+        start = 0.0
+        deploy_end = 0.0
+        for i, ph in enumerate(run["phases"]):
+            if ph["phase"] in ("pods-created", "pods-ready", "available"):
+                left, width = deploy_end, ph["wall"] - deploy_end
+                deploy_end = ph["wall"]
+                start = deploy_end
+            else:
+                left, width = start, ph["wall"]
+                start += ph["wall"]
+            ax.barh(
+                y,
+                width,
+                left=left,
+                color=colors(i % 10),
+                edgecolor="white",
+                label=ph["phase"] if y == 0 else None,
+            )
+    ax.set_yticks(range(len(runs)), [r["operator"] for r in runs])
+    ax.set_xlabel("seconds")
+    ax.set_title(f"cliques bench scale {doc['shape']}: phases")
+    ax.legend(ncol=4, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    fig.tight_layout()
+    p = out_dir / f"{stem}-timeline.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for run in runs:
+        tl = run["cpu_timeline"]
+        if tl:
+            ax.plot([t for t, _ in tl], [c for _, c in tl], label=run["operator"])
+    ax.set_xlabel("seconds since the operator started")
+    ax.set_ylabel("operator CPU seconds (cumulative)")
+    ax.set_title(f"operator CPU over the run ({doc['shape']})")
+    ax.legend()
+    fig.tight_layout()
+    p = out_dir / f"{stem}-cpu.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    return paths
+
+
+def compare(paths: list[Path]) -> str:
+    """`cliques bench report`: saved runs side by side."""
+    blocks = []
+    for path in paths:
+        doc = json.loads(path.read_text())
+        if doc.get("kind") != "scale":
+            blocks.append(f"## {path.name}\n\n(not a scale run: kind={doc.get('kind')!r})")
+            continue
+        blocks.append(
+            f"## {path.name}: shape {doc['shape']}, {doc.get('started', '?')}\n\n"
+            + markdown(doc["runs"])
+        )
+    return "\n\n".join(blocks)

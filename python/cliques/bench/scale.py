@@ -1,0 +1,445 @@
+"""`cliques bench scale`: one workload, several operators, one cluster, one run.
+
+For each operator under test, in turn, in a namespace of its own: start it as a process,
+apply the CliqueSets, and time each phase from its first API call:
+
+- deploy: pods-created, pods-ready, available (cumulative from the apply);
+- steady-state: bump an annotation that changes nothing, measure for `--steady` seconds;
+- rolling-update: change the image, until every pod runs it and every set is Available;
+- reorder-apply: apply the same desired state re-ordered and re-spelled (must replace 0);
+- delete: delete the CliqueSets, until every pod is gone.
+
+Per phase: wall time, operator CPU seconds (its whole process tree, from /proc), peak RSS,
+API requests by verb and code from the API server's own counters, spurious creates and
+deletes (judged from a watch of the namespace's pods), and pods replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cliques.bench import apimetrics, procstats, workload
+from cliques.bench.observer import Observer
+from cliques.kube import errors
+from cliques.kube.client import KubeClient
+from cliques.kube.resources import CLIQUESETS, NAMESPACES
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class OperatorSpec:
+    name: str
+    argv: list[str]  # may hold {kubeconfig}, {namespace}, {metrics_port}, {python}
+    readyz: bool = False  # serves /readyz on {metrics_port}
+
+
+@dataclass
+class PhaseResult:
+    phase: str
+    wall: float
+    cpu: float
+    rss_peak_mib: float
+    api: dict[str, int]
+    spurious_creates: int = 0
+    spurious_deletes: int = 0
+    replaced: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+    completed: bool = True
+
+
+@dataclass
+class OperatorRun:
+    operator: str
+    phases: list[PhaseResult] = field(default_factory=list)
+    cpu_timeline: list[tuple[float, float]] = field(default_factory=list)  # (t, cpu s)
+    rss_by_process: dict[str, float] = field(default_factory=dict)  # name -> peak MiB
+    error: str = ""
+    log: str = ""
+
+
+def cliques_operator(workers: int) -> OperatorSpec:
+    return OperatorSpec(
+        f"cliques-w{workers}",
+        [
+            "{python}",
+            "-m",
+            "cliques",
+            "operator",
+            "--workers",
+            str(workers),
+            "--kubeconfig",
+            "{kubeconfig}",
+            "--namespace",
+            "{namespace}",
+            "--metrics-port",
+            "{metrics_port}",
+            "--qps",
+            "0",
+            "--log-level",
+            "warning",
+        ],
+        readyz=True,
+    )
+
+
+def kopf_operator(python: str) -> OperatorSpec:
+    return OperatorSpec(
+        "kopf",
+        [
+            python,
+            "-m",
+            "kopf",
+            "run",
+            "--standalone",
+            "--quiet",
+            "--namespace",
+            "{namespace}",
+            str(REPO / "bench" / "peers" / "kopf" / "operator.py"),
+        ],
+    )
+
+
+def custom_operator(text: str) -> OperatorSpec:
+    name, sep, cmd = text.partition("=")
+    if not sep or not name or not cmd:
+        raise ValueError(f"--operator-cmd {text!r}: expected NAME=COMMAND")
+    return OperatorSpec(name, shlex.split(cmd))
+
+
+class Sampler:
+    """Samples the operator tree's CPU and RSS every `period` seconds in a thread-free way."""
+
+    def __init__(self, pid: int, period: float = 0.5) -> None:
+        self.meter = procstats.TreeMeter(pid)
+        self.period = period
+        self.t0 = time.monotonic()
+        self.timeline: list[tuple[float, float]] = []
+        self.rss_peak_total = 0
+        self.rss_peak: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def sample(self) -> float:
+        procs = self.meter.sample()
+        cpu = sum(s.cpu_seconds for s in self.meter._last.values())
+        total = sum(s.rss_bytes for s in procs)
+        self.rss_peak_total = max(self.rss_peak_total, total)
+        for s in procs:
+            self.rss_peak[s.name] = max(self.rss_peak.get(s.name, 0), s.rss_bytes)
+        self.timeline.append((time.monotonic() - self.t0, cpu))
+        return cpu
+
+    def reset_peak(self) -> None:
+        self.rss_peak_total = 0
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.to_thread(self.sample)
+            await asyncio.sleep(self.period)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+@dataclass
+class Settings:
+    kubeconfig: str
+    shape: workload.Shape
+    steady: float = 30.0
+    timeout: float = 600.0
+    log_dir: Path = Path("/tmp")
+
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+async def run_operator(spec: OperatorSpec, cfg: Settings, progress: Progress) -> OperatorRun:
+    result = OperatorRun(spec.name)
+    client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager="cliques-bench")
+    ns = f"bench-{spec.name}-{int(time.time()) % 100000}"
+    log_path = cfg.log_dir / f"{ns}.log"
+    result.log = str(log_path)
+    proc: subprocess.Popen[bytes] | None = None
+    observer = Observer(client, ns)
+    sampler: Sampler | None = None
+    try:
+        await client.create(NAMESPACES, None, {"metadata": {"name": ns}}, dict)
+        port = _free_port()
+        argv = [
+            a.format(
+                kubeconfig=cfg.kubeconfig, namespace=ns, metrics_port=port, python=sys.executable
+            )
+            for a in spec.argv
+        ]
+        env = dict(os.environ, KUBECONFIG=cfg.kubeconfig)
+        proc = _spawn(argv, env, log_path)
+        await observer.start()
+        await _wait_started(proc, spec, port)
+        sampler = Sampler(proc.pid)
+        sampler.start()
+        await _phases(client, ns, cfg, observer, sampler, result, progress, proc)
+        result.cpu_timeline = sampler.timeline
+        result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
+    except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if sampler is not None:
+            await sampler.stop()
+        if proc is not None:
+            _stop(proc)
+        await observer.stop()
+        with contextlib.suppress(errors.ApiError):
+            await client.delete(NAMESPACES, None, ns)
+        await client.close()
+    return result
+
+
+async def _phases(
+    client: KubeClient,
+    ns: str,
+    cfg: Settings,
+    obs: Observer,
+    sampler: Sampler,
+    result: OperatorRun,
+    progress: Progress,
+    proc: subprocess.Popen[bytes],
+) -> None:
+    shape = cfg.shape
+    desired = shape.desired_pods()
+    total = shape.total_pods
+    names = shape.names()
+
+    async def wait(phase: str, done: Callable[[], int], want: int) -> bool:
+        deadline = time.monotonic() + cfg.timeout
+        while True:
+            n = done()
+            progress(phase, n, want)
+            if n >= want:
+                return True
+            if proc.poll() is not None:
+                raise RuntimeError(f"operator exited with code {proc.returncode}")
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+
+    def record(
+        phase: str,
+        t0: float,
+        cpu0: float,
+        api0: Any,
+        api1: Any,
+        mark: tuple[int, int],
+        ok: bool,
+        **extra: float,
+    ) -> None:
+        judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
+        result.phases.append(
+            PhaseResult(
+                phase=phase,
+                wall=time.monotonic() - t0,
+                cpu=sampler.sample() - cpu0,
+                rss_peak_mib=sampler.rss_peak_total / 2**20,
+                api=apimetrics.delta(api1, api0),
+                spurious_creates=judged.spurious_creates,
+                spurious_deletes=judged.spurious_deletes,
+                replaced=judged.replaced,
+                extra=dict(extra),
+                completed=ok,
+            )
+        )
+
+    async def apply(bodies: list[dict[str, Any]]) -> None:
+        await asyncio.gather(
+            *(
+                client.patch(
+                    CLIQUESETS,
+                    ns,
+                    b["metadata"]["name"],
+                    {**b, "metadata": {**b["metadata"], "namespace": ns}},
+                    dict,
+                    patch_type="apply",
+                    force=True,
+                )
+                for b in bodies
+            )
+        )
+
+    # -- deploy ----------------------------------------------------------------------------
+    api0 = await apimetrics.scrape(client)
+    cpu0 = sampler.sample()
+    sampler.reset_peak()
+    mark = (len(obs.added), len(obs.deleted))
+    t0 = time.monotonic()
+    await apply([workload.manifest(n, shape) for n in names])
+    for phase, fn in (
+        ("pods-created", lambda: len(obs.live_pods())),
+        ("pods-ready", lambda: obs.count(ready=True)),
+        ("available", lambda: obs.available_sets() * (total // len(names))),
+    ):
+        ok = await wait(phase, fn, total)
+        record(phase, t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+        if not ok:
+            return
+
+    # -- steady state: a change that changes nothing ---------------------------------------
+    idle_cpu0 = sampler.sample()
+    await asyncio.sleep(3.0)
+    idle_rate = (sampler.sample() - idle_cpu0) / 3.0
+    api0, cpu0, mark = (
+        await apimetrics.scrape(client),
+        sampler.sample(),
+        (len(obs.added), len(obs.deleted)),
+    )
+    sampler.reset_peak()
+    t0 = time.monotonic()
+    stamp = str(time.time())
+    await asyncio.gather(
+        *(
+            client.patch(
+                CLIQUESETS, ns, n, {"metadata": {"annotations": {"bench/noop": stamp}}}, dict
+            )
+            for n in names
+        )
+    )
+    while time.monotonic() - t0 < cfg.steady:
+        progress("steady-state", int(time.monotonic() - t0), int(cfg.steady))
+        await asyncio.sleep(0.5)
+    window = time.monotonic() - t0
+    cpu_window = sampler.sample() - cpu0
+    record(
+        "steady-state",
+        t0,
+        cpu0,
+        api0,
+        await apimetrics.scrape(client),
+        mark,
+        True,
+        noop_cpu_per_set=max(0.0, cpu_window - idle_rate * window) / len(names),
+        idle_cpu_per_s=idle_rate,
+    )
+
+    # -- rolling update --------------------------------------------------------------------
+    api0, cpu0, mark = (
+        await apimetrics.scrape(client),
+        sampler.sample(),
+        (len(obs.added), len(obs.deleted)),
+    )
+    sampler.reset_peak()
+    t0 = time.monotonic()
+    new_image = "busybox:1.37"
+    await apply([workload.manifest(n, shape, image=new_image) for n in names])
+    ok = await wait(
+        "rolling-update",
+        lambda: min(
+            obs.count(ready=True, image=new_image), obs.available_sets() * (total // len(names))
+        ),
+        total,
+    )
+    record("rolling-update", t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+    if not ok:
+        return
+
+    # -- re-order-only apply ---------------------------------------------------------------
+    api0, cpu0, mark = (
+        await apimetrics.scrape(client),
+        sampler.sample(),
+        (len(obs.added), len(obs.deleted)),
+    )
+    sampler.reset_peak()
+    t0 = time.monotonic()
+    await apply([workload.reordered(workload.manifest(n, shape, image=new_image)) for n in names])
+    # Settle: every set observed the new generation and stays Available for 10 s.
+    settle_until = time.monotonic() + 10.0
+    while time.monotonic() < settle_until:
+        progress("reorder-apply", obs.available_sets(), len(names))
+        if obs.available_sets() < len(names) or len(obs.deleted) > mark[1]:
+            settle_until = max(settle_until, time.monotonic() + 2.0)
+        if time.monotonic() - t0 > cfg.timeout:
+            break
+        await asyncio.sleep(0.2)
+    record("reorder-apply", t0, cpu0, api0, await apimetrics.scrape(client), mark, True)
+
+    # -- delete ----------------------------------------------------------------------------
+    api0, cpu0, mark = (
+        await apimetrics.scrape(client),
+        sampler.sample(),
+        (len(obs.added), len(obs.deleted)),
+    )
+    sampler.reset_peak()
+    t0 = time.monotonic()
+    await asyncio.gather(*(client.delete(CLIQUESETS, ns, n) for n in names))
+    ok = await wait("delete", lambda: total - len(obs.pods.store), total)
+    record("delete", t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+
+
+async def _wait_started(proc: subprocess.Popen[bytes], spec: OperatorSpec, port: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{spec.name} exited with code {proc.returncode} at start")
+        if not spec.readyz:
+            if time.monotonic() > deadline - 115:  # 5 s: peers without a readiness endpoint
+                return
+        elif await asyncio.to_thread(_http_ok, f"http://127.0.0.1:{port}/readyz"):
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"{spec.name} not ready after 120 s")
+
+
+def _spawn(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start the operator in its own process group (so its workers stop with it)."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def as_dict(run: OperatorRun) -> dict[str, Any]:
+    return dataclasses.asdict(run)

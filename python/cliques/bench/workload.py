@@ -1,0 +1,150 @@
+"""The benchmark workload (pure): shapes, CliqueSet manifests, the desired pod set, and how
+a phase's pod events are judged (spurious creates/deletes, pods replaced)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """`SETSxGANGSxPODS`: SETS CliqueSets of GANGS gangs of PODS pods (1 leader + workers)."""
+
+    sets: int
+    gangs: int
+    pods: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        m = _SHAPE.match(text.strip())
+        if not m:
+            raise ValueError(f"shape {text!r} is not SETSxGANGSxPODS, e.g. 1x500x2")
+        shape = cls(*(int(g) for g in m.groups()))
+        if min(shape.sets, shape.gangs, shape.pods) < 1:
+            raise ValueError(f"shape {text!r}: every number must be >= 1")
+        return shape
+
+    def __str__(self) -> str:
+        return f"{self.sets}x{self.gangs}x{self.pods}"
+
+    @property
+    def total_pods(self) -> int:
+        return self.sets * self.gangs * self.pods
+
+    def names(self) -> list[str]:
+        return [f"bench-{i}" for i in range(self.sets)]
+
+    def roles(self) -> list[tuple[str, int]]:
+        return [("leader", 1)] + ([("worker", self.pods - 1)] if self.pods > 1 else [])
+
+    def desired_pods(self) -> set[str]:
+        return {
+            f"{cqs}-{g}-{role}-{i}"
+            for cqs in self.names()
+            for g in range(self.gangs)
+            for role, n in self.roles()
+            for i in range(n)
+        }
+
+
+def _template(role: str, image: str) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": "bench", "role": role}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": image,
+                    "ports": [
+                        {"name": "http", "containerPort": 8000},
+                        {"name": "metrics", "containerPort": 9000},
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "64Mi"},
+                        "limits": {"memory": "128Mi"},
+                    },
+                    "env": [{"name": "MODEL", "value": "llama"}],
+                },
+                {"name": "sidecar", "image": "busybox:1.36"},
+            ],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        },
+    }
+
+
+def manifest(name: str, shape: Shape, image: str = "busybox:1.36") -> dict[str, Any]:
+    return {
+        "apiVersion": "cliques.dev/v1alpha1",
+        "kind": "CliqueSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": shape.gangs,
+            "startupType": "AnyOrder",
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "maxUnavailable": max(1, shape.gangs // 10),
+            },
+            "template": {
+                "cliques": [
+                    {
+                        "name": role,
+                        "replicas": n,
+                        "minAvailable": n,
+                        "template": _template(role, image),
+                    }
+                    for role, n in shape.roles()
+                ]
+            },
+        },
+    }
+
+
+def reordered(body: dict[str, Any]) -> dict[str, Any]:
+    """The same desired state, spelled differently: map-lists and the cliques list in another
+    order, quantities in other units. A canonical hash sees no change."""
+    out = copy.deepcopy(body)
+    cliques = out["spec"]["template"]["cliques"]
+    cliques.reverse()
+    for c in cliques:
+        spec = c["template"]["spec"]
+        spec["containers"].reverse()
+        for ctr in spec["containers"]:
+            if "ports" in ctr:
+                ctr["ports"].reverse()
+            if "resources" in ctr:
+                ctr["resources"] = {
+                    "limits": {"memory": "134217728"},
+                    "requests": {"memory": "65536Ki", "cpu": "0.1"},
+                }
+    return out
+
+
+@dataclass
+class Judgement:
+    spurious_creates: int
+    spurious_deletes: int
+    replaced: int
+
+
+def judge(phase: str, added: list[str], deleted: list[str], desired: set[str]) -> Judgement:
+    """Count what no correct operator would have done during `phase`."""
+    adds, dels = Counter(added), Counter(deleted)
+    outside = sum(n for name, n in adds.items() if name not in desired)
+    if phase in ("apply", "pods-created", "pods-ready", "available"):
+        return Judgement(outside + sum(n - 1 for n in adds.values() if n > 1), len(deleted), 0)
+    if phase == "rolling-update":
+        return Judgement(
+            outside + sum(n - 1 for n in adds.values() if n > 1),
+            sum(n - 1 for n in dels.values() if n > 1)
+            + sum(n for name, n in dels.items() if name not in desired),
+            len(dels),
+        )
+    if phase in ("steady-state", "reorder-apply"):
+        return Judgement(len(added), len(deleted), len(dels))
+    return Judgement(0, 0, 0)  # delete: everything goes

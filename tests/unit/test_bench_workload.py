@@ -1,0 +1,41 @@
+"""The scale benchmark's pure parts: shapes, manifests, and how phases are judged."""
+
+import pytest
+
+from cliques import hashing
+from cliques.bench import workload
+
+
+def test_shape_parse_and_desired_pods() -> None:
+    shape = workload.Shape.parse("2x3x4")
+    assert (shape.sets, shape.gangs, shape.pods, shape.total_pods) == (2, 3, 4, 24)
+    pods = shape.desired_pods()
+    assert len(pods) == 24
+    assert {"bench-0-0-leader-0", "bench-1-2-worker-2"} <= pods
+    with pytest.raises(ValueError, match="SETSxGANGSxPODS"):
+        workload.Shape.parse("500x2")
+    with pytest.raises(ValueError, match=">= 1"):
+        workload.Shape.parse("1x0x2")
+
+
+def test_reordered_manifest_is_the_same_desired_state() -> None:
+    body = workload.manifest("bench-0", workload.Shape(1, 5, 3))
+    again = workload.reordered(body)
+    assert again != body
+    by_name = {c["name"]: c for c in again["spec"]["template"]["cliques"]}
+    for clique in body["spec"]["template"]["cliques"]:
+        assert hashing.template_hash(clique["template"]) == hashing.template_hash(
+            by_name[clique["name"]]["template"]
+        )
+
+
+def test_judge_counts_only_what_a_correct_operator_would_not_do() -> None:
+    desired = {"a", "b"}
+    ok = workload.judge("pods-ready", ["a", "b"], [], desired)
+    assert (ok.spurious_creates, ok.spurious_deletes) == (0, 0)
+    bad = workload.judge("pods-ready", ["a", "b", "b", "x"], ["a"], desired)
+    assert (bad.spurious_creates, bad.spurious_deletes) == (2, 1)
+    roll = workload.judge("rolling-update", ["a", "b"], ["a", "b"], desired)
+    assert (roll.spurious_creates, roll.spurious_deletes, roll.replaced) == (0, 0, 2)
+    reorder = workload.judge("reorder-apply", ["a"], ["a"], desired)
+    assert (reorder.replaced, reorder.spurious_creates, reorder.spurious_deletes) == (1, 1, 1)
