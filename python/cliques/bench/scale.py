@@ -241,22 +241,29 @@ async def _phases(
                 return False
             await asyncio.sleep(0.1)
 
-    def record(
+    async def record(
         phase: str,
         t0: float,
         cpu0: float,
         api0: Any,
-        api1: Any,
         mark: tuple[int, int],
         ok: bool,
+        *,
+        scrape: bool = True,
         **extra: float,
     ) -> None:
+        """End a phase: wall and CPU first, then the (slower) API server counters. The
+        deploy milestones before `available` skip the scrape so that it cannot delay
+        noticing the next one; `available` counts the requests of the whole deploy."""
+        wall = time.monotonic() - t0
+        cpu = sampler.sample() - cpu0
         judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
+        api1 = await apimetrics.scrape(client) if scrape else api0
         result.phases.append(
             PhaseResult(
                 phase=phase,
-                wall=time.monotonic() - t0,
-                cpu=sampler.sample() - cpu0,
+                wall=wall,
+                cpu=cpu,
                 rss_peak_mib=sampler.rss_peak_total / 2**20,
                 api=apimetrics.delta(api1, api0),
                 spurious_creates=judged.spurious_creates,
@@ -296,7 +303,7 @@ async def _phases(
         ("available", lambda: obs.available_sets() * (total // len(names))),
     ):
         ok = await wait(phase, fn, total)
-        record(phase, t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+        await record(phase, t0, cpu0, api0, mark, ok, scrape=phase == "available" or not ok)
         if not ok:
             return
 
@@ -325,12 +332,11 @@ async def _phases(
         await asyncio.sleep(0.5)
     window = time.monotonic() - t0
     cpu_window = sampler.sample() - cpu0
-    record(
+    await record(
         "steady-state",
         t0,
         cpu0,
         api0,
-        await apimetrics.scrape(client),
         mark,
         True,
         noop_cpu_per_set=max(0.0, cpu_window - idle_rate * window) / len(names),
@@ -354,7 +360,7 @@ async def _phases(
         ),
         total,
     )
-    record("rolling-update", t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+    await record("rolling-update", t0, cpu0, api0, mark, ok)
     if not ok:
         return
 
@@ -376,7 +382,7 @@ async def _phases(
         if time.monotonic() - t0 > cfg.timeout:
             break
         await asyncio.sleep(0.2)
-    record("reorder-apply", t0, cpu0, api0, await apimetrics.scrape(client), mark, True)
+    await record("reorder-apply", t0, cpu0, api0, mark, True)
 
     # -- delete ----------------------------------------------------------------------------
     api0, cpu0, mark = (
@@ -388,7 +394,7 @@ async def _phases(
     t0 = time.monotonic()
     await asyncio.gather(*(client.delete(CLIQUESETS, ns, n) for n in names))
     ok = await wait("delete", lambda: total - len(obs.pods.store), total)
-    record("delete", t0, cpu0, api0, await apimetrics.scrape(client), mark, ok)
+    await record("delete", t0, cpu0, api0, mark, ok)
 
 
 async def _wait_started(proc: subprocess.Popen[bytes], spec: OperatorSpec, port: int) -> None:

@@ -54,7 +54,9 @@ class Executor:
         recorder: EventRecorder | None,
         *,
         parallelism: int = 32,
+        written: Callable[[Resource, bytes], None] | None = None,
     ) -> None:
+        self.written = written  # write-through of updated objects into the caches
         self.client = client
         self.expectations = expectations
         self.recorder = recorder
@@ -148,14 +150,16 @@ class Executor:
             raise
 
     async def _patch(self, ns: str, action: Patch) -> None:
-        await self.client.patch(
+        raw = await self.client.patch(
             action.resource,
             ns,
             action.name,
             action.patch,
-            _Ignore,
+            msgspec.Raw,
             patch_type=action.patch_type,
         )
+        if self.written is not None:
+            self.written(action.resource, bytes(raw))
 
     async def write_status(
         self,
@@ -176,9 +180,11 @@ class Executor:
         for attempt in range(STATUS_RETRIES + 1):
             patch = {"metadata": {"resourceVersion": rv}, "status": body}
             try:
-                await self.client.patch(
-                    resource, namespace, name, patch, _Ignore, patch_type="merge", sub="status"
+                raw = await self.client.patch(
+                    resource, namespace, name, patch, msgspec.Raw, patch_type="merge", sub="status"
                 )
+                if self.written is not None:
+                    self.written(resource, bytes(raw))
                 return
             except errors.NotFound:
                 return

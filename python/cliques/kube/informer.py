@@ -67,6 +67,15 @@ _RAW_LIST = msgspec.json.Decoder(_RawList)
 _BOOKMARK = msgspec.json.Decoder(_Bookmark)
 
 
+def _newer(a: str, b: str, *, default: bool) -> bool:
+    """Is resourceVersion `a` newer than `b`? They are opaque, but etcd's are integers;
+    `default` answers when they cannot be compared."""
+    try:
+        return int(a) > int(b)
+    except ValueError:
+        return default
+
+
 class Informer(Generic[T]):
     def __init__(
         self,
@@ -235,9 +244,32 @@ class Informer(Generic[T]):
             old = self.store.remove(key)
             self._dispatch("DELETED", old if old is not None else obj, obj)
         elif kind in ("ADDED", "MODIFIED"):
-            old = self.store.upsert(obj)
+            old = self.store.get(key)
+            if old is not None and not _newer(
+                obj.metadata.resource_version, old.metadata.resource_version, default=True
+            ):
+                # Already known (our own write, seen through observe_write) or older.
+                return obj.metadata.resource_version
+            self.store.upsert(obj)
             self._dispatch("MODIFIED" if old is not None else "ADDED", old, obj)
         return obj.metadata.resource_version
+
+    def observe_write(self, raw: bytes) -> None:
+        """Write-through: the API server's answer to our own update of a cached object.
+
+        Putting it in the cache at once means the next reconcile starts from the version we
+        just wrote instead of the one before (which would only earn a 409). Objects not in
+        the cache are left to the watch, so a write never resurrects a deleted object.
+        """
+        obj: T = self._decoder.decode(raw)
+        key = key_of(obj)
+        old = self.store.get(key)
+        if old is None or not _newer(
+            obj.metadata.resource_version, old.metadata.resource_version, default=False
+        ):
+            return
+        self.store.upsert(obj)
+        self._dispatch("MODIFIED", old, obj)
 
     async def _drain_delayed(self) -> None:
         assert self._delayed is not None

@@ -27,7 +27,7 @@ from cliques.kube.client import KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
-from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES
+from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES, Resource
 from cliques.kube.runner import Runner
 from cliques.operator.buckets import BucketSet
 
@@ -142,13 +142,26 @@ class Manager:
         hasher = Hasher(cfg.hash_algorithm)
         owns = cfg.buckets.owns
 
+        by_resource = {i.resource: i for i in self.informers}
+
+        def written(resource: Resource, raw: bytes) -> None:
+            informer = by_resource.get(resource)
+            if informer is not None:
+                informer.observe_write(raw)
+
         cqs_exp = Expectations(cliqueset_controller.NAME, ttl=cfg.expectations_ttl)
         cq_exp = Expectations(clique_controller.NAME, ttl=cfg.expectations_ttl)
         cqs_ctl = cliqueset_controller.CliqueSetController(
             cqs_inf,
             cq_inf,
             svc_inf,
-            Executor(client, cqs_exp, self.recorder, parallelism=cfg.write_parallelism),
+            Executor(
+                client,
+                cqs_exp,
+                self.recorder,
+                parallelism=cfg.write_parallelism,
+                written=written,
+            ),
             cqs_exp,
             hasher,
             owns=owns,
@@ -156,7 +169,13 @@ class Manager:
         cq_ctl = clique_controller.CliqueController(
             cq_inf,
             pod_inf,
-            Executor(client, cq_exp, self.recorder, parallelism=cfg.write_parallelism),
+            Executor(
+                client,
+                cq_exp,
+                self.recorder,
+                parallelism=cfg.write_parallelism,
+                written=written,
+            ),
             cq_exp,
             hasher,
             owns=owns,
