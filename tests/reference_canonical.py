@@ -159,23 +159,10 @@ def format_double(x: float) -> str:
     return repr(x)  # shortest round-trip digits
 
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
-_ESCAPES["\f"] = "\\f"
-
-
 def dump_string(s: str) -> str:
-    """Rule 9."""
-    out = ['"']
-    for ch in s:
-        esc = _ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    """Rule 9. Python's json escapes exactly `"`, `\\` and U+0000-U+001F, as `\\n \\r \\t \\b
+    \\f` or lower-case `\\u00xx`, and (with ensure_ascii=False) writes the rest as it is."""
+    return json.dumps(s, ensure_ascii=False)
 
 
 def dump(value: Any) -> str:
@@ -191,7 +178,7 @@ def dump(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, dict):
-        keys = sorted(value, key=utf8)  # rule 1
+        keys = sorted(value)  # rule 1: code point order is UTF-8 byte order
         return "{" + ",".join(dump_string(k) + ":" + dump(value[k]) for k in keys) + "}"
     assert isinstance(value, list)
     return "[" + ",".join(dump(v) for v in value) + "]"

@@ -316,3 +316,28 @@ def test_help_lists_hash(capsys: pytest.CaptureFixture[str]) -> None:
         main(["hash", "--help"])
     assert info.value.code == 0
     assert "--diff A B" in capsys.readouterr().out
+
+
+# --- cliques bench hash (wiring only: one tiny round, no Go) ---------------------------------
+
+
+def test_bench_hash_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["bench", "hash", "--rounds", "1", "--round-ms", "2", "--no-go", "--results", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "| nginx.json | (a) |" in out
+    assert "(a) vs (c)" in out
+    assert "skipped: --no-go" in out
+    (result,) = tmp_path.glob("hash-*.json")
+    doc = json.loads(result.read_text())
+    cases = {(t["fixture"], t["case"]) for t in doc["timings"]}
+    assert {("nginx.json", "a"), ("inference.json", "c"), ("labels", "filter")} <= cases
+    assert doc["skipped"] == {"d": "--no-go"}
+    assert all(r["speedup"] > 0 for r in doc["ratios"])
+
+
+def test_bench_without_a_benchmark_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench"]) == 2
+    assert "hash" in capsys.readouterr().out

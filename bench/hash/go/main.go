@@ -3,8 +3,9 @@
 //
 // Each fixture (a PodTemplateSpec as JSON) is decoded once into corev1.PodTemplateSpec;
 // then k8s.io/kubernetes/pkg/util/hash.DeepHashObject with FNV-32a (what the Deployment
-// controller's ComputeHash does, collision count aside) is timed over -n iterations, -rounds
-// times. It prints one JSON document: ns/op of every round and their median, per fixture.
+// controller's ComputeHash does, collision count aside) is timed over -n iterations (by
+// default, as many as fill -round), -rounds times. It prints one JSON document: ns/op of
+// every round and their median, per fixture.
 package main
 
 import (
@@ -42,7 +43,26 @@ func hashOnce(tpl *corev1.PodTemplateSpec) uint32 {
 	return hasher.Sum32()
 }
 
-func bench(path string, iterations, rounds int) (result, error) {
+// calibrate returns an iteration count whose loop takes about `round`.
+func calibrate(tpl *corev1.PodTemplateSpec, round time.Duration) int {
+	n := 1
+	for {
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			hashOnce(tpl)
+		}
+		elapsed := time.Since(start)
+		if elapsed >= round/8 || n >= 1<<24 {
+			if elapsed <= 0 {
+				return n
+			}
+			return max(1, int(float64(n)*float64(round)/float64(elapsed)))
+		}
+		n *= 4
+	}
+}
+
+func bench(path string, iterations, rounds int, round time.Duration) (result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return result{}, err
@@ -52,8 +72,8 @@ func bench(path string, iterations, rounds int) (result, error) {
 		return result{}, fmt.Errorf("%s: %w", path, err)
 	}
 	sum := hashOnce(&tpl)
-	for i := 0; i < iterations/10+1; i++ { // warm up
-		hashOnce(&tpl)
+	if iterations <= 0 {
+		iterations = calibrate(&tpl, round) // also the warm-up
 	}
 	res := result{Fixture: path, Iterations: iterations, Hash: sum}
 	for r := 0; r < rounds; r++ {
@@ -72,11 +92,12 @@ func bench(path string, iterations, rounds int) (result, error) {
 }
 
 func main() {
-	iterations := flag.Int("n", 2000, "iterations per round")
+	iterations := flag.Int("n", 0, "iterations per round (0: as many as fill -round)")
 	rounds := flag.Int("rounds", 5, "rounds (the median is reported)")
+	round := flag.Duration("round", 200*time.Millisecond, "target duration of a round")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: hashbench-go [-n N] [-rounds R] FIXTURE.json...")
+		fmt.Fprintln(os.Stderr, "usage: hashbench-go [-n N | -round D] [-rounds R] FIXTURE.json...")
 		os.Exit(2)
 	}
 	rep := report{
@@ -85,7 +106,7 @@ func main() {
 		GOMAXPROC: runtime.GOMAXPROCS(0),
 	}
 	for _, path := range flag.Args() {
-		res, err := bench(path, *iterations, *rounds)
+		res, err := bench(path, *iterations, *rounds, *round)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "hashbench-go:", err)
 			os.Exit(1)
