@@ -145,7 +145,7 @@ class CliqueSetController:
         snap = cliqueset_planner.CliqueSetSnapshot(
             cliqueset=cqs, cliques=[], now=format_time(dt.datetime.now(dt.UTC))
         )
-        status = cliqueset_planner._invalid_status(snap, message)
+        status = cliqueset_planner.invalid_status(snap, message)
         if status != cqs.status:
             if self.executor.recorder is not None:
                 self.executor.recorder.record(_ref(cqs), "Warning", "InvalidSpec", message)

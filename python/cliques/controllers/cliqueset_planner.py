@@ -67,7 +67,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
         out.events.append(Event("Warning", REASON_INVALID_SPEC, str(exc)))
-        out.status = _invalid_status(snap, str(exc))
+        out.status = invalid_status(snap, str(exc))
         if out.status == cqs.status:
             out.status = None
             out.events.clear()
@@ -543,7 +543,7 @@ def _status(
     )
 
 
-def _invalid_status(snap: CliqueSetSnapshot, message: str) -> CliqueSetStatus:
+def invalid_status(snap: CliqueSetSnapshot, message: str) -> CliqueSetStatus:
     cqs = snap.cliqueset
     old = cqs.status or CliqueSetStatus()
     gen = cqs.metadata.generation
