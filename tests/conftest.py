@@ -5,8 +5,9 @@ Fixtures (any test directory can use them; unit tests simply never ask):
 - `kube_cluster` (session): a `KubeCluster` - `kubeconfig` (Path), `server`, `kubectl` (the
   binary matching the cluster), `name` and `logs_dir` (None for an external cluster),
   `env()` and `kubectl_run(...)`. Starts the dev cluster `cliques-test` (4 KWOK GPU nodes,
-  QPS limits off) through `cliques.devcluster`, or reuses it if it already runs; stops it at
-  the end only if this session started it.
+  QPS limits off) through `cliques.devcluster`, or reuses it if it already runs. Concurrent
+  test sessions share it (a shared lock under <cache>/pytest/); the last session to finish
+  stops it, unless a person started it (then it is left running).
 - `kubeconfig` (session): `str(kube_cluster.kubeconfig)`.
 - `namespace`: a fresh namespace per test (its default ServiceAccount exists, so pods can be
   created at once), deleted afterwards.
@@ -32,6 +33,7 @@ fails, the control plane's component logs are copied to
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -39,7 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,31 +150,61 @@ def kube_cluster(
             yield cluster
         return
 
+    from cliques.devcluster import build
     from cliques.devcluster import cluster as devcluster
     from cliques.devcluster.errors import DevClusterError
 
     name = os.environ.get("CLIQUES_TEST_CLUSTER", DEFAULT_TEST_CLUSTER)
-    try:
-        result = devcluster.up(name, disable_qps_limits=True, timeout=180.0)
-    except (DevClusterError, ValueError) as exc:
-        pytest.fail(f"the dev cluster '{name}' did not start:\n{exc}", pytrace=False)
-    info = result.info
-    cluster = KubeCluster(
-        kubeconfig=info.kubeconfig,
-        server=info.server,
-        kubectl=info.kubectl,
-        name=name,
-        logs_dir=info.logs_dir,
-        kube_cache=info.kube_cache,
-        started_here=result.action != "reused",
-    )
-    try:
-        with _session_environment(cluster):
-            config.stash[_CLUSTER_KEY] = cluster
-            yield cluster
-    finally:
-        if cluster.started_here and os.environ.get("CLIQUES_KEEP_CLUSTER") != "1":
-            devcluster.down(name)
+    sessions = build.cache_root() / "pytest"
+    owned_marker = sessions / f"{name}.owned"
+    with _shared_by_sessions(sessions / f"{name}.sessions") as last_session:
+        try:
+            result = devcluster.up(name, disable_qps_limits=True, timeout=180.0)
+        except (DevClusterError, ValueError) as exc:
+            pytest.fail(f"the dev cluster '{name}' did not start:\n{exc}", pytrace=False)
+        if result.action != "reused":
+            owned_marker.touch()
+        info = result.info
+        cluster = KubeCluster(
+            kubeconfig=info.kubeconfig,
+            server=info.server,
+            kubectl=info.kubectl,
+            name=name,
+            logs_dir=info.logs_dir,
+            kube_cache=info.kube_cache,
+            started_here=result.action != "reused",
+        )
+        try:
+            with _session_environment(cluster):
+                config.stash[_CLUSTER_KEY] = cluster
+                yield cluster
+        finally:
+            # A cluster some test session started goes down with the last session using it;
+            # one a person started (no marker) stays up, and so does any with KEEP.
+            keep = os.environ.get("CLIQUES_KEEP_CLUSTER") == "1"
+            if owned_marker.exists() and not keep and last_session():
+                devcluster.down(name)
+                owned_marker.unlink(missing_ok=True)
+
+
+@contextmanager
+def _shared_by_sessions(path: Path) -> Iterator[Callable[[], bool]]:
+    """Hold a shared lock on `path` for the session; the callable tells (by turning it into an
+    exclusive lock, without waiting) whether this is the last session holding it. Another
+    session that starts meanwhile waits for the exclusive holder, so it never reuses a cluster
+    that is going down."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+
+        def last_session() -> bool:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+        yield last_session
 
 
 def _external_cluster(kubeconfig: Path) -> KubeCluster:

@@ -1,15 +1,18 @@
 """The dev cluster itself, against the real processes: nodes with GPU capacity, pods that
 run and become Ready through KWOK's stages, garbage collection by the real
 controller-manager, reuse of a running cluster, a second cluster side by side on its own
-ports, restart of a dead component, `env` for a shell, a dry run that fetches nothing, and
-`down` leaving no process and no file behind. Every wait has a deadline."""
+ports, restart of a dead component, a quick error with the log tail of a component that
+cannot start, `env` for a shell, a dry run that fetches nothing, and `down` leaving no
+process and no file behind. Every wait has a deadline."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import secrets
 import signal
+import socket
 import subprocess
 import time
 from contextlib import redirect_stdout
@@ -20,6 +23,7 @@ import pytest
 
 from cliques.cli import devcluster_cmd
 from cliques.devcluster import build, cluster, kwok, processes
+from cliques.devcluster.errors import ComponentError
 
 from ..conftest import KubeCluster
 
@@ -172,8 +176,8 @@ def test_dry_run_fetches_nothing(kube_cluster: KubeCluster) -> None:
 
 
 def test_second_cluster_side_by_side_restart_and_down(kube_cluster: KubeCluster) -> None:
-    name = f"{dev_cluster(kube_cluster)}-b"
-    cluster.down(name)  # leftovers of an interrupted earlier run
+    dev_cluster(kube_cluster)
+    name = f"cliques-side-{secrets.token_hex(3)}"  # unique: other sessions may run this test
     paths = cluster.paths_for(name)
     try:
         first = cluster.up(name, 2, timeout=120)
@@ -191,6 +195,29 @@ def test_second_cluster_side_by_side_restart_and_down(kube_cluster: KubeCluster)
         assert again.action == "restarted"
         assert again.nodes == [kwok.node_name(0)]
         assert cluster.status(name).state == "running"
+
+        # A component that cannot start fails `up` at once, with its log tail: here the
+        # API server finds its port taken (the whole cluster was stopped first).
+        # API server and clients first, etcd last, as kwokctl does: an API server whose
+        # etcd is gone retries for half a minute before it exits.
+        for component in reversed(cluster.status(name).components):
+            assert component.pid is not None
+            os.kill(component.pid, signal.SIGTERM)
+            what = component.name
+            _wait(lambda c=what: not _component(name, c).running, f"{what} to exit")
+        assert cluster.status(name).state == "stopped"
+        port = int(again.info.server.rsplit(":", 1)[1])
+        with socket.socket() as squatter:
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            started = time.monotonic()
+            with pytest.raises(ComponentError) as caught:
+                cluster.up(name, timeout=120)
+            assert time.monotonic() - started < 60
+        assert caught.value.component == "kube-apiserver"
+        assert "address already in use" in str(caught.value)
+        assert str(paths.component_log("kube-apiserver")) in str(caught.value)
     finally:
         pids = [c.pid for c in cluster.status(name).components if c.pid]
         result = cluster.down(name)

@@ -274,35 +274,40 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _kwokctl(paths: ClusterPaths, argv: list[str], what: str, timeout: float = 180.0) -> str:
+def _kwokctl(
+    paths: ClusterPaths, argv: list[str], what: str, *, timeout: float = 180.0, watch: bool = False
+) -> None:
+    """Run kwokctl with its output in the cluster's kwokctl.log.
+
+    With `watch`, a component that dies while kwokctl still waits for the API server (it
+    waits up to two minutes) ends the wait at once, with that component's log tail.
+    """
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     env = kwok.kwokctl_environment(os.environ, paths.kwok_home)
+    deadline = time.monotonic() + timeout
     with paths.kwokctl_log.open("a", encoding="utf-8") as log:
         log.write(f"$ {' '.join(argv)}\n")
         log.flush()
-        try:
-            done = subprocess.run(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env=env,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise DevClusterError(
-                f"`kwokctl {what}` did not finish in {timeout:.0f}s; its log is "
-                f"{paths.kwokctl_log}\n{processes.tail(paths.kwokctl_log)}"
-            ) from exc
-        log.write(done.stdout)
-    if done.returncode != 0:
+        with subprocess.Popen(argv, stdout=log, stderr=log, env=env) as proc:
+            try:
+                while proc.poll() is None:
+                    if watch:
+                        _check_components(paths, started_only=True)
+                    if time.monotonic() > deadline:
+                        raise DevClusterError(
+                            f"`kwokctl {what}` did not finish in {timeout:.0f}s; its log is "
+                            f"{paths.kwokctl_log}\n{processes.tail(paths.kwokctl_log)}"
+                        )
+                    time.sleep(processes.POLL_SECONDS)
+            except BaseException:
+                proc.terminate()
+                raise
+    if proc.returncode != 0:
         raise DevClusterError(
-            f"`kwokctl {what}` failed (exit status {done.returncode}) for dev cluster "
+            f"`kwokctl {what}` failed (exit status {proc.returncode}) for dev cluster "
             f"'{paths.name}'; its log is {paths.kwokctl_log}\n"
             + processes.tail(paths.kwokctl_log, 15)
         )
-    return done.stdout
 
 
 class _Kubectl:
@@ -371,7 +376,7 @@ def up(
             for component in current.components:
                 if not component.running:
                     paths.pid_file(component.name).unlink(missing_ok=True)
-            _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster")
+            _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster", watch=True)
         else:
             action = "created"
             _create(paths, binaries, disable_qps_limits)
@@ -399,6 +404,7 @@ def _create(paths: ClusterPaths, binaries: Binaries, disable_qps_limits: bool) -
             paths,
             kwok.create_command(binaries.kwokctl, paths.name, paths.kwokctl_config, dry_run=False),
             "create cluster",
+            watch=True,
         )
 
 
@@ -431,10 +437,11 @@ def dry_run(
     return done.stdout
 
 
-def _check_components(paths: ClusterPaths) -> None:
-    """Fail with the log tail of the first component that is not running."""
+def _check_components(paths: ClusterPaths, *, started_only: bool = False) -> None:
+    """Fail with the log tail of the first component that is not running (`started_only`:
+    of those kwokctl has started so far, that is, that have a pid file)."""
     for component in _component_states(paths):
-        if not component.running:
+        if not component.running and (component.pid is not None or not started_only):
             raise ComponentError(
                 paths.name, component.name, "exited", component.log, processes.tail(component.log)
             )
