@@ -10,9 +10,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cliques.bench import report, scale, workload
+from cliques.bench import report, workload
+
+if TYPE_CHECKING:
+    from cliques.bench import scale
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def add_parsers(bench_sub: Any) -> None:
@@ -57,11 +62,13 @@ def add_parsers(bench_sub: Any) -> None:
 
 
 def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
+    from cliques.bench import scale
+
     specs = []
     for name in [n.strip() for n in args.operators.split(",") if n.strip()]:
         if name == "kopf":
             py = subprocess.run(
-                [sys.executable, str(scale.REPO / "bench" / "peers" / "kopf" / "venv.py")],
+                [sys.executable, str(REPO / "bench" / "peers" / "kopf" / "venv.py")],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -103,7 +110,7 @@ def _kubeconfig(args: argparse.Namespace) -> str:
         check=True,
     )
     kubeconfig = out.stdout.strip()
-    crds = scale.REPO / "deploy" / "crds"
+    crds = REPO / "deploy" / "crds"
     env = dict(os.environ, KUBECONFIG=kubeconfig)
     envs = subprocess.run(
         [sys.executable, "-m", "cliques", "dev-cluster", "env", "--name", args.cluster],
@@ -137,6 +144,8 @@ def _kubeconfig(args: argparse.Namespace) -> str:
 
 
 def run_scale(args: argparse.Namespace) -> int:
+    from cliques.bench import scale
+
     try:
         shape = workload.Shape.parse(args.shape)
     except ValueError as exc:
@@ -179,6 +188,8 @@ def run_scale(args: argparse.Namespace) -> int:
 
 
 async def _with_progress(spec: scale.OperatorSpec, cfg: scale.Settings) -> scale.OperatorRun:
+    from cliques.bench import scale
+
     try:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     except ImportError:
@@ -200,7 +211,7 @@ async def _with_progress(spec: scale.OperatorSpec, cfg: scale.Settings) -> scale
         return await scale.run_operator(spec, cfg, update)
 
 
-def _plain_progress() -> scale.Progress:
+def _plain_progress() -> Any:
     last: dict[str, int] = {}
 
     def update(phase: str, done: int, total: int) -> None:

@@ -1,6 +1,8 @@
 """`cliques bench BENCHMARK`: run one of the benchmarks in cliques.bench.
 
     cliques bench hash [--rounds N] [--round-ms MS] [--no-go] [--results DIR] [--check]
+    cliques bench scale [--shape 1x500x2] [--operators cliques-w1,cliques-wN,kopf] ...
+    cliques bench report FILE...
 
 Each benchmark is one entry of `BENCHMARKS`: its name, help, the module that runs it
 (imported only when it runs) and a function adding its options. Adding one (`bench scale`)
@@ -70,6 +72,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub = benchmarks.add_parser(bench.name, help=bench.help, description=bench.help)
         bench.add_arguments(sub)
         sub.set_defaults(func=lambda args, bench=bench: _run(bench, args))
+    from cliques.bench import scale_cli  # `bench scale` and `bench report`: options of their own
+
+    scale_cli.add_parsers(benchmarks)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 
