@@ -18,16 +18,23 @@ The project's own .venv is never touched.
 
 from __future__ import annotations
 
-import argparse
-import fcntl
-import hashlib
-import json
 import os
-import platform
-import subprocess
 import sys
-import time
-from pathlib import Path
+
+# This directory holds operator.py, which would shadow the standard library's `operator`
+# module (imported by argparse, re, enum...) when this file runs as a script: drop it from
+# the import path before anything else is imported.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import fcntl  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements.txt"
