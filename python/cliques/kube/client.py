@@ -13,7 +13,9 @@ It also owns the client-side behaviour every controller relies on: a QPS/burst t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, TypeVar
@@ -39,7 +41,7 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 MAX_429_RETRIES = 10
-MAX_RETRY_AFTER = 30.0
+MAX_RETRY_AFTER = 64.0  # the API server's own ceiling is 32 s
 
 
 class WatchEvent(msgspec.Struct):
@@ -399,10 +401,10 @@ def _status_code(raw: msgspec.Raw) -> int:
 
 
 def _retry_after_seconds(header: str | None, attempt: int) -> float:
-    """Seconds to wait after a 429: the server's Retry-After, else exponential from 0.5 s."""
+    """Seconds to wait after a 429: at least the server's Retry-After (else exponential from
+    0.5 s), plus up to 20% jitter so that a burst's retries do not all return at once."""
+    base = 0.5 * (2**attempt)
     if header:
-        try:
-            return min(MAX_RETRY_AFTER, max(0.05, float(header)))
-        except ValueError:
-            pass
-    return float(min(MAX_RETRY_AFTER, 0.5 * (2**attempt)))
+        with contextlib.suppress(ValueError):
+            base = max(0.05, float(header))
+    return float(min(MAX_RETRY_AFTER, base * (1.0 + 0.2 * random.random())))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+import aiohttp
 import msgspec
 
 from cliques import metrics
@@ -140,10 +141,11 @@ class Informer(Generic[T]):
         try:
             while True:
                 try:
-                    if self._forced_rv is not None:
-                        self.resource_version, self._forced_rv = self._forced_rv, None
                     if not self.resource_version:
                         await self._relist(reason)
+                        reason = "resync"  # the next relist, unless a cause says otherwise
+                    if self._forced_rv is not None:  # interrupt_watch(), even mid-relist
+                        self.resource_version, self._forced_rv = self._forced_rv, None
                     self._watch_task = asyncio.ensure_future(self._watch_once())
                     try:
                         await self._watch_task
@@ -157,7 +159,13 @@ class Informer(Generic[T]):
                     log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)
                     self.resource_version = ""
                     reason = "gone"
-                except (errors.ApiError, OSError, TimeoutError, msgspec.DecodeError) as exc:
+                except (
+                    errors.ApiError,
+                    OSError,
+                    TimeoutError,
+                    aiohttp.ClientError,  # a dropped connection, a truncated stream
+                    msgspec.DecodeError,
+                ) as exc:
                     log.warning("%r: %s; retrying in %.1fs", self, exc, backoff)
                     await asyncio.sleep(backoff * (0.5 + random.random()))
                     backoff = min(backoff * 2, 30.0)
