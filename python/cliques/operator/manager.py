@@ -219,7 +219,13 @@ class Manager:
                 for runner in self.runners:
                     runner.start()
                 self.synced.set()
-                await self._stop.wait()
+                # Run until asked to stop, or until an informer dies: a cache that silently
+                # stopped updating is worse than a restart (the supervisor or kubelet does it).
+                await asyncio.wait([stop, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
+                dead = [t for t in self._tasks if t.done()]
+                if dead and not self._stop.is_set():
+                    exc = dead[0].exception() if not dead[0].cancelled() else None
+                    raise RuntimeError(f"informer {dead[0].get_name()} stopped: {exc!r}")
             else:
                 synced.cancel()
             stop.cancel()
@@ -231,6 +237,6 @@ class Manager:
             for task in self._tasks:
                 task.cancel()
             for task in self._tasks:
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(Exception, asyncio.CancelledError):
                     await task
             log.info("stopped")

@@ -49,7 +49,7 @@ async def _announce_ready(manager: Manager | ShardedOperator) -> None:
 def run_single(config: Config, *, metrics_port: int) -> int:
     try:
         uvloop.run(serve(config, metrics_port))
-    except OSError as exc:
-        log.error("operator failed: %s", exc)
+    except Exception as exc:
+        log.error("operator failed: %s", exc, exc_info=not isinstance(exc, OSError))
         return 1
     return 0
