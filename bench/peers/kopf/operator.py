@@ -75,10 +75,8 @@ class _Clients:
 
 api = _Clients()
 
-# One reconcile at a time per CliqueSet (handlers run in kopf's thread pool), and one
-# status computation at a time per CliqueSet, so that an older view never overwrites a
-# newer status.
-_reconcile_locks: dict[tuple[str, str], threading.Lock] = {}
+# Sync handlers run in kopf's thread pool: one status computation at a time per CliqueSet,
+# so that an older view never overwrites a newer status, and one reconcile at a time.
 _status_locks: dict[tuple[str, str], threading.Lock] = {}
 _last_status: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -256,15 +254,50 @@ def build_pod(cqs: Mapping[str, Any], clique: Mapping[str, Any], index: int) -> 
 # --- the CliqueSet handler ---------------------------------------------------------------
 
 
-def reconcile(cqs: Mapping[str, Any], logger: Any) -> bool:
-    """Make the children match the CliqueSet; True while a rollout is still to finish."""
+class _Turn:
+    """Whose turn it is to reconcile one CliqueSet."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = False
+        self.again: Mapping[str, Any] | None = None
+
+
+_turns: dict[tuple[str, str], _Turn] = {}
+
+
+def reconcile(cqs: Mapping[str, Any], logger: Any, *, wait: bool = True) -> bool:
+    """Make the children match the CliqueSet; True while a rollout is still to finish.
+
+    One reconcile at a time per CliqueSet. A CliqueSet handler waits for its turn; a pod
+    event that finds one running (`wait=False`) only asks it to run once more, so that a
+    burst of pod events costs one more reconcile, not one each.
+    """
+    turn = _turns.setdefault((cqs["metadata"]["namespace"], cqs["metadata"]["name"]), _Turn())
+    with turn.cond:
+        if turn.busy and not wait:
+            turn.again = cqs
+            return True
+        while turn.busy:
+            turn.cond.wait()
+        turn.busy = True
+        turn.again = None
+    try:
+        while True:
+            rolling = _reconcile(cqs, logger)
+            with turn.cond:
+                if turn.again is None:
+                    return rolling
+                cqs, turn.again = turn.again, None
+    finally:
+        with turn.cond:
+            turn.busy = False
+            turn.cond.notify_all()
+
+
+def _reconcile(cqs: Mapping[str, Any], logger: Any) -> bool:
     name = cqs["metadata"]["name"]
     namespace = cqs["metadata"]["namespace"]
-    with _lock(_reconcile_locks, (namespace, name)):
-        return _reconcile(cqs, name, namespace, logger)
-
-
-def _reconcile(cqs: Mapping[str, Any], name: str, namespace: str, logger: Any) -> bool:
     spec = cqs["spec"]
     gangs = int(spec.get("replicas", 1))
     roles = {role["name"]: role for role in spec["template"]["cliques"]}
@@ -532,7 +565,8 @@ def pod_event(
         return  # the CliqueSet is gone; the garbage collector takes the rest
     cqs = next(iter(found))
     before = (_last_status.get(key) or cqs.get("status") or {}).get("readyReplicas")
-    status = update_status(key, cqs, cliqueset_pods.get(key, ()))
+    pods = cliqueset_pods.get(key, ())
+    status = update_status(key, cqs, pods)
     if type is None:
         return  # the initial listing: the resume handler reconciles
 
@@ -546,9 +580,28 @@ def pod_event(
         and int(labels.get(LABEL_POD_INDEX, "0")) < int(role.get("replicas", 1))
     )
     if type == "DELETED" and wanted:
-        reconcile(cqs, logger)  # recreate it (with the new template during a rollout)
-    elif status.get("readyReplicas") != before and rolling(cqs, cliqueset_pods.get(key, ())):
-        reconcile(cqs, logger)  # a gang came up or went down during a rollout: next step
+        recreate_pod(cqs, labels)  # lost, or replaced by a rollout
+    elif status.get("readyReplicas", 0) > (before or 0) and rolling(cqs, pods):
+        reconcile(cqs, logger, wait=False)  # a gang came up during a rollout: next gangs
+
+
+def recreate_pod(cqs: Mapping[str, Any], labels: Mapping[str, str]) -> None:
+    """Create a deleted pod again, from the template its Clique records now."""
+    namespace = cqs["metadata"]["namespace"]
+    gang = int(labels[LABEL_GANG])
+    cname = clique_name(cqs["metadata"]["name"], gang, labels[LABEL_CLIQUE])
+    try:
+        clique = api.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "cliques", cname
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    index = int(labels[LABEL_POD_INDEX])
+    if clique["metadata"].get("deletionTimestamp") or index >= clique["spec"].get("replicas", 1):
+        return
+    _create(api.core.create_namespaced_pod, namespace, build_pod(cqs, clique, index))
 
 
 def rolling(cqs: Mapping[str, Any], pods: Iterable[PodInfo]) -> bool:
