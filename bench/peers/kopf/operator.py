@@ -12,16 +12,21 @@ CliqueSet handler creates them and their pods directly, with the official synchr
 headless Service, Clique -> Pod), so deletion is left to the garbage collector.
 
 Handlers:
-- `@kopf.on.create/update/resume` on CliqueSets -> `reconcile()`: list what exists, delete
-  removed gangs, create missing Cliques, Services and pods, resize, and roll a changed
-  template gang by gang within `maxUnavailable`. While a rollout is not finished the
-  handler raises `kopf.TemporaryError`, so kopf calls it again (a safety net: pod events
-  below drive the rollout).
+- `@kopf.on.create/update/resume` on CliqueSets -> `reconcile()`: list the CliqueSet's
+  Cliques and pods, delete removed gangs, create missing Cliques, Services and pods,
+  resize, and roll a changed template gang by gang within `maxUnavailable` (patch the
+  gang's Cliques, delete their old pods). While a rollout is not finished the handler
+  raises `kopf.TemporaryError(delay=...)`, so kopf calls it again (a safety net: the pod
+  events below drive the rollout).
 - `@kopf.index` on pods and on CliqueSets: kopf's in-memory indices, so that a pod event
-  can see its CliqueSet and the other pods of that CliqueSet without an API call.
+  sees its CliqueSet and the other pods of that CliqueSet without an API call.
 - `@kopf.on.event` on pods: recompute the CliqueSet's status from the pod index and patch
-  it; when a wanted pod is gone (deleted by a rollout, or lost) or a gang became ready
-  during a rollout, run `reconcile()` again.
+  it when it changed; a deleted pod that is still wanted (lost, or replaced by a rollout)
+  is created again from its Clique; a gang that became ready during a rollout runs
+  `reconcile()` again for the next gangs.
+
+Handlers are synchronous (the official client blocks) and kopf runs them in its thread
+pool, so reconciles of one CliqueSet are serialized, and status writes too.
 
 The template hash is sha256 over `json.dumps(template, sort_keys=True)`.
 """
@@ -75,8 +80,8 @@ class _Clients:
 
 api = _Clients()
 
-# Sync handlers run in kopf's thread pool: one status computation at a time per CliqueSet,
-# so that an older view never overwrites a newer status, and one reconcile at a time.
+# One status computation at a time per CliqueSet, so that an older view of the pods never
+# overwrites a newer status; the last status written, to skip writes that change nothing.
 _status_locks: dict[tuple[str, str], threading.Lock] = {}
 _last_status: dict[tuple[str, str], dict[str, Any]] = {}
 
