@@ -208,6 +208,37 @@ class KubeClient:
             query["resourceVersion"] = resource_version
         return await self.request("list", resource, namespace=namespace, query=query)
 
+    async def _write(
+        self,
+        verb: str,
+        resource: Resource,
+        namespace: str | None,
+        obj: Any,
+        type_: type[T],
+        *,
+        name: str | None = None,
+        sub: str = "",
+        content_type: str = "application/json",
+        force: bool = False,
+    ) -> T:
+        """One create/update/patch: body encoded once, our field manager, decoded answer."""
+        query = {"fieldManager": self.field_manager}
+        if force:
+            query["force"] = "true"
+        data = await self.request(
+            verb,
+            resource,
+            namespace=namespace,
+            name=name,
+            sub=sub,
+            query=query,
+            body=obj if isinstance(obj, bytes) else _ENCODER.encode(obj),
+            content_type=content_type,
+        )
+        metrics.OBJECTS_WRITTEN.labels(resource.kind, verb + (f"/{sub}" if sub else "")).inc()
+        result: T = self.decoder(type_).decode(data)
+        return result
+
     async def create(
         self,
         resource: Resource,
@@ -218,20 +249,7 @@ class KubeClient:
         sub: str = "",
         name: str | None = None,
     ) -> T:
-        body = obj if isinstance(obj, bytes) else _ENCODER.encode(obj)
-        data = await self.request(
-            "create",
-            resource,
-            namespace=namespace,
-            name=name,
-            sub=sub,
-            query={"fieldManager": self.field_manager},
-            body=body,
-            content_type="application/json",
-        )
-        metrics.OBJECTS_WRITTEN.labels(resource.kind, "create").inc()
-        result: T = self.decoder(type_).decode(data)
-        return result
+        return await self._write("create", resource, namespace, obj, type_, name=name, sub=sub)
 
     async def replace(
         self,
@@ -244,20 +262,7 @@ class KubeClient:
         sub: str = "",
     ) -> T:
         """PUT: optimistic concurrency through the resourceVersion inside `obj`."""
-        body = obj if isinstance(obj, bytes) else _ENCODER.encode(obj)
-        data = await self.request(
-            "update" if not sub else f"update/{sub}",
-            resource,
-            namespace=namespace,
-            name=name,
-            sub=sub,
-            query={"fieldManager": self.field_manager},
-            body=body,
-            content_type="application/json",
-        )
-        metrics.OBJECTS_WRITTEN.labels(resource.kind, "update" + (f"/{sub}" if sub else "")).inc()
-        result: T = self.decoder(type_).decode(data)
-        return result
+        return await self._write("update", resource, namespace, obj, type_, name=name, sub=sub)
 
     async def patch(
         self,
@@ -271,23 +276,17 @@ class KubeClient:
         sub: str = "",
         force: bool = False,
     ) -> T:
-        body = patch if isinstance(patch, bytes) else _ENCODER.encode(patch)
-        query = {"fieldManager": self.field_manager}
-        if force:
-            query["force"] = "true"
-        data = await self.request(
+        return await self._write(
             "patch",
             resource,
-            namespace=namespace,
+            namespace,
+            patch,
+            type_,
             name=name,
             sub=sub,
-            query=query,
-            body=body,
             content_type=_PATCH_CONTENT_TYPES[patch_type],
+            force=force,
         )
-        metrics.OBJECTS_WRITTEN.labels(resource.kind, "patch" + (f"/{sub}" if sub else "")).inc()
-        result: T = self.decoder(type_).decode(data)
-        return result
 
     async def delete(
         self,
@@ -382,8 +381,6 @@ _METHODS = {
     "list": "GET",
     "create": "POST",
     "update": "PUT",
-    "update/status": "PUT",
-    "update/scale": "PUT",
     "patch": "PATCH",
     "delete": "DELETE",
 }
