@@ -374,10 +374,13 @@ async def _phases(
     t0 = time.monotonic()
     await apply([workload.reordered(workload.manifest(n, shape, image=new_image)) for n in names])
     # Settle: every set observed the new generation and stays Available for 10 s.
+    # An operator that replaces pods here is followed until it is done (quiet for 2 s).
     settle_until = time.monotonic() + 10.0
+    seen_deletes = len(obs.deleted)
     while time.monotonic() < settle_until:
         progress("reorder-apply", obs.available_sets(), len(names))
-        if obs.available_sets() < len(names) or len(obs.deleted) > mark[1]:
+        if obs.available_sets() < len(names) or len(obs.deleted) != seen_deletes:
+            seen_deletes = len(obs.deleted)
             settle_until = max(settle_until, time.monotonic() + 2.0)
         if time.monotonic() - t0 > cfg.timeout:
             break
