@@ -23,12 +23,14 @@ A template is a `PodTemplateSpec` (``{"metadata": …, "spec": …}``) or, with
     spec.containers[name=main].image: "nginx:1.27" != "nginx:1.28"
 
 Invalid templates raise `ValueError` whose message starts with the JSON path of the
-offending value (``spec.containers[1]: duplicate key name="main"``).
+offending value (``spec.containers[1]: duplicate key name="main"``); a mapping holding a
+Python value that is not JSON (a set, bytes, a non-str key) raises `TypeError`.
 
 `diff` is for people: it walks the two canonical forms and names the first place they
 differ. Whether two templates differ at all is decided by their canonical bytes only;
 the walk just picks a readable path (list elements named by their key, such as
-``containers[name=main]`` or ``ports[containerPort=8080]``, where the elements have one).
+``containers[name=main]`` or ``ports[containerPort=8080,protocol=TCP]``, where the
+elements have one; by position otherwise, and where an ordered list was re-ordered).
 """
 
 from __future__ import annotations
