@@ -39,7 +39,7 @@ from cliques.api.cliqueset import (
 )
 from cliques.api.meta import find_condition
 from cliques.api.service import Service
-from cliques.controllers import clique_planner, conditions, podbuilder, startup
+from cliques.controllers import clique_planner, conditions, podbuilder, revision, startup
 from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
 from cliques.kube.resources import CLIQUES, SERVICES
 
@@ -259,6 +259,17 @@ def _gang_ready(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool
     return True
 
 
+def _gang_updated(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
+    """Every clique of the gang reports all its pods on its current template."""
+    if not gang:
+        return False
+    for r in snap.cliqueset.spec.template.cliques:
+        clique = gang.get(r.name)
+        if clique is None or clique.status is None or clique.status.updated_replicas != r.replicas:
+            return False
+    return True
+
+
 def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
     """Same template under another hash algorithm: re-label, remember the old hash."""
     ann = clique.metadata.annotations
@@ -417,8 +428,7 @@ def _set_hash(snap: CliqueSetSnapshot) -> str:
     if spec.startup_type != "InOrder":
         names.sort()
     joined = ";".join(f"{n}={snap.hashes.get(n, '')}" for n in names).encode()
-    value = _core.fnv1a_64(joined)
-    return "".join("bcdfghjklmnpqrstvwxz2456789"[ord(c) % 27] for c in str(value))
+    return revision.safe_encode(_core.fnv1a_64(joined))
 
 
 def _status(
@@ -432,21 +442,11 @@ def _status(
     gangs = range(spec.replicas)
     ready = sum(1 for g in gangs if _gang_ready(snap, by_gang.get(g)))
     available = sum(1 for g in gangs if _gang_available(snap, by_gang.get(g)))
-    updated = 0
+    stale = set(outdated)
+    updated = sum(1 for g in gangs if g not in stale and _gang_updated(snap, by_gang.get(g)))
     degraded: list[str] = []
     for g in gangs:
         gang = by_gang.get(g, {})
-        if (
-            gang
-            and g not in outdated
-            and all(
-                r.name in gang
-                and gang[r.name].status is not None
-                and gang[r.name].status.updated_replicas == r.replicas  # type: ignore[union-attr]
-                for r in spec.template.cliques
-            )
-        ):
-            updated += 1
         for role, clique in sorted(gang.items()):
             cond = (
                 find_condition(clique.status.conditions, CONDITION_READY) if clique.status else None

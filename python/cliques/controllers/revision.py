@@ -23,6 +23,12 @@ CORE_ALGORITHM = _core.HASH_ALGORITHM_VERSION
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' SafeEncodeString alphabet
 
 
+def safe_encode(value: int) -> str:
+    """A number as a label-safe string, the way Kubernetes' `SafeEncodeString` spells a hash:
+    each decimal digit mapped into an alphabet without vowels."""
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
+
+
 class Hasher:
     """Template hashes with a small memo keyed by the template's JSON bytes."""
 
@@ -45,7 +51,7 @@ class Hasher:
             value = _core.template_hash(raw)
         else:
             tagged = b"cliques-hash-v%d\n" % self.algorithm + _core.canonical_json(raw)
-            value = "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(_core.fnv1a_64(tagged)))
+            value = safe_encode(_core.fnv1a_64(tagged))
         self._memo[raw] = value
         if len(self._memo) > self._memo_size:
             self._memo.popitem(last=False)
