@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
@@ -66,6 +67,8 @@ async def test_rolling_update_stays_within_max_unavailable(cluster: Cluster, crd
             cqs = await cluster.wait_available("llama", timeout=180)
         after = await uids(cluster)
     assert tracker.max_disrupted <= 1, f"{tracker.max_disrupted} gangs down at once"
+    churn = {n: k for n, k in Counter(tracker.deleted).items() if k > 1}
+    assert churn == {}, f"pods deleted more than once in one rollout: {churn}"
     assert set(after) == set(before)
     assert all(after[n] != before[n] for n in before), "every pod was replaced"
     assert cqs.status is not None and cqs.status.updated_replicas == 4

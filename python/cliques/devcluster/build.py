@@ -318,6 +318,8 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
     env = go_environment()
     cwd = build.module.directory
     mod_flags = ["-mod=readonly"]
+    if build.module.patches:
+        mod_flags.append(f"-modfile={_patched_source(build, go, staging.parent, env, log)}")
 
     report.step(build.label, "resolving modules and packages (downloads through the Go proxy)")
     listed: list[str] = []
@@ -381,6 +383,48 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
     report.step(build.label, "checking the binaries run")
     for name in build.module.binaries():
         _verify_binary(build, staging / name, log)
+
+
+def _patched_source(
+    build: ModuleBuild, go: Path, workdir: Path, env: dict[str, str], log: IO[str]
+) -> Path:
+    """Copy the upstream module, apply the module's patches, and return a go.mod (next to
+    the copy) that replaces the module with the patched copy."""
+    module = build.module
+    version = module.version()
+    out = subprocess.run(
+        [str(go), "mod", "download", "-json", f"{module.version_module}@{version}"],
+        cwd=module.directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    log.write(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise BuildError(build.label, "download the module to patch", build.log_path, out.stderr)
+    source = Path(json.loads(out.stdout)["Dir"])
+    patched = workdir / f"src-{module.key}-patched"
+    shutil.rmtree(patched, ignore_errors=True)
+    shutil.copytree(source, patched)
+    for path in patched.rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)
+    for patch in module.patches:
+        target = patched / patch.file
+        text = target.read_text()
+        if text.count(patch.old) != 1:
+            raise BuildError(
+                build.label,
+                f"patch {patch.file}",
+                build.log_path,
+                f"expected the patched line exactly once in {target}; upstream changed?",
+            )
+        target.write_text(text.replace(patch.old, patch.new))
+        log.write(f"patched {patch.file}: {patch.why}\n")
+    modfile = workdir / f"go-{module.key}-patched.mod"
+    modfile.write_text(module.gomod_text() + f"\nreplace {module.version_module} => {patched}\n")
+    shutil.copyfile(module.directory / "go.sum", modfile.with_suffix(".sum"))
+    return modfile
 
 
 def _stream(

@@ -27,6 +27,20 @@ _GO_LINE = re.compile(r"^go\s+(?P<version>[0-9][0-9.]*)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
+class SourcePatch:
+    """A one-place edit of an upstream module's source, applied to a copy before building.
+
+    Kept to bug fixes that change how the local control plane behaves for cliques' tests,
+    each with the reason; the build fails loudly if `old` is not found exactly once.
+    """
+
+    file: str  # relative to the module root
+    old: str
+    new: str
+    why: str
+
+
+@dataclass(frozen=True)
 class GoModule:
     """One module directory under gomod/ and the binaries it builds.
 
@@ -38,6 +52,7 @@ class GoModule:
     key: str
     version_module: str
     renames: tuple[tuple[str, str], ...] = ()
+    patches: tuple[SourcePatch, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -78,6 +93,8 @@ class GoModule:
         digest.update("\n".join(normalized_gomod(self.gomod_text())).encode())
         digest.update((self.directory / "go.sum").read_bytes())
         digest.update(ldflags.encode())
+        for patch in self.patches:
+            digest.update(f"{patch.file}\0{patch.old}\0{patch.new}".encode())
         return digest.hexdigest()[:16]
 
 
@@ -85,7 +102,22 @@ KUBE = GoModule(key="kube", version_module="k8s.io/kubernetes")
 ETCD = GoModule(
     key="etcd", version_module="go.etcd.io/etcd/server/v3", renames=(("server", "etcd"),)
 )
-KWOK = GoModule(key="kwok", version_module="sigs.k8s.io/kwok")
+KWOK_DELETE_BY_UID = SourcePatch(
+    file="pkg/kwok/controllers/pod_controller.go",
+    old="err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)",
+    new=(
+        "opt := deleteOpt\n"
+        "\topt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n"
+        "\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opt)"
+    ),
+    why=(
+        "kwok 0.8.0 finishes a pod's deletion by name only; when its stage queue lags, a "
+        "queued delete of the old pod removes a new pod created under the same name (every "
+        "operator with stable pod names, StatefulSets included). A UID precondition makes "
+        "it delete exactly the pod it meant, as a kubelet does."
+    ),
+)
+KWOK = GoModule(key="kwok", version_module="sigs.k8s.io/kwok", patches=(KWOK_DELETE_BY_UID,))
 MODULES: tuple[GoModule, ...] = (KUBE, ETCD, KWOK)
 
 
