@@ -11,6 +11,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from cliques.devcluster.errors import BuildError, GoNotFoundError
 
 # A stand-in for `go`: `env` answers like Go 1.26, `list` prints a few package paths, `build`
 # writes one executable per package into the -o directory that prints every pinned version.
-# Each call is appended to $FAKE_GO_CALLS. $FAKE_GO_FAIL=<subcommand> makes that one fail.
+# `mod download -json` names $FAKE_GO_MODDIR as the module source to patch. Each call is
+# appended to $FAKE_GO_CALLS. $FAKE_GO_FAIL=<subcommand> makes that one fail.
 FAKE_GO = r"""#!/bin/sh
 echo "$*" >> "$FAKE_GO_CALLS"
 cmd="$1"
@@ -30,6 +32,7 @@ if [ "$cmd" = "$FAKE_GO_FAIL" ]; then
 fi
 case "$cmd" in
 env) echo "${FAKE_GO_VERSION:-go1.26.8}"; echo "${FAKE_GO_TOOLCHAIN:-auto}" ;;
+mod) echo "{\"Dir\": \"$FAKE_GO_MODDIR\"}" ;;
 list)
     echo "go: downloading example.com/dep v1.0.0" >&2
     for p in runtime example.com/a example.com/b example.com/c; do echo "$p"; done ;;
@@ -55,14 +58,27 @@ esac
 
 
 @pytest.fixture
-def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     go = tmp_path / "fake-go"
     go.write_text(FAKE_GO)
     go.chmod(go.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CLIQUES_GO", str(go))
     monkeypatch.setenv("FAKE_GO_CALLS", str(tmp_path / "calls"))
     monkeypatch.delenv("FAKE_GO_FAIL", raising=False)
-    return go
+    # A read-only "module cache" copy of every module that is patched before building.
+    source = tmp_path / "modcache" / "src"
+    for module in gomodules.MODULES:
+        for patch in module.patches:
+            target = source / patch.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"package x\n\nfunc f() {{\n\t{patch.old}\n}}\n")
+    for path in sorted(source.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    source.chmod(0o555)
+    monkeypatch.setenv("FAKE_GO_MODDIR", str(source))
+    yield go
+    for path in [tmp_path / "modcache", *(tmp_path / "modcache").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def calls(tmp_path: Path) -> list[str]:
@@ -95,6 +111,32 @@ def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path:
     assert build.ensure_binaries(root=root) == binaries
     assert build.installed_binaries(root) == binaries
     assert len(calls(tmp_path)) == before  # nothing ran: not even `go env`
+
+
+def test_patched_modules_build_from_a_patched_copy(fake_go: Path, tmp_path: Path) -> None:
+    patched = [m for m in gomodules.MODULES if m.patches]
+    assert patched, "no module is patched any more: drop this test"
+    root = tmp_path / "cache"
+    build.ensure_binaries(root=root)
+    for module in patched:
+        builds = [c for c in calls(tmp_path) if c.startswith("build") and module.key in c]
+        assert len(builds) == 1 and "-modfile=" in builds[0]
+        modfile = Path(builds[0].split("-modfile=", 1)[1].split()[0])
+        replace = modfile.read_text().splitlines()[-1]
+        assert replace.startswith(f"replace {module.version_module} => ")
+        copy = Path(replace.split(" => ", 1)[1])
+        for patch in module.patches:
+            text = (copy / patch.file).read_text()
+            assert patch.new in text and patch.old not in text.replace(patch.new, "")
+
+
+def test_a_patch_that_no_longer_applies_fails_the_build(fake_go: Path, tmp_path: Path) -> None:
+    for path in (tmp_path / "modcache").rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for target in (tmp_path / "modcache" / "src").rglob("*.go"):
+        target.write_text("package x // upstream rewrote this file\n")
+    with pytest.raises(BuildError, match="patch "):
+        build.ensure_binaries(root=tmp_path / "cache")
 
 
 def test_a_changed_pin_rebuilds_only_that_module(fake_go: Path, tmp_path: Path) -> None:
