@@ -35,7 +35,19 @@ pub fn canonical_json(doc: &Value, kind: Kind) -> Result<Vec<u8>, CoreError> {
 }
 
 /// The canonical bytes of a document given as JSON text.
+///
+/// The fast path (`fast`: a borrowed tape, no `Value`) does the work; whenever it gives up
+/// (any error, and a few rare inputs), this walker over a parsed `Value` decides, so that the
+/// output and every error are exactly its own.
 pub fn canonical_json_bytes(doc: &[u8], kind: Kind) -> Result<Vec<u8>, CoreError> {
+    match crate::fast::canonical_json_bytes(doc, kind) {
+        Ok(out) => Ok(out),
+        Err(_) => canonical_json_reference_bytes(doc, kind),
+    }
+}
+
+/// `canonical_json_bytes` through `serde_json::Value` only (the reference walker).
+pub fn canonical_json_reference_bytes(doc: &[u8], kind: Kind) -> Result<Vec<u8>, CoreError> {
     canonical_json(&parse(doc)?, kind)
 }
 

@@ -37,6 +37,24 @@ impl Num {
         }
     }
 
+    /// Classify a JSON number literal (`-12`, `0.5`, `1e3`); `None` if it is a non-finite
+    /// double. The same as [`Num::from_json`] of the number `serde_json` reads from it (with
+    /// `arbitrary_precision`, `as_i64`/`as_u64` parse the literal and `to_string` is it).
+    pub fn from_literal(text: &str) -> Option<Num> {
+        if let Ok(i) = text.parse::<i64>() {
+            return Some(Num::Int(int_decimal(&i.to_string())));
+        }
+        if let Ok(u) = text.parse::<u64>() {
+            return Some(Num::Int(int_decimal(&u.to_string())));
+        }
+        if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+            let x: f64 = text.parse().ok()?;
+            x.is_finite().then_some(Num::Float(x))
+        } else {
+            Some(Num::Int(int_decimal(text)))
+        }
+    }
+
     /// The decimal text a quantity is parsed from: the integer's digits or the double's
     /// shortest round-trip form.
     pub fn quantity_text(&self) -> String {
@@ -162,13 +180,52 @@ fn increment(digits: &str, lead: i64) -> (String, i64) {
     (String::from_utf8(bytes).unwrap_or_default(), lead + 1)
 }
 
+/// The position of the first byte of `bytes[from..]` that a JSON string cannot hold as it
+/// is (`"`, `\` or a control character below 0x20), or `bytes.len()`. Eight bytes at a time.
+#[inline]
+pub fn find_special(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while i + 8 <= bytes.len() {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&bytes[i..i + 8]);
+        let x = u64::from_le_bytes(chunk);
+        // A byte is flagged (its high bit set in `hit`) if it is below 0x20 or equals `"` or
+        // `\`; the flags are exact from the lowest flagged byte on, which is all we use.
+        let below = x.wrapping_sub(ONES * 0x20) & !x;
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v;
+        let hit = (below | zero(quote) | zero(backslash)) & HIGHS;
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
 /// Append a JSON string literal (rule 9): `"` and `\` escaped, control characters as `\n`,
 /// `\r`, `\t`, `\b`, `\f` or `\u00xx`, everything else as raw UTF-8.
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    loop {
+        let i = find_special(bytes, start);
+        out.extend_from_slice(&bytes[start..i]);
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -177,10 +234,8 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
             b'\t' => b"\\t",
             0x08 => b"\\b",
             0x0c => b"\\f",
-            0x00..=0x1f => b"",
-            _ => continue,
+            _ => b"",
         };
-        out.extend_from_slice(&bytes[start..i]);
         if escape.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.extend_from_slice(b"\\u00");
@@ -191,7 +246,6 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
         }
         start = i + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 

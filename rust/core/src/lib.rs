@@ -13,6 +13,7 @@ pub mod bucket;
 pub mod canonical;
 pub mod decimal;
 pub mod error;
+mod fast;
 pub mod hash;
 pub mod indices;
 pub mod json;
