@@ -133,6 +133,18 @@ def test_garbage_collector_deletes_dependents(kube_cluster: KubeCluster, namespa
     kube_cluster.kubectl_run("wait", "-n", namespace, "--for=delete", "configmap/dependent", WAIT)
 
 
+def test_a_watch_from_an_ancient_resource_version_gets_410_gone(
+    kube_cluster: KubeCluster, namespace: str
+) -> None:
+    dev_cluster(kube_cluster)
+    kube_cluster.kubectl_run("create", "configmap", "c1", "-n", namespace)
+    path = f"/api/v1/namespaces/{namespace}/configmaps?watch=1&resourceVersion=1&timeoutSeconds=5"
+    out = kube_cluster.kubectl_run("get", "--raw", path).stdout
+    event = json.loads(out.splitlines()[0])
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+
+
 def test_up_reuses_the_running_cluster(kube_cluster: KubeCluster) -> None:
     name = dev_cluster(kube_cluster)
     before = cluster.status(name)

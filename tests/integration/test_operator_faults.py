@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 from prometheus_client import REGISTRY
 
-from cliques.kube.client import KubeClient
 from cliques.kube.informer import WatchFaults
 from cliques.kube.resources import CLIQUES, CLIQUESETS
 
@@ -17,27 +15,11 @@ from .operator_support import (
     Cluster,
     PodTracker,
     cliqueset,
-    install_crds,
     running_operator,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def crds(kubeconfig: str) -> str:
-    install_crds(str(kubeconfig))
-    return str(kubeconfig)
-
-
-@pytest.fixture
-async def cluster(crds: str, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
 
 
 def metric(name: str, **labels: str) -> float:

@@ -4,7 +4,6 @@ startup order, invalid specs."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,27 +11,11 @@ import pytest
 from cliques import _core
 from cliques.api import labels
 from cliques.kube import errors
-from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUESETS, EVENTS, PODS, SERVICES
 
-from .operator_support import Cluster, cliqueset, install_crds, running_operator, wait_for
+from .operator_support import Cluster, cliqueset, running_operator, wait_for
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def crds(kubeconfig: str) -> str:
-    install_crds(str(kubeconfig))
-    return str(kubeconfig)
-
-
-@pytest.fixture
-async def cluster(crds: str, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
 
 
 async def test_gang_objects_have_identity_and_cliqueset_becomes_available(

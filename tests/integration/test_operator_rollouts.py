@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import Counter
-from collections.abc import AsyncIterator
 
 import pytest
 
 from cliques.api import labels
-from cliques.kube.client import KubeClient
 from cliques.operator.manager import Config, Manager
 
 from .operator_support import (
@@ -20,27 +18,11 @@ from .operator_support import (
     PodTracker,
     cliqueset,
     crash,
-    install_crds,
     running_operator,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def crds(kubeconfig: str) -> str:
-    install_crds(str(kubeconfig))
-    return str(kubeconfig)
-
-
-@pytest.fixture
-async def cluster(crds: str, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
 
 
 async def uids(cluster: Cluster) -> dict[str, str]:

@@ -15,34 +15,17 @@ import sys
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from cliques import _core
-from cliques.kube.client import KubeClient
 from cliques.operator.manager import Config
 from cliques.operator.sharded import ShardedOperator
 
-from .operator_support import Cluster, PodTracker, cliqueset, install_crds, wait_for
+from .operator_support import Cluster, PodTracker, cliqueset, wait_for
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def crds(kubeconfig: str) -> str:
-    install_crds(str(kubeconfig))
-    return str(kubeconfig)
-
-
-@pytest.fixture
-async def cluster(crds: str, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
 
 
 def names_in_buckets(ns: str, ranges: list[range], per_range: int) -> list[str]:
