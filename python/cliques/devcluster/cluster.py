@@ -12,7 +12,9 @@ cache directory, never in the repository or ~/.kube / ~/.kwok:
     <cache>/run/<name>.lock         serialises up/down of one cluster
 
 `up` reuses a running cluster, restarts a stopped one (after a reboot) and otherwise creates
-it; then it waits, with a deadline, until the API server is ready, the scheduler and the
+it (restarting the brand-new API server once, so that a watch from an ancient
+resourceVersion gets 410 Gone as on any cluster that has run for a while); then it waits,
+with a deadline, until the API server is ready, the scheduler and the
 controller-manager hold their leader leases, the default ServiceAccount exists and every node
 is Ready, so that a pod created right after `up` schedules and runs. `down` stops every
 process it finds in the pid files (waiting for them, killing stragglers by pid) and removes
@@ -25,6 +27,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -383,6 +386,8 @@ def up(
         deadline = started + timeout
         kubectl = _Kubectl(binaries.kubectl, paths)
         _wait_for_apiserver(paths, kubectl, deadline, timeout)
+        if action == "created":
+            _restart_apiserver(paths, binaries, kubectl, deadline, timeout)
         wanted = (
             nodes if nodes is not None else (kwok.DEFAULT_NODES if action == "created" else None)
         )
@@ -469,6 +474,29 @@ def _wait_for_apiserver(
         if time.monotonic() > deadline:
             raise _timed_out(paths, "kube-apiserver", "/readyz to answer ok", timeout)
         time.sleep(processes.POLL_SECONDS)
+
+
+def _restart_apiserver(
+    paths: ClusterPaths, binaries: Binaries, kubectl: _Kubectl, deadline: float, timeout: float
+) -> None:
+    """Restart a brand-new API server once, so that it behaves like one that has run a while.
+
+    The first API server on an empty etcd fills its watch caches from resourceVersion ~1 and
+    so replays everything to a watch resumed from an ancient resourceVersion. Restarted, its
+    caches start at the current resourceVersion, and such a watch gets 410 Gone, as on any
+    real cluster: informers' relist paths are exercised for real. SIGKILL, because a graceful
+    shutdown waits a minute for the other components' watches; etcd keeps the state.
+    """
+    apiserver = next(c for c in _component_states(paths) if c.name == "kube-apiserver")
+    if apiserver.pid is not None and apiserver.running:
+        processes.send(apiserver.pid, signal.SIGKILL)
+        while any(c.running for c in _component_states(paths) if c.name == "kube-apiserver"):
+            if time.monotonic() > deadline:
+                raise _timed_out(paths, "kube-apiserver", "its restart", timeout)
+            time.sleep(processes.POLL_SECONDS)
+    paths.pid_file("kube-apiserver").unlink(missing_ok=True)
+    _kwokctl(paths, kwok.start_command(binaries.kwokctl, paths.name), "start cluster", watch=True)
+    _wait_for_apiserver(paths, kubectl, deadline, timeout)
 
 
 def _scale_nodes(kubectl: _Kubectl, wanted: int | None, paths: ClusterPaths) -> list[str]:
