@@ -38,6 +38,7 @@ def crds(kubeconfig: str) -> str:
 async def cluster(crds: str, namespace: str) -> AsyncIterator[Any]:
     """Typed reads and writes of the test's namespace through a real cliques client."""
     from cliques.kube.client import KubeClient
+
     from .operator_support import Cluster
 
     client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
