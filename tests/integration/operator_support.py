@@ -8,6 +8,7 @@ with a deadline and says what it was waiting for when it gives up.
 from __future__ import annotations
 
 import asyncio
+import os
 import contextlib
 import subprocess
 import time
@@ -50,7 +51,7 @@ async def wait_for(
 
 
 def install_crds(kubeconfig: str) -> None:
-    env = {"KUBECONFIG": kubeconfig, "PATH": __import__("os").environ["PATH"]}
+    env = {**os.environ, "KUBECONFIG": kubeconfig}  # keeps the session's KUBECACHEDIR
     subprocess.run(
         ["kubectl", "apply", "--server-side", "--force-conflicts", "-f", str(CRDS)],
         check=True,
