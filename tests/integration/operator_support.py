@@ -8,8 +8,8 @@ with a deadline and says what it was waiting for when it gives up.
 from __future__ import annotations
 
 import asyncio
-import os
 import contextlib
+import os
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
