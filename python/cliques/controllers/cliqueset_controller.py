@@ -48,7 +48,9 @@ class CliqueSetController:
         hasher: Hasher,
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
+        child_debounce: float = 0.2,
     ) -> None:
+        self.child_debounce = child_debounce
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
@@ -86,7 +88,9 @@ class CliqueSetController:
                     self.expectations.created(owner, f"{meta.name}@{h}")
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
         if parent and self.owns(meta.namespace, parent):
-            self.queue.add(f"{meta.namespace}/{parent}")
+            # Debounced: a gang of a thousand Cliques changing status at once costs a few
+            # reconciles of the CliqueSet, not a thousand (its own events are not delayed).
+            self.queue.add_after(f"{meta.namespace}/{parent}", self.child_debounce)
 
     # -- reconcile --------------------------------------------------------------------------
 

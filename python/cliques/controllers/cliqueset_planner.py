@@ -299,7 +299,10 @@ def _merge_patch(clique: Clique, change: _Change) -> Patch:
 def _template_patch(
     clique: Clique, tmpl: CliqueTemplate, snap: CliqueSetSnapshot, change: _Change | None
 ) -> Patch:
-    """Roll one Clique to the desired template (JSON patch, resourceVersion-guarded)."""
+    """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
+    sure it is the Clique we decided about; its resourceVersion is deliberately not a
+    precondition: the Clique controller writes its status all the time, the new template
+    does not depend on it, and the rollout budget is guarded by expectations instead."""
     annotations = {
         k: v
         for k, v in clique.metadata.annotations.items()
@@ -308,11 +311,6 @@ def _template_patch(
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/uid", "value": clique.metadata.uid},
-        {
-            "op": "replace",
-            "path": "/metadata/resourceVersion",
-            "value": clique.metadata.resource_version,
-        },
         {"op": "replace", "path": "/spec/template", "value": tmpl.template},
         {
             "op": "add",
