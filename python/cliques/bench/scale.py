@@ -274,6 +274,13 @@ async def _phases(
             )
         )
 
+    async def begin() -> tuple[Any, float, tuple[int, int], float]:
+        """Start a phase: API counters, CPU, event marks, peak RSS reset, then the clock."""
+        api = await apimetrics.scrape(client)
+        cpu = sampler.sample()
+        sampler.reset_peak()
+        return api, cpu, (len(obs.added), len(obs.deleted)), time.monotonic()
+
     async def apply(bodies: list[dict[str, Any]]) -> None:
         await asyncio.gather(
             *(
@@ -291,11 +298,7 @@ async def _phases(
         )
 
     # -- deploy ----------------------------------------------------------------------------
-    api0 = await apimetrics.scrape(client)
-    cpu0 = sampler.sample()
-    sampler.reset_peak()
-    mark = (len(obs.added), len(obs.deleted))
-    t0 = time.monotonic()
+    api0, cpu0, mark, t0 = await begin()
     await apply([workload.manifest(n, shape) for n in names])
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
@@ -311,13 +314,7 @@ async def _phases(
     idle_cpu0 = sampler.sample()
     await asyncio.sleep(3.0)
     idle_rate = (sampler.sample() - idle_cpu0) / 3.0
-    api0, cpu0, mark = (
-        await apimetrics.scrape(client),
-        sampler.sample(),
-        (len(obs.added), len(obs.deleted)),
-    )
-    sampler.reset_peak()
-    t0 = time.monotonic()
+    api0, cpu0, mark, t0 = await begin()
     stamp = str(time.time())
     await asyncio.gather(
         *(
@@ -344,13 +341,7 @@ async def _phases(
     )
 
     # -- rolling update --------------------------------------------------------------------
-    api0, cpu0, mark = (
-        await apimetrics.scrape(client),
-        sampler.sample(),
-        (len(obs.added), len(obs.deleted)),
-    )
-    sampler.reset_peak()
-    t0 = time.monotonic()
+    api0, cpu0, mark, t0 = await begin()
     new_image = "busybox:1.37"
     await apply([workload.manifest(n, shape, image=new_image) for n in names])
     ok = await wait(
@@ -365,13 +356,7 @@ async def _phases(
         return
 
     # -- re-order-only apply ---------------------------------------------------------------
-    api0, cpu0, mark = (
-        await apimetrics.scrape(client),
-        sampler.sample(),
-        (len(obs.added), len(obs.deleted)),
-    )
-    sampler.reset_peak()
-    t0 = time.monotonic()
+    api0, cpu0, mark, t0 = await begin()
     await apply([workload.reordered(workload.manifest(n, shape, image=new_image)) for n in names])
     # Settle: every set observed the new generation and stays Available for 10 s.
     # An operator that replaces pods here is followed until it is done (quiet for 2 s).
@@ -388,13 +373,7 @@ async def _phases(
     await record("reorder-apply", t0, cpu0, api0, mark, True)
 
     # -- delete ----------------------------------------------------------------------------
-    api0, cpu0, mark = (
-        await apimetrics.scrape(client),
-        sampler.sample(),
-        (len(obs.added), len(obs.deleted)),
-    )
-    sampler.reset_peak()
-    t0 = time.monotonic()
+    api0, cpu0, mark, t0 = await begin()
     await asyncio.gather(*(client.delete(CLIQUESETS, ns, n) for n in names))
     ok = await wait("delete", lambda: total - len(obs.pods.store), total)
     await record("delete", t0, cpu0, api0, mark, ok)
