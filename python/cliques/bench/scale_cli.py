@@ -89,58 +89,15 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
 def _kubeconfig(args: argparse.Namespace) -> str:
     if args.kubeconfig:
         return str(args.kubeconfig)
-    cmd = [
-        sys.executable,
-        "-m",
-        "cliques",
-        "dev-cluster",
-        "up",
-        "--name",
-        args.cluster,
-        "--nodes",
-        str(args.nodes),
-        "--disable-qps-limits",
-    ]
-    if subprocess.run(cmd, check=False).returncode != 0:
-        raise SystemExit("cliques bench: the dev cluster did not come up")
-    out = subprocess.run(
-        [sys.executable, "-m", "cliques", "dev-cluster", "kubeconfig", "--name", args.cluster],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    kubeconfig = out.stdout.strip()
-    crds = REPO / "deploy" / "crds"
-    env = dict(os.environ, KUBECONFIG=kubeconfig)
-    envs = subprocess.run(
-        [sys.executable, "-m", "cliques", "dev-cluster", "env", "--name", args.cluster],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    for line in envs.splitlines():
-        if line.startswith("export PATH="):
-            env["PATH"] = os.path.expandvars(line.removeprefix("export PATH=").strip("'\""))
-    subprocess.run(
-        ["kubectl", "apply", "--server-side", "--force-conflicts", "-f", str(crds)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            "kubectl",
-            "wait",
-            "--for=condition=established",
-            "--timeout=60s",
-            "crd/cliquesets.cliques.dev",
-            "crd/cliques.cliques.dev",
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return kubeconfig
+    from cliques.devcluster import session
+    from cliques.devcluster.errors import DevClusterError
+
+    try:
+        env = session.start(args.cluster, args.nodes, disable_qps_limits=True)
+        session.install_crds(env, REPO / "deploy" / "crds")
+    except DevClusterError as exc:
+        raise SystemExit(f"cliques bench: {exc}") from None
+    return env["KUBECONFIG"]
 
 
 def run_scale(args: argparse.Namespace) -> int:

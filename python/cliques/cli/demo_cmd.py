@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from cliques.devcluster import session
+from cliques.devcluster.errors import DevClusterError
 
 REPO_DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 
@@ -48,16 +50,6 @@ def _step(msg: str) -> None:
     print(f"==> {msg}", flush=True)
 
 
-def _cli(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cliques", *args], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr)
-        raise SystemExit(f"cliques demo: `cliques {' '.join(args)}` failed")
-    return done.stdout
-
-
 def run(args: argparse.Namespace) -> int:
     crds = REPO_DEPLOY / "crds"
     if not crds.is_dir() or not args.example.is_file():
@@ -70,27 +62,12 @@ def run(args: argparse.Namespace) -> int:
         f"dev cluster {args.cluster!r} (built from Go modules on first use; this can take "
         "several minutes once)"
     )
-    up = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cliques",
-            "dev-cluster",
-            "up",
-            "--name",
-            args.cluster,
-            "--nodes",
-            str(args.nodes),
-        ],
-        check=False,
-    )
-    if up.returncode != 0:
-        return up.returncode
-    kubeconfig = _cli("dev-cluster", "kubeconfig", "--name", args.cluster).strip()
-    env = dict(os.environ, KUBECONFIG=kubeconfig)
-    for line in _cli("dev-cluster", "env", "--name", args.cluster).splitlines():
-        if line.startswith("export PATH="):
-            env["PATH"] = os.path.expandvars(line.removeprefix("export PATH=").strip("'\""))
+    try:
+        env = session.start(args.cluster, args.nodes)
+    except DevClusterError as exc:
+        print(f"cliques demo: {exc}", file=sys.stderr)
+        return 1
+    kubeconfig = env["KUBECONFIG"]
 
     def kubectl(*kargs: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -102,14 +79,11 @@ def run(args: argparse.Namespace) -> int:
         return done
 
     _step("installing the CRDs")
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds))
-    kubectl(
-        "wait",
-        "--for=condition=established",
-        "--timeout=60s",
-        "crd/cliquesets.cliques.dev",
-        "crd/cliques.cliques.dev",
-    )
+    try:
+        session.install_crds(env, crds)
+    except DevClusterError as exc:
+        print(f"cliques demo: {exc}", file=sys.stderr)
+        return 1
     kubectl("create", "namespace", args.namespace, check=False)
 
     log_path = Path(kubeconfig).parent / "demo-operator.log"
