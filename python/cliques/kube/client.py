@@ -17,6 +17,8 @@ import contextlib
 import logging
 import random
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, TypeVar
 
@@ -42,6 +44,26 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 MAX_429_RETRIES = 10
 MAX_RETRY_AFTER = 64.0  # the API server's own ceiling is 32 s
+
+
+def proxy_settings(
+    host: str, configured: str | None, configured_headers: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """aiohttp proxy arguments for requests to `host`, decided once.
+
+    The kubeconfig's `proxy-url` wins; otherwise the standard environment (HTTPS_PROXY,
+    HTTP_PROXY, NO_PROXY, as urllib reads them) is honoured, as aiohttp's `trust_env` would.
+    """
+    if configured:
+        out: dict[str, Any] = {"proxy": configured}
+        if configured_headers:
+            out["proxy_headers"] = dict(configured_headers)
+        return out
+    url = urllib.parse.urlsplit(host)
+    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
+        return {}
+    proxy = urllib.request.getproxies().get(url.scheme)
+    return {"proxy": proxy} if proxy else {}
 
 
 class WatchEvent(msgspec.Struct):
@@ -70,8 +92,19 @@ class KubeClient:
         self._api = api_client
         self._cfg = api_client.configuration
         self.host: str = self._cfg.host.rstrip("/")
-        self._session: aiohttp.ClientSession = api_client.rest_client.pool_manager
-        self._server_hostname: str | None = api_client.rest_client.server_hostname
+        rest = api_client.rest_client
+        # Our own session on kubernetes-asyncio's connector (its TLS context and pool), with
+        # trust_env off: with it on, aiohttp re-reads ~/.netrc in a thread and re-resolves
+        # the proxy environment on *every* request (a fifth of the operator's CPU at 1,000
+        # pods). The proxy is resolved once here instead, the same way.
+        self._session = aiohttp.ClientSession(
+            connector=rest.pool_manager.connector,
+            connector_owner=False,
+            trust_env=False,
+            read_bufsize=2**21,  # watch events of large objects (kubernetes-asyncio's value)
+        )
+        self._server_hostname: str | None = rest.server_hostname
+        self._proxy: dict[str, Any] = proxy_settings(self.host, rest.proxy, rest.proxy_headers)
         self.limiter = ratelimit.TokenBucket(qps, burst)
         self.field_manager = field_manager
         self.user_agent = user_agent
@@ -104,6 +137,7 @@ class KubeClient:
         return cls(api, qps=qps, burst=burst, field_manager=field_manager)
 
     async def close(self) -> None:
+        await self._session.close()
         await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
@@ -154,6 +188,7 @@ class KubeClient:
                 data=body,
                 headers=headers,
                 server_hostname=self._server_hostname,
+                **self._proxy,
             ) as resp:
                 data = await resp.read()
                 status = resp.status
@@ -175,7 +210,10 @@ class KubeClient:
         """GET a non-resource path (`/metrics`, `/version`, `/readyz`): the body bytes."""
         headers = await self._headers(None)
         async with self._session.get(
-            self.host + path, headers=headers, server_hostname=self._server_hostname
+            self.host + path,
+            headers=headers,
+            server_hostname=self._server_hostname,
+            **self._proxy,
         ) as resp:
             data = await resp.read()
             if resp.status >= 300:
@@ -353,6 +391,7 @@ class KubeClient:
             headers=headers,
             timeout=timeout,
             server_hostname=self._server_hostname,
+            **self._proxy,
         ) as resp:
             metrics.API_REQUESTS.labels("watch", resource.plural, str(resp.status)).inc()
             if resp.status >= 300:
