@@ -116,6 +116,15 @@ def gang_service_name(cliqueset: str, gang_index: int) -> str:
     )
 
 
+def gang_service_names(cliqueset: str, count: int) -> list[str]:
+    """`gang_service_name` of gangs `0..count-1`, checked once: the longest name (the
+    highest index) is validated, and every shorter one has the same form."""
+    if count <= 0:
+        return []
+    gang_service_name(cliqueset, count - 1)
+    return [f"{cliqueset}-{g}" for g in range(count)]
+
+
 def pod_address(
     clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
 ) -> str:

@@ -76,24 +76,27 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
     roles = {c.name: c for c in spec.template.cliques}
     bucket = str(_core.bucket_of(meta.namespace, meta.name))
     by_gang: dict[int, dict[str, Clique]] = {}
+    removed: list[tuple[int, str, Clique]] = []
     for clique in snap.cliques:
-        by_gang.setdefault(clique.spec.gang_index, {})[clique.spec.clique_name] = clique
+        gang, role = clique.spec.gang_index, clique.spec.clique_name
+        by_gang.setdefault(gang, {})[role] = clique
+        if clique.metadata.deletion_timestamp is None and (
+            gang >= spec.replicas or role not in roles
+        ):
+            removed.append((-gang, role, clique))
 
     deletes: list[Delete] = []
     creates: list[Create] = []
-    for gang in sorted(by_gang, reverse=True):
-        for role, clique in sorted(by_gang[gang].items()):
-            if clique.metadata.deletion_timestamp is not None:
-                continue
-            if gang >= spec.replicas or role not in roles:
-                why = "ScaleDown" if gang >= spec.replicas else "CliqueRemoved"
-                deletes.append(
-                    Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why)
-                )
+    for minus_gang, _, clique in sorted(removed, key=lambda r: r[:2]):
+        why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
+        deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
 
     first_role = spec.template.cliques[0].name
     for gang in range(spec.replicas):
-        have = by_gang.get(gang, {})
+        have = by_gang.get(gang)
+        if have is not None and all(role in have for role in roles):
+            continue
+        have = have or {}
         for role, tmpl in roles.items():
             if role not in have:
                 creates.append(
@@ -108,7 +111,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
     # Services: one headless Service per gang.
     have_svc = {s.metadata.name: s for s in snap.services}
     want_svc = (
-        {labels.gang_service_name(meta.name, g): g for g in range(spec.replicas)}
+        {n: g for g, n in enumerate(labels.gang_service_names(meta.name, spec.replicas))}
         if spec.headless_service
         else {}
     )
@@ -121,7 +124,8 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
 
     # In-place changes and rollout decisions over existing gangs.
     changes, outdated = _classify(snap, by_gang, roles, deps)
-    unavailable = {g for g in range(spec.replicas) if not _gang_available(snap, by_gang.get(g))}
+    facts = _gang_facts(snap, by_gang)
+    unavailable = {g for g, f in enumerate(facts) if not f.available}
     to_update = (
         _pick_rollout(
             spec.update_strategy.type, spec.update_strategy.max_unavailable, outdated, unavailable
@@ -129,12 +133,15 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
         if snap.expectations_satisfied
         else []
     )
-    for gang in range(spec.replicas):
+    updating = set(to_update)
+    touched = updating | {gang for gang, _ in changes.values()}
+    for gang in sorted(touched):
         for role, clique in sorted(by_gang.get(gang, {}).items()):
             if role not in roles or clique.metadata.deletion_timestamp is not None:
                 continue
-            change = changes.get(clique.metadata.name)
-            if gang in to_update and _hash_of(clique) != snap.hashes[role]:
+            found = changes.get(clique.metadata.name)
+            change = found[1] if found is not None else None
+            if gang in updating and _hash_of(clique) != snap.hashes[role]:
                 out.patches.append(_template_patch(clique, roles[role], snap, change))
             elif change is not None:
                 out.patches.append(_merge_patch(clique, change))
@@ -156,7 +163,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
             Event("Normal", "ScalingDown", f"deleting {len(deletes)} object(s) of removed gangs")
         )
 
-    out.status = _status(snap, by_gang, outdated)
+    out.status = _status(snap, by_gang, facts, outdated)
     if out.status == cqs.status:
         out.status = None
     return out
@@ -187,40 +194,55 @@ def _classify(
     by_gang: dict[int, dict[str, Clique]],
     roles: dict[str, CliqueTemplate],
     deps: dict[str, list[str]],
-) -> tuple[dict[str, _Change], list[int]]:
-    """In-place changes per Clique name (resize, re-label) and the outdated gangs."""
+) -> tuple[dict[str, tuple[int, _Change]], list[int]]:
+    """In-place changes per Clique name with its gang (resize, re-label), and the outdated
+    gangs.
+
+    This runs over every Clique at every reconcile of the CliqueSet, so the common case (a
+    Clique that needs nothing) is kept to a few comparisons."""
     spec = snap.cliqueset.spec
     name = snap.cliqueset.metadata.name
-    changes: dict[str, _Change] = {}
-    outdated: set[int] = set()
+    hashes = snap.hashes
+    changes: dict[str, tuple[int, _Change]] = {}
+    outdated: list[int] = []
     for gang in range(spec.replicas):
-        for role, clique in by_gang.get(gang, {}).items():
+        members = by_gang.get(gang)
+        if not members:
+            continue
+        stale = False
+        for role, clique in members.items():
             tmpl = roles.get(role)
             if tmpl is None or clique.metadata.deletion_timestamp is not None:
                 continue
-            change = _Change()
-            want = snap.hashes[role]
-            have = _hash_of(clique)
-            if have != want:
+            change: _Change | None = None
+            want = hashes[role]
+            if clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "") != want:
                 if (
                     _algorithm_of(clique) != snap.algorithm
                     and snap.rehash is not None
                     and snap.rehash(clique.spec.template) == want
                 ):
+                    change = _Change()
                     _relabel(change, clique, want, snap.algorithm)
                 else:
-                    outdated.add(gang)
+                    stale = True
             cspec = clique.spec
-            starts_after = [labels.clique_name(name, gang, d) for d in deps[role]]
             if cspec.replicas != tmpl.replicas:
+                change = change or _Change()
                 change.spec["replicas"] = tmpl.replicas
             if cspec.min_available != tmpl.effective_min_available:
+                change = change or _Change()
                 change.spec["minAvailable"] = tmpl.effective_min_available
-            if sorted(cspec.starts_after) != sorted(starts_after):
-                change.spec["startsAfter"] = starts_after
-            if change.spec or change.labels or change.annotations:
-                changes[clique.metadata.name] = change
-    return changes, sorted(outdated)
+            if cspec.starts_after or deps[role]:
+                starts_after = [labels.clique_name(name, gang, d) for d in deps[role]]
+                if sorted(cspec.starts_after) != sorted(starts_after):
+                    change = change or _Change()
+                    change.spec["startsAfter"] = starts_after
+            if change is not None:
+                changes[clique.metadata.name] = (gang, change)
+        if stale:
+            outdated.append(gang)
+    return changes, outdated
 
 
 def _pick_rollout(
@@ -239,35 +261,65 @@ def _pick_rollout(
     return sorted(picked)
 
 
-def _gang_available(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
-    if not gang:
-        return False
-    roles = snap.cliqueset.spec.template.cliques
-    return all(r.name in gang and clique_planner.clique_ready(gang[r.name]) for r in roles)
+@dataclass(slots=True)
+class _GangFacts:
+    """What the rollout and the status need to know about one gang, read in one pass."""
+
+    #: every clique template has its Clique, Ready for its current template
+    available: bool = False
+    #: every clique has minAvailable ready pods (whatever their template)
+    ready: bool = False
+    #: every clique reports all its pods on its current template
+    updated: bool = False
+    #: `gang/clique` of the Cliques below minAvailable
+    degraded: list[str] = field(default_factory=list)
 
 
-def _gang_ready(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
-    """Every clique has minAvailable ready pods (whatever their template)."""
-    if not gang:
-        return False
-    for r in snap.cliqueset.spec.template.cliques:
-        clique = gang.get(r.name)
-        if clique is None or clique.status is None:
-            return False
-        if clique.status.ready_replicas < r.effective_min_available:
-            return False
-    return True
-
-
-def _gang_updated(snap: CliqueSetSnapshot, gang: dict[str, Clique] | None) -> bool:
-    """Every clique of the gang reports all its pods on its current template."""
-    if not gang:
-        return False
-    for r in snap.cliqueset.spec.template.cliques:
-        clique = gang.get(r.name)
-        if clique is None or clique.status is None or clique.status.updated_replicas != r.replicas:
-            return False
-    return True
+def _gang_facts(snap: CliqueSetSnapshot, by_gang: dict[int, dict[str, Clique]]) -> list[_GangFacts]:
+    """Facts of gangs `0..replicas-1`, each Clique's Ready condition looked up once."""
+    templates = [
+        (r.name, r.replicas, r.effective_min_available)
+        for r in snap.cliqueset.spec.template.cliques
+    ]
+    out: list[_GangFacts] = []
+    for gang in range(snap.cliqueset.spec.replicas):
+        members = by_gang.get(gang)
+        facts = _GangFacts()
+        out.append(facts)
+        if not members:
+            continue
+        ready_true: set[str] = set()
+        for role, clique in members.items():
+            status = clique.status
+            cond = find_condition(status.conditions, CONDITION_READY) if status else None
+            if cond is None:
+                continue
+            if cond.status == "True":
+                ready_true.add(role)
+            elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
+                facts.degraded.append(f"{gang}/{role}")
+        facts.degraded.sort()
+        available = ready = updated = True
+        for name, replicas, min_available in templates:
+            member = members.get(name)
+            status = member.status if member is not None else None
+            if member is None or status is None:
+                available = ready = updated = False
+                break
+            if status.ready_replicas < min_available:
+                ready = False
+            if status.updated_replicas != replicas:
+                updated = False
+            # clique_planner.clique_ready, with the condition already found
+            if (
+                name not in ready_true
+                or status.observed_generation != member.metadata.generation
+                or status.template_hash
+                != member.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+            ):
+                available = False
+        facts.available, facts.ready, facts.updated = available, ready, updated
+    return out
 
 
 def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
@@ -430,31 +482,21 @@ def _set_hash(snap: CliqueSetSnapshot) -> str:
 
 
 def _status(
-    snap: CliqueSetSnapshot, by_gang: dict[int, dict[str, Clique]], outdated: list[int]
+    snap: CliqueSetSnapshot,
+    by_gang: dict[int, dict[str, Clique]],
+    facts: list[_GangFacts],
+    outdated: list[int],
 ) -> CliqueSetStatus:
     cqs = snap.cliqueset
     spec = cqs.spec
     meta = cqs.metadata
     old = cqs.status or CliqueSetStatus()
     gen = meta.generation
-    gangs = range(spec.replicas)
-    ready = sum(1 for g in gangs if _gang_ready(snap, by_gang.get(g)))
-    available = sum(1 for g in gangs if _gang_available(snap, by_gang.get(g)))
+    ready = sum(f.ready for f in facts)
+    available = sum(f.available for f in facts)
     stale = set(outdated)
-    updated = sum(1 for g in gangs if g not in stale and _gang_updated(snap, by_gang.get(g)))
-    degraded: list[str] = []
-    for g in gangs:
-        gang = by_gang.get(g, {})
-        for role, clique in sorted(gang.items()):
-            cond = (
-                find_condition(clique.status.conditions, CONDITION_READY) if clique.status else None
-            )
-            if (
-                cond is not None
-                and cond.status == "False"
-                and cond.reason == clique_planner.REASON_BELOW_MIN
-            ):
-                degraded.append(f"{g}/{role}")
+    updated = sum(1 for g, f in enumerate(facts) if f.updated and g not in stale)
+    degraded = [d for f in facts for d in f.degraded]
     existing = sum(1 for g in by_gang if by_gang[g])
     now = snap.now
     conds = old.conditions
