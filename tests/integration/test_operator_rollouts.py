@@ -145,6 +145,12 @@ async def test_hash_algorithm_upgrade_relabels_pods_in_place(cluster: Cluster, c
             )
 
         await wait_for(relabelled, timeout=60, what="pods re-labelled with algorithm 2")
+
+        async def reported() -> bool:
+            st = (await cluster.cliqueset("llama")).status
+            return st is not None and st.hash_algorithm == 2
+
+        await wait_for(reported, timeout=30, what="CliqueSet status on algorithm 2")
         cqs = await cluster.wait_available("llama")
     new_hash = {p.metadata.labels[labels.LABEL_TEMPLATE_HASH] for p in await cluster.pods()}
     assert await uids(cluster) == before, "an operator upgrade recreated pods"

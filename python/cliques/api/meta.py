@@ -14,7 +14,7 @@ and watch events with them.
 """
 
 import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -81,6 +81,25 @@ class Condition(msgspec.Struct, kw_only=True, rename="camel"):
     message: str = ""
     last_transition_time: str
     observed_generation: int = 0
+
+
+def only_status_changed(old: Any, new: Any) -> bool:
+    """`new` differs from `old` in its status (and resourceVersion) alone.
+
+    For a resource with a status subresource the generation moves with every spec change,
+    so equal generations, labels, annotations, owners, finalizers and deletion timestamps
+    leave only the status (and fields the operator does not read) to have changed.
+    """
+    a, b = old.metadata, new.metadata
+    return bool(
+        a.uid == b.uid
+        and a.generation == b.generation
+        and a.labels == b.labels
+        and a.annotations == b.annotations
+        and a.owner_references == b.owner_references
+        and a.finalizers == b.finalizers
+        and a.deletion_timestamp == b.deletion_timestamp
+    )
 
 
 def find_condition(conditions: list[Condition], type_: str) -> Condition | None:

@@ -17,7 +17,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
-from cliques.api.meta import format_time
+from cliques.api.meta import format_time, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner
 from cliques.controllers.executor import Executor
@@ -54,7 +54,9 @@ class CliqueController:
         hasher: Hasher,
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
+        pod_debounce: float = 0.25,
     ) -> None:
+        self.pod_debounce = pod_debounce
         self.cliques = cliques
         self.pods = pods
         self.executor = executor
@@ -74,7 +76,9 @@ class CliqueController:
             return
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
-        self.queue.add(key_of(new))
+        if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
+            # A status-only change is this controller's own write: nothing new to plan.
+            self.queue.add(key_of(new))
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
             for key in gang_key(new):
@@ -93,7 +97,10 @@ class CliqueController:
             self.expectations.created(owner, meta.name)
         ref = meta.controller_ref()
         if ref is not None and ref.kind == labels.KIND_CLIQUE and self._owned(new):
-            self.queue.add(f"{meta.namespace}/{ref.name}")
+            # Debounced: a pod goes through several updates in quick succession (created,
+            # bound, running, ready) and a gang's pods move together; one reconcile (and at
+            # most one status write) per Clique per window covers them all.
+            self.queue.add_after(f"{meta.namespace}/{ref.name}", self.pod_debounce)
 
     def _waiting_for(self, clique: Clique) -> list[str]:
         ns = clique.metadata.namespace
@@ -135,7 +142,10 @@ class CliqueController:
                 extra={"key": key, "controller": NAME},
             )
         await self.executor.execute(plan, _ref(clique))
-        if plan.status is not None:
+        # A plan that wrote leaves its status for the reconcile that the watch events of
+        # those writes (pods) bring: that one sees their outcome, this one would only
+        # publish a state already on its way out (and cost a request).
+        if plan.status is not None and not plan.writes:
             await self._write_status(clique, plan.status)
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)

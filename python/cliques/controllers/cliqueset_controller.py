@@ -18,7 +18,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
-from cliques.api.meta import format_time
+from cliques.api.meta import format_time, only_status_changed
 from cliques.api.service import Service
 from cliques.controllers import cliqueset_planner
 from cliques.controllers.executor import Executor
@@ -73,6 +73,10 @@ class CliqueSetController:
         if kind == "DELETED":
             self.expectations.forget(meta.uid)
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
+        elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
+            # Its status is written by this controller alone, from a plan that already saw
+            # everything the new status says: reconciling again would find nothing to do.
+            return
         self.queue.add(key_of(new))
 
     def _on_child(self, kind: EventKind, old: Any, new: Any) -> None:
@@ -139,7 +143,10 @@ class CliqueSetController:
                 extra={"key": key, "controller": NAME},
             )
         await self.executor.execute(plan, ref)
-        if plan.status is not None:
+        # A plan that wrote leaves its status for the reconcile that the watch events of
+        # those writes (Cliques and Services) bring: that one sees their outcome, this one
+        # would only publish a state already on its way out (and cost a request).
+        if plan.status is not None and not plan.writes:
             await self._write_status(cqs, plan.status)
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)
