@@ -26,12 +26,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cliques.bench import apimetrics, procstats, workload
+from cliques.bench import apimetrics, opmetrics, procstats, workload
 from cliques.bench.observer import Observer
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
@@ -196,7 +197,9 @@ async def run_operator(spec: OperatorSpec, cfg: Settings, progress: Progress) ->
         await _wait_started(proc, spec, port)
         sampler = Sampler(proc.pid)
         sampler.start()
-        await _phases(client, ns, cfg, observer, sampler, result, progress, proc)
+        await _phases(
+            client, ns, cfg, observer, sampler, result, progress, proc, port if spec.readyz else 0
+        )
         result.cpu_timeline = sampler.timeline
         result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
@@ -222,7 +225,9 @@ async def _phases(
     result: OperatorRun,
     progress: Progress,
     proc: subprocess.Popen[bytes],
+    metrics_port: int = 0,
 ) -> None:
+    """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0."""
     shape = cfg.shape
     desired = shape.desired_pods()
     total = shape.total_pods
@@ -240,6 +245,16 @@ async def _phases(
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.1)
+
+    async def own_counters() -> Counter[str]:
+        if not metrics_port:
+            return Counter()
+        try:
+            return await asyncio.to_thread(opmetrics.scrape, metrics_port)
+        except OSError:
+            return Counter()
+
+    own0: Counter[str] = Counter()
 
     async def record(
         phase: str,
@@ -259,6 +274,8 @@ async def _phases(
         cpu = sampler.sample() - cpu0
         judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
         api1 = await apimetrics.scrape(client) if scrape else api0
+        if scrape:
+            extra.update(opmetrics.delta(await own_counters(), own0))
         result.phases.append(
             PhaseResult(
                 phase=phase,
@@ -276,7 +293,9 @@ async def _phases(
 
     async def begin() -> tuple[Any, float, tuple[int, int], float]:
         """Start a phase: API counters, CPU, event marks, peak RSS reset, then the clock."""
+        nonlocal own0
         api = await apimetrics.scrape(client)
+        own0 = await own_counters()
         cpu = sampler.sample()
         sampler.reset_peak()
         return api, cpu, (len(obs.added), len(obs.deleted)), time.monotonic()

@@ -1,0 +1,52 @@
+"""The operator's own counters, read from its /metrics endpoint (cliques operators only).
+
+The API server's counters say what every client did; these say what the operator under
+test did itself: its requests by verb and resource (`cliques_api_requests_total`, watches
+left out) and its reconciles by controller (`cliques_reconciles_total`). The benchmark
+records their difference over each phase in the phase's `extra` figures, so a change that
+saves requests or reconciles shows up as a number, not a guess.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections import Counter
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def parse(text: str) -> Counter[str]:
+    """`requests <verb> <resource>` and `reconciles <controller>` -> count."""
+    out: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            lab = sample.labels
+            if family.name == "cliques_api_requests":
+                if lab.get("verb") == "watch":
+                    continue
+                out[f"requests {lab.get('verb', '?')} {lab.get('resource', '?')}"] += int(
+                    sample.value
+                )
+            elif family.name == "cliques_reconciles":
+                out[f"reconciles {lab.get('controller', '?')}"] += int(sample.value)
+    return out
+
+
+def scrape(port: int) -> Counter[str]:
+    """Blocking read of http://127.0.0.1:PORT/metrics (call it in a thread)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        return parse(resp.read().decode())
+
+
+def delta(after: Counter[str], before: Counter[str]) -> dict[str, float]:
+    """Non-zero differences, plus `requests` and `reconciles` totals."""
+    out: dict[str, float] = {}
+    for key in sorted(set(after) | set(before)):
+        n = after[key] - before[key]
+        if n:
+            out[key] = float(n)
+            head = key.split(" ", 1)[0]
+            out[head] = out.get(head, 0.0) + n
+    return out
