@@ -1,6 +1,8 @@
-//! The fast path of the canonical form: JSON text parsed into a flat, borrowed tape (strings
-//! and number literals are slices of the input unless a string has escapes), walked by the
-//! same rules as `canonical` straight into one output buffer.
+//! The fast path of the canonical form: JSON text parsed into a flat tape of small `Copy`
+//! nodes (strings and number literals are offsets into the input, or into one side buffer
+//! for strings that had escapes), walked by the same rules as `canonical` straight into one
+//! output buffer, in final order (map lists are sorted by key before their elements are
+//! written). The tape and the other work buffers are kept per thread and reused.
 //!
 //! It only ever succeeds with the bytes the reference walker (`canonical`, over
 //! `serde_json::Value`) would produce. Anything it does not handle the easy way (any error,
@@ -8,13 +10,15 @@
 //! give up, and the caller runs the reference walker, which then reports the exact error.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::cmp::Ordering;
 
 use crate::canonical::MAX_DEPTH;
 use crate::decimal::Decimal;
+use crate::hash::{fnv1a_64_from, FNV_OFFSET};
 use crate::json::{self, Num};
 use crate::quantity;
-use crate::schema::{self, Desc, KeyDefault, Kind, ListDesc, ListKind, TypeDef, TypeId};
+use crate::schema::{self, Desc, KeyDefault, Kind, ListDesc, ListKind, TypeId};
 
 /// The fast path gave up: the reference walker decides.
 #[derive(Debug)]
@@ -34,35 +38,74 @@ enum Tag {
 }
 
 /// One value of the tape. A container is followed by its contents: elements, or for an
-/// object each member's name (a `Str` node) then its value. `end` is the index just past
-/// the node's subtree.
-#[derive(Debug)]
-struct Node<'a> {
+/// object each member's name (a `Str` node) then its value.
+#[derive(Clone, Copy, Debug)]
+struct Node {
     tag: Tag,
-    /// Number of elements or members (containers).
+    /// A string that had escapes: its text is in the unescaped buffer, not the input.
+    esc: bool,
+    /// Where the text starts (strings: after the quote; number literals).
+    start: u32,
+    /// Text length (strings, numbers); number of elements or members (containers).
     len: u32,
+    /// The index just past the node's subtree.
     end: u32,
-    /// String contents (unescaped) or the number literal.
-    text: Cow<'a, str>,
 }
 
 /// Deeper than this, the parser gives up (serde_json's own limit is 128).
 const PARSE_DEPTH: usize = MAX_DEPTH + 8;
 
-struct Parser<'a> {
+/// Work buffers reused from call to call (per thread).
+#[derive(Default)]
+struct Buffers {
+    tape: Vec<Node>,
+    unescaped: String,
+    members: Vec<Member>,
+    order: Vec<(u32, u32)>,
+    scratch: Vec<Vec<u8>>,
+    out: Vec<u8>,
+}
+
+impl Buffers {
+    /// Emptied, and released if a huge document made them large.
+    fn reset(&mut self) {
+        const KEEP: usize = 1 << 20;
+        if self.out.capacity() > KEEP || self.tape.capacity() > KEEP / 16 {
+            *self = Buffers::default();
+        }
+        self.tape.clear();
+        self.unescaped.clear();
+        self.members.clear();
+        self.order.clear();
+        self.out.clear();
+    }
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::default();
+}
+
+struct Parser<'a, 'b> {
     src: &'a str,
     bytes: &'a [u8],
     pos: usize,
-    tape: Vec<Node<'a>>,
+    tape: &'b mut Vec<Node>,
+    unescaped: &'b mut String,
 }
 
-fn parse(src: &[u8]) -> Result<Vec<Node<'_>>> {
+fn parse<'a>(src: &'a [u8], tape: &mut Vec<Node>, unescaped: &mut String) -> Result<&'a str> {
     let src = std::str::from_utf8(src).map_err(|_| GiveUp)?;
+    // Offsets and tape indices are u32.
+    if src.len() >= u32::MAX as usize {
+        return Err(GiveUp);
+    }
+    tape.reserve(src.len() / 8 + 16);
     let mut p = Parser {
         src,
         bytes: src.as_bytes(),
         pos: 0,
-        tape: Vec::with_capacity(src.len() / 8 + 16),
+        tape,
+        unescaped,
     };
     p.ws();
     p.value(0)?;
@@ -70,10 +113,10 @@ fn parse(src: &[u8]) -> Result<Vec<Node<'_>>> {
     if p.pos != p.bytes.len() {
         return Err(GiveUp);
     }
-    Ok(p.tape)
+    Ok(src)
 }
 
-impl<'a> Parser<'a> {
+impl Parser<'_, '_> {
     #[inline]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
@@ -86,20 +129,22 @@ impl<'a> Parser<'a> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn leaf(&mut self, tag: Tag, text: Cow<'a, str>) {
+    #[inline]
+    fn leaf(&mut self, tag: Tag, esc: bool, start: usize, len: usize) {
         let end = self.tape.len() as u32 + 1;
         self.tape.push(Node {
             tag,
-            len: 0,
+            esc,
+            start: start as u32,
+            len: len as u32,
             end,
-            text,
         });
     }
 
     fn literal(&mut self, word: &[u8], tag: Tag) -> Result<()> {
         if self.bytes[self.pos..].starts_with(word) {
             self.pos += word.len();
-            self.leaf(tag, Cow::Borrowed(""));
+            self.leaf(tag, false, 0, 0);
             Ok(())
         } else {
             Err(GiveUp)
@@ -108,11 +153,7 @@ impl<'a> Parser<'a> {
 
     fn value(&mut self, depth: usize) -> Result<()> {
         match self.peek().ok_or(GiveUp)? {
-            b'"' => {
-                let s = self.string()?;
-                self.leaf(Tag::Str, s);
-                Ok(())
-            }
+            b'"' => self.string(),
             b'{' => self.object(depth + 1),
             b'[' => self.array(depth + 1),
             b't' => self.literal(b"true", Tag::True),
@@ -123,6 +164,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     fn digits(&mut self) -> usize {
         let start = self.pos;
         while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
@@ -164,31 +206,34 @@ impl<'a> Parser<'a> {
                 return Err(GiveUp);
             }
         }
-        let text = &self.src[start..self.pos];
-        self.leaf(Tag::Num, Cow::Borrowed(text));
+        self.leaf(Tag::Num, false, start, self.pos - start);
         Ok(())
     }
 
-    /// A string at `"`: borrowed when it has no escape, else unescaped into a new `String`.
-    fn string(&mut self) -> Result<Cow<'a, str>> {
+    /// A string at `"`, as a `Str` leaf: a slice of the input when it has no escape, else
+    /// unescaped into the side buffer.
+    fn string(&mut self) -> Result<()> {
         self.pos += 1;
         let start = self.pos;
         self.pos = json::find_special(self.bytes, self.pos);
         match self.bytes.get(self.pos) {
             Some(b'"') => {
-                let s = &self.src[start..self.pos];
                 self.pos += 1;
-                return Ok(Cow::Borrowed(s));
+                self.leaf(Tag::Str, false, start, self.pos - 1 - start);
+                return Ok(());
             }
             Some(b'\\') => {}
             _ => return Err(GiveUp),
         }
-        let mut out = String::from(&self.src[start..self.pos]);
+        let at = self.unescaped.len();
+        self.unescaped.push_str(&self.src[start..self.pos]);
         loop {
             match self.bytes.get(self.pos) {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(Cow::Owned(out));
+                    let len = self.unescaped.len() - at;
+                    self.leaf(Tag::Str, true, at, len);
+                    return Ok(());
                 }
                 Some(b'\\') => {
                     self.pos += 1;
@@ -219,19 +264,19 @@ impl<'a> Parser<'a> {
                                 0xdc00..=0xdfff => return Err(GiveUp),
                                 _ => hi,
                             };
-                            out.push(char::from_u32(c).ok_or(GiveUp)?);
+                            self.unescaped.push(char::from_u32(c).ok_or(GiveUp)?);
                             continue;
                         }
                         _ => return Err(GiveUp),
                     };
-                    out.push(c);
+                    self.unescaped.push(c);
                     self.pos += 1;
                 }
                 Some(0x00..=0x1f) | None => return Err(GiveUp),
                 Some(_) => {
                     let run = self.pos;
                     self.pos = json::find_special(self.bytes, self.pos);
-                    out.push_str(&self.src[run..self.pos]);
+                    self.unescaped.push_str(&self.src[run..self.pos]);
                 }
             }
         }
@@ -255,9 +300,10 @@ impl<'a> Parser<'a> {
         let at = self.tape.len();
         self.tape.push(Node {
             tag,
+            esc: false,
+            start: 0,
             len: 0,
             end: 0,
-            text: Cow::Borrowed(""),
         });
         Ok(at)
     }
@@ -302,8 +348,7 @@ impl<'a> Parser<'a> {
                 if self.peek() != Some(b'"') {
                     return Err(GiveUp);
                 }
-                let key = self.string()?;
-                self.leaf(Tag::Str, key);
+                self.string()?;
                 self.ws();
                 if self.peek() != Some(b':') {
                     return Err(GiveUp);
@@ -328,55 +373,193 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Run `f` over the per-thread buffers (fresh ones for a nested call, of which there is none
+/// today).
+fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
+    BUFFERS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffers) => f(&mut buffers),
+        Err(_) => f(&mut Buffers::default()),
+    })
+}
+
 /// The canonical bytes of JSON text, or `GiveUp`.
 pub(crate) fn canonical_json_bytes(doc: &[u8], kind: Kind) -> Result<Vec<u8>> {
-    let tape = parse(doc)?;
+    with_buffers(|buffers| {
+        canonical_in(doc, kind, buffers, false)?;
+        Ok(buffers.out.clone())
+    })
+}
+
+/// FNV-1a 64 of the canonical bytes of JSON text (`hash::fnv1a_64` of
+/// `canonical_json_bytes`), or `GiveUp`.
+pub(crate) fn canonical_fnv1a_64(doc: &[u8], kind: Kind) -> Result<u64> {
+    with_buffers(|buffers| canonical_in(doc, kind, buffers, true))
+}
+
+/// Write the canonical bytes into `buffers.out`; with `hash`, return their FNV-1a 64 (fed
+/// while writing), else 0.
+fn canonical_in(doc: &[u8], kind: Kind, buffers: &mut Buffers, hash: bool) -> Result<u64> {
+    buffers.reset();
+    let Buffers {
+        tape,
+        unescaped,
+        members,
+        order,
+        scratch,
+        out,
+    } = buffers;
+    let src = parse(doc, tape, unescaped)?;
     if tape[0].tag != Tag::Obj {
         return Err(GiveUp);
     }
+    out.reserve(doc.len());
     let mut w = Walker {
-        tape: &tape,
+        src,
+        tape,
+        unescaped,
         depth: 0,
-        members: Vec::new(),
-        scratch: Vec::new(),
+        members,
+        order,
+        parts: Vec::new(),
+        scratch,
+        fnv: hash.then_some(FNV_OFFSET),
+        hashed: 0,
+        in_set: 0,
     };
-    let mut out = Vec::with_capacity(doc.len());
-    w.object(0, Some(kind.root()), &mut out)?;
-    Ok(out)
+    w.object(0, Some(kind.root()), out)?;
+    w.feed(out);
+    Ok(w.fnv.unwrap_or(0))
 }
 
-/// A member to write: name, value node, descriptor.
-type Member<'t> = (&'t str, usize, Option<&'static Desc>);
+/// A member to write: its name's first 8 bytes (big-endian, zero-padded: a quick sort key),
+/// name node, value node and descriptor.
+#[derive(Clone, Copy, Debug)]
+struct Member {
+    prefix: u64,
+    key: u32,
+    value: u32,
+    desc: Option<&'static Desc>,
+}
 
-struct Walker<'t, 'a> {
-    tape: &'t [Node<'a>],
+struct Walker<'t> {
+    src: &'t str,
+    tape: &'t [Node],
+    unescaped: &'t str,
     depth: usize,
-    /// Reused member lists (a stack of them, one per object being written).
-    members: Vec<Vec<Member<'t>>>,
-    /// Reused buffers for list elements that are sorted.
-    scratch: Vec<Vec<u8>>,
+    /// Members of the objects being written, a stack of runs (one per object).
+    members: &'t mut Vec<Member>,
+    /// (position, element node) of the map lists being written, a stack of runs.
+    order: &'t mut Vec<(u32, u32)>,
+    /// Key tuples of the map lists being written, a stack of runs.
+    parts: Vec<KeyPart<'t>>,
+    /// Reused buffers for set elements, which are sorted by their bytes.
+    scratch: &'t mut Vec<Vec<u8>>,
+    /// FNV-1a 64 of `out[..hashed]`, if wanted. The output is written in its final order
+    /// (but for set elements, inside `set`: `in_set` > 0), so it is hashed as it grows: the
+    /// hash's byte-serial multiply chain then runs alongside the walk, not after it.
+    fnv: Option<u64>,
+    hashed: usize,
+    in_set: usize,
 }
 
-/// One component of a map-list key tuple, as in `canonical` (numbers before strings).
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One component of a map-list key tuple, ordered as in `canonical`: numbers (by value)
+/// before strings (by UTF-8 bytes).
+#[derive(Debug)]
 enum KeyPart<'a> {
+    /// A number that is an `i64` (the common case, no heap decimal).
+    Int(i64),
     Num(Decimal),
     Str(Cow<'a, str>),
 }
 
-impl<'t, 'a> Walker<'t, 'a> {
+impl KeyPart<'_> {
+    fn decimal(&self) -> Cow<'_, Decimal> {
+        match self {
+            KeyPart::Int(n) => Cow::Owned(int_decimal(*n)),
+            KeyPart::Num(d) => Cow::Borrowed(d),
+            KeyPart::Str(_) => Cow::Owned(Decimal::zero()),
+        }
+    }
+}
+
+impl Ord for KeyPart<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (KeyPart::Int(a), KeyPart::Int(b)) => a.cmp(b),
+            (KeyPart::Str(a), KeyPart::Str(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (KeyPart::Str(_), _) => Ordering::Greater,
+            (_, KeyPart::Str(_)) => Ordering::Less,
+            _ => self.decimal().cmp(&other.decimal()),
+        }
+    }
+}
+
+impl PartialOrd for KeyPart<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for KeyPart<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for KeyPart<'_> {}
+
+fn int_decimal(n: i64) -> Decimal {
+    Decimal::from_digits(n < 0, &n.unsigned_abs().to_string(), "", 0)
+}
+
+impl<'t> Walker<'t> {
+    /// Hash what was written to `out` since the last time.
     #[inline]
-    fn node(&self, i: usize) -> &'t Node<'a> {
-        &self.tape[i]
+    fn feed(&mut self, out: &[u8]) {
+        if let Some(h) = self.fnv {
+            if self.in_set == 0 {
+                self.fnv = Some(fnv1a_64_from(h, &out[self.hashed..]));
+                self.hashed = out.len();
+            }
+        }
     }
 
-    /// The members of object node `i`: (name, value index).
-    fn member_iter(&self, i: usize) -> impl Iterator<Item = (&'t str, usize)> + 't {
+    #[inline]
+    fn node(&self, i: usize) -> Node {
+        self.tape[i]
+    }
+
+    /// The text of a string or number node.
+    #[inline]
+    fn text(&self, n: Node) -> &'t str {
+        let (start, end) = (n.start as usize, n.start as usize + n.len as usize);
+        if n.esc {
+            &self.unescaped[start..end]
+        } else {
+            &self.src[start..end]
+        }
+    }
+
+    /// Write a string node as a JSON string literal.
+    #[inline]
+    fn write_string(&self, n: Node, out: &mut Vec<u8>) {
+        if n.esc {
+            json::write_str(self.text(n), out);
+        } else {
+            // It stood in the input between quotes without an escape, so it holds no `"`,
+            // `\` or control character: `write_str` would write exactly the input's bytes,
+            // quotes included.
+            let (start, end) = (n.start as usize, n.start as usize + n.len as usize);
+            out.extend_from_slice(&self.src.as_bytes()[start - 1..end + 1]);
+        }
+    }
+
+    /// The members of object node `i`: (name node, value node).
+    fn member_iter(&self, i: usize) -> impl Iterator<Item = (usize, usize)> + 't {
         let tape = self.tape;
         let mut at = i + 1;
         (0..tape[i].len).map(move |_| {
-            let name: &'t str = &tape[at].text;
-            let value = at + 1;
+            let (name, value) = (at, at + 1);
             at = tape[value].end as usize;
             (name, value)
         })
@@ -393,16 +576,24 @@ impl<'t, 'a> Walker<'t, 'a> {
         })
     }
 
+    #[inline]
     fn dropped(&self, v: usize, desc: Option<&Desc>) -> bool {
         let node = self.node(v);
-        match (node.tag, desc) {
-            (Tag::Null, _) => true,
-            (Tag::Arr, _) => node.len == 0,
-            (Tag::Obj, Some(Desc::Map(value))) => self
-                .member_iter(v)
-                .all(|(_, x)| self.dropped(x, Some(value))),
+        match node.tag {
+            Tag::Null => true,
+            Tag::Arr => node.len == 0,
+            Tag::Obj => match desc {
+                Some(Desc::Map(value)) => self.map_dropped(v, value),
+                _ => false,
+            },
             _ => false,
         }
+    }
+
+    /// A map whose members are all dropped.
+    fn map_dropped(&self, v: usize, value: &Desc) -> bool {
+        self.member_iter(v)
+            .all(|(_, x)| self.dropped(x, Some(value)))
     }
 
     #[inline]
@@ -432,57 +623,87 @@ impl<'t, 'a> Walker<'t, 'a> {
             Tag::Null => out.extend_from_slice(b"null"),
             Tag::True => out.extend_from_slice(b"true"),
             Tag::False => out.extend_from_slice(b"false"),
-            Tag::Num => write_number(&node.text, out)?,
-            Tag::Str => json::write_str(&node.text, out),
+            Tag::Num => write_number(self.text(node), out)?,
+            Tag::Str => self.write_string(node, out),
             Tag::Arr => self.elements(v, None, out)?,
             Tag::Obj => self.object(v, None, out)?,
         }
         Ok(())
     }
 
-    /// Collect the members of object `v` (with their descriptors), sorted by name; a
+    /// A struct (`ty` from the table) or an unknown object.
+    fn object(&mut self, v: usize, ty: Option<TypeId>, out: &mut Vec<u8>) -> Result<()> {
+        let base = self.members.len();
+        for (k, x) in self.member_iter(v) {
+            let name = self.text(self.node(k)).as_bytes();
+            let prefix = schema::name_prefix(name);
+            self.members.push(Member {
+                prefix,
+                key: k as u32,
+                value: x as u32,
+                desc: ty.and_then(|t| schema::field_of(t, name, prefix)),
+            });
+        }
+        self.members_out(base, out)
+    }
+
+    /// A map field: like an object, every value described by `value`.
+    fn map(&mut self, v: usize, value: &'static Desc, out: &mut Vec<u8>) -> Result<()> {
+        let base = self.members.len();
+        for (k, x) in self.member_iter(v) {
+            let name = self.text(self.node(k)).as_bytes();
+            self.members.push(Member {
+                prefix: schema::name_prefix(name),
+                key: k as u32,
+                value: x as u32,
+                desc: Some(value),
+            });
+        }
+        self.members_out(base, out)
+    }
+
+    /// Write the members pushed from `base` on, sorted by name, leaving out dropped ones; a
     /// duplicate name gives up (serde_json keeps the last value at the first position).
-    fn sorted_members(
-        &mut self,
-        v: usize,
-        desc_of: impl Fn(&str) -> Option<&'static Desc>,
-    ) -> Result<Vec<Member<'t>>> {
-        let mut members = self.members.pop().unwrap_or_default();
-        members.clear();
-        members.extend(self.member_iter(v).map(|(k, x)| (k, x, desc_of(k))));
-        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if members.windows(2).any(|w| w[0].0 == w[1].0) {
+    fn members_out(&mut self, base: usize, out: &mut Vec<u8>) -> Result<()> {
+        let (src, tape, unescaped) = (self.src, self.tape, self.unescaped);
+        let name = |m: &Member| {
+            let n = tape[m.key as usize];
+            let (start, end) = (n.start as usize, n.start as usize + n.len as usize);
+            if n.esc {
+                &unescaped.as_bytes()[start..end]
+            } else {
+                &src.as_bytes()[start..end]
+            }
+        };
+        let cmp =
+            |a: &Member, b: &Member| a.prefix.cmp(&b.prefix).then_with(|| name(a).cmp(name(b)));
+        let run = &mut self.members[base..];
+        run.sort_unstable_by(cmp);
+        if run.windows(2).any(|w| cmp(&w[0], &w[1]) == Ordering::Equal) {
             return Err(GiveUp);
         }
-        members.retain(|(_, x, desc)| !self.dropped(*x, *desc));
-        Ok(members)
-    }
-
-    fn object(&mut self, v: usize, ty: Option<TypeId>, out: &mut Vec<u8>) -> Result<()> {
-        let def = ty.map(schema::type_def);
-        let members = self.sorted_members(v, |k| def.and_then(|d| d.field(k)))?;
-        self.members_out(members, out)
-    }
-
-    fn map(&mut self, v: usize, value: &'static Desc, out: &mut Vec<u8>) -> Result<()> {
-        let members = self.sorted_members(v, |_| Some(value))?;
-        self.members_out(members, out)
-    }
-
-    fn members_out(&mut self, members: Vec<Member<'t>>, out: &mut Vec<u8>) -> Result<()> {
+        let end = self.members.len();
         out.push(b'{');
-        for (i, (k, x, desc)) in members.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for i in base..end {
+            let m = self.members[i];
+            let x = m.value as usize;
+            if self.dropped(x, m.desc) {
+                continue;
+            }
+            if !first {
                 out.push(b',');
             }
-            json::write_str(k, out);
+            first = false;
+            self.write_string(self.node(m.key as usize), out);
             out.push(b':');
             self.enter()?;
-            self.value(*x, *desc, out)?;
+            self.value(x, m.desc, out)?;
             self.depth -= 1;
+            self.feed(out);
         }
         out.push(b'}');
-        self.members.push(members);
+        self.members.truncate(base);
         Ok(())
     }
 
@@ -503,66 +724,77 @@ impl<'t, 'a> Walker<'t, 'a> {
             self.enter()?;
             self.value(x, item, out)?;
             self.depth -= 1;
+            self.feed(out);
         }
         out.push(b']');
         Ok(())
     }
 
-    /// Each element canonicalized on its own into one buffer; their ranges in input order.
-    fn each_element(
-        &mut self,
-        v: usize,
-        item: &'static Desc,
-        buf: &mut Vec<u8>,
-    ) -> Result<Vec<(usize, usize)>> {
-        let mut ranges = Vec::with_capacity(self.node(v).len as usize);
-        for x in self.element_iter(v) {
-            let start = buf.len();
-            self.enter()?;
-            self.value(x, Some(item), buf)?;
-            self.depth -= 1;
-            ranges.push((start, buf.len()));
-        }
-        Ok(ranges)
-    }
-
+    /// A set: each element canonicalized on its own, sorted by those bytes.
     fn set(&mut self, v: usize, item: &'static Desc, out: &mut Vec<u8>) -> Result<()> {
         let mut buf = self.scratch.pop().unwrap_or_default();
         buf.clear();
-        let mut ranges = self.each_element(v, item, &mut buf)?;
+        let mut ranges = Vec::with_capacity(self.node(v).len as usize);
+        self.in_set += 1;
+        for x in self.element_iter(v) {
+            let start = buf.len();
+            self.enter()?;
+            self.value(x, Some(item), &mut buf)?;
+            self.depth -= 1;
+            ranges.push((start, buf.len()));
+        }
+        self.in_set -= 1;
         ranges.sort_by(|a, b| buf[a.0..a.1].cmp(&buf[b.0..b.1]));
-        join(&buf, &ranges, out);
+        out.push(b'[');
+        for (i, (s, e)) in ranges.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&buf[*s..*e]);
+        }
+        out.push(b']');
         self.scratch.push(buf);
         Ok(())
     }
 
+    /// A map list: the elements' key tuples first, then the elements written in key order
+    /// (a duplicate key gives up).
     fn map_list(&mut self, v: usize, l: &'static ListDesc, out: &mut Vec<u8>) -> Result<()> {
-        let mut buf = self.scratch.pop().unwrap_or_default();
-        buf.clear();
-        let ranges = self.each_element(v, &l.item, &mut buf)?;
         let item_type = match l.item {
-            Desc::Object(t) => Some(schema::type_def(t)),
+            Desc::Object(t) => Some(t),
             _ => None,
         };
-        let mut keyed = Vec::with_capacity(ranges.len());
+        let k = l.keys.len();
+        let (parts_base, order_base) = (self.parts.len(), self.order.len());
         for (i, x) in self.element_iter(v).enumerate() {
-            let tuple = l
-                .keys
-                .iter()
-                .map(|key| self.key_part(x, key, item_type))
-                .collect::<Result<Vec<_>>>()?;
-            keyed.push((tuple, i));
+            for key in l.keys {
+                let part = self.key_part(x, key, item_type)?;
+                self.parts.push(part);
+            }
+            self.order.push((i as u32, x as u32));
         }
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        if keyed
-            .windows(2)
-            .any(|w| w[0].0.cmp(&w[1].0) == Ordering::Equal)
-        {
+        let parts = &self.parts[parts_base..];
+        let tuple = |i: u32| &parts[i as usize * k..i as usize * k + k];
+        let run = &mut self.order[order_base..];
+        run.sort_unstable_by(|a, b| tuple(a.0).cmp(tuple(b.0)));
+        if run.windows(2).any(|w| tuple(w[0].0) == tuple(w[1].0)) {
             return Err(GiveUp);
         }
-        let ordered: Vec<(usize, usize)> = keyed.iter().map(|(_, i)| ranges[*i]).collect();
-        join(&buf, &ordered, out);
-        self.scratch.push(buf);
+        let end = self.order.len();
+        out.push(b'[');
+        for i in order_base..end {
+            if i > order_base {
+                out.push(b',');
+            }
+            let x = self.order[i].1 as usize;
+            self.enter()?;
+            self.value(x, Some(&l.item), out)?;
+            self.depth -= 1;
+            self.feed(out);
+        }
+        out.push(b']');
+        self.order.truncate(order_base);
+        self.parts.truncate(parts_base);
         Ok(())
     }
 
@@ -570,31 +802,28 @@ impl<'t, 'a> Walker<'t, 'a> {
         &self,
         element: usize,
         key: &'static str,
-        item_type: Option<&'static TypeDef>,
+        item_type: Option<TypeId>,
     ) -> Result<KeyPart<'t>> {
-        let desc = item_type.and_then(|t| t.field(key));
+        let name = key.as_bytes();
+        let desc = item_type.and_then(|t| schema::field_of(t, name, schema::name_prefix(name)));
         let found = if self.node(element).tag == Tag::Obj {
             self.member_iter(element)
-                .find(|(k, _)| *k == key)
+                .find(|(k, _)| self.text(self.node(*k)) == key)
                 .map(|(_, x)| x)
                 .filter(|x| !self.dropped(*x, desc))
         } else {
             None
         };
         let Some(x) = found else {
-            return Ok(match item_type.and_then(|t| t.key_default(key)) {
+            let def = item_type.and_then(|t| schema::type_def(t).key_default(key));
+            return Ok(match def {
                 Some(KeyDefault::Str(s)) => KeyPart::Str(Cow::Borrowed(s)),
-                Some(KeyDefault::Int(n)) => KeyPart::Num(Decimal::from_digits(
-                    n < 0,
-                    &n.unsigned_abs().to_string(),
-                    "",
-                    0,
-                )),
+                Some(KeyDefault::Int(n)) => KeyPart::Int(n),
                 None => KeyPart::Str(Cow::Borrowed("")),
             });
         };
         let node = self.node(x);
-        let text: &'t str = &node.text;
+        let text = self.text(node);
         Ok(match (node.tag, desc) {
             (Tag::Str, Some(Desc::Quantity)) => {
                 let value = quantity::parse(text).map(quantity::canonical_value);
@@ -607,21 +836,39 @@ impl<'t, 'a> Walker<'t, 'a> {
                     .map(quantity::canonical_value);
                 KeyPart::Str(Cow::Owned(value.unwrap_or_default()))
             }
-            (Tag::Num, _) => {
-                let num = Num::from_literal(text).ok_or(GiveUp)?;
-                let canonical = num.canonical();
-                KeyPart::Num(Decimal::parse_json_number(&canonical).unwrap_or_else(Decimal::zero))
-            }
+            (Tag::Num, _) => match text.parse::<i64>() {
+                // As `Num::from_literal`: an i64 literal is that integer exactly.
+                Ok(n) => KeyPart::Int(n),
+                Err(_) => {
+                    let num = Num::from_literal(text).ok_or(GiveUp)?;
+                    let canonical = num.canonical();
+                    KeyPart::Num(
+                        Decimal::parse_json_number(&canonical).unwrap_or_else(Decimal::zero),
+                    )
+                }
+            },
             _ => return Err(GiveUp),
         })
     }
 
     fn quantity(&mut self, v: usize, out: &mut Vec<u8>) -> Result<()> {
         let node = self.node(v);
+        let text = self.text(node);
         let parsed = match node.tag {
-            Tag::Str => quantity::parse(&node.text),
+            Tag::Str => {
+                if quantity::write_canonical_json_fast(text, out) {
+                    return Ok(());
+                }
+                quantity::parse(text)
+            }
             Tag::Num => {
-                let num = Num::from_literal(&node.text).ok_or(GiveUp)?;
+                // An integer literal is its own quantity text (`Num::quantity_text` writes
+                // the same integer; `-0` and `0` are both zero).
+                let integer = !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                if integer && quantity::write_canonical_json_fast(text, out) {
+                    return Ok(());
+                }
+                let num = Num::from_literal(text).ok_or(GiveUp)?;
                 quantity::parse(&num.quantity_text())
             }
             _ => return Err(GiveUp),
@@ -644,18 +891,6 @@ fn write_number(text: &str, out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// Write `[p0,p1,…]` from ranges of `buf`.
-fn join(buf: &[u8], ranges: &[(usize, usize)], out: &mut Vec<u8>) {
-    out.push(b'[');
-    for (i, (s, e)) in ranges.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&buf[*s..*e]);
-    }
-    out.push(b']');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,6 +901,8 @@ mod tests {
         let want = canonical_json_reference_bytes(doc, Kind::PodTemplateSpec);
         match canonical_json_bytes(doc, Kind::PodTemplateSpec) {
             Ok(got) => {
+                let fnv = canonical_fnv1a_64(doc, Kind::PodTemplateSpec).unwrap();
+                assert_eq!(fnv, crate::hash::fnv1a_64(&got));
                 assert_eq!(
                     Ok(String::from_utf8_lossy(&got).into_owned()),
                     want.map(|w| String::from_utf8_lossy(&w).into_owned()),

@@ -25,9 +25,17 @@ pub fn fnv1a_32(data: &[u8]) -> u32 {
     h
 }
 
+/// The FNV-1a 64 offset basis: the hash of no bytes.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// FNV-1a, 64 bit.
 pub fn fnv1a_64(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a_64_from(FNV_OFFSET, data)
+}
+
+/// FNV-1a 64 continued: the hash of `a ++ data` given `h` = the hash of `a`.
+#[inline]
+pub(crate) fn fnv1a_64_from(mut h: u64, data: &[u8]) -> u64 {
     for b in data {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
@@ -44,7 +52,12 @@ pub fn safe_encode(s: &str) -> String {
 
 /// The hash of already canonical bytes.
 pub fn hash_canonical(canonical: &[u8]) -> String {
-    safe_encode(&fnv1a_64(canonical).to_string())
+    hash_of_fnv(fnv1a_64(canonical))
+}
+
+/// The hash given the FNV-1a 64 of the canonical bytes.
+fn hash_of_fnv(fnv: u64) -> String {
+    safe_encode(&fnv.to_string())
 }
 
 /// The template hash of a document given as a JSON value.
@@ -53,8 +66,16 @@ pub fn template_hash(doc: &Value, kind: Kind) -> Result<String, CoreError> {
 }
 
 /// The template hash of a document given as JSON text.
+///
+/// The fast path hashes the canonical bytes as it writes them (no copy); when it gives up,
+/// the reference walker decides, as in [`canonical::canonical_json_bytes`].
 pub fn template_hash_bytes(doc: &[u8], kind: Kind) -> Result<String, CoreError> {
-    Ok(hash_canonical(&canonical::canonical_json_bytes(doc, kind)?))
+    match crate::fast::canonical_fnv1a_64(doc, kind) {
+        Ok(fnv) => Ok(hash_of_fnv(fnv)),
+        Err(_) => Ok(hash_canonical(&canonical::canonical_json_reference_bytes(
+            doc, kind,
+        )?)),
+    }
 }
 
 #[cfg(test)]

@@ -90,6 +90,121 @@ pub fn canonical_value(mut value: Decimal) -> String {
     value.to_plain()
 }
 
+/// Append the canonical value of quantity `s` as a JSON string (`"1073741824"`), the same as
+/// `json::write_str(&canonical(s)?, out)`, for the common shapes only: a sign, at most 19
+/// digits with an optional fraction, and no suffix or a unit suffix (`Gi`, `m`, …), computed
+/// in integers without a heap decimal. Returns `false`, having written nothing, for anything
+/// else (exponents, long digit strings, invalid text): the caller then takes [`parse`].
+pub fn write_canonical_json_fast(s: &str, out: &mut Vec<u8>) -> bool {
+    let bytes = s.as_bytes();
+    let (neg, mut i) = match bytes.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let mut mantissa: u128 = 0;
+    let mut digits = 0usize;
+    while let Some(&b) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+        mantissa = mantissa * 10 + u128::from(b - b'0');
+        digits += 1;
+        i += 1;
+    }
+    let mut frac = 0i64;
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(&b) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+            mantissa = mantissa * 10 + u128::from(b - b'0');
+            digits += 1;
+            frac += 1;
+            i += 1;
+        }
+    }
+    // Up to 19 digits: below 10^19, so times 1024^6 (2^60) still fits in a u128.
+    if digits == 0 || digits > 19 {
+        return false;
+    }
+    let mut exp10 = -frac;
+    match &bytes[i..] {
+        b"" => {}
+        b"n" => exp10 -= 9,
+        b"u" => exp10 -= 6,
+        b"m" => exp10 -= 3,
+        b"k" => exp10 += 3,
+        b"M" => exp10 += 6,
+        b"G" => exp10 += 9,
+        b"T" => exp10 += 12,
+        b"P" => exp10 += 15,
+        b"E" => exp10 += 18,
+        [unit @ (b'K' | b'M' | b'G' | b'T' | b'P' | b'E'), b'i'] => {
+            let power = b"KMGTPE"
+                .iter()
+                .position(|u| u == unit)
+                .map_or(0, |p| p + 1);
+            mantissa <<= 10 * power;
+        }
+        _ => return false,
+    }
+    out.push(b'"');
+    if mantissa == 0 {
+        out.extend_from_slice(b"0\"");
+        return true;
+    }
+    // Round away from zero to nano precision (at most 19 + 9 digits dropped: 10^28 fits).
+    let min_exp = -i64::from(SCALE);
+    if exp10 < min_exp {
+        let unit = 10u128.pow((min_exp - exp10) as u32);
+        let (q, r) = (mantissa / unit, mantissa % unit);
+        mantissa = q + u128::from(r != 0);
+        exp10 = min_exp;
+    }
+    if neg {
+        out.push(b'-');
+    }
+    let mut buf = [0u8; 40];
+    let mut at = buf.len();
+    // u64 arithmetic when it fits (almost always: u128 division is a library call).
+    if let Ok(mut m) = u64::try_from(mantissa) {
+        while exp10 < 0 && m.is_multiple_of(10) {
+            m /= 10;
+            exp10 += 1;
+        }
+        while m > 0 {
+            at -= 1;
+            buf[at] = b'0' + (m % 10) as u8;
+            m /= 10;
+        }
+    } else {
+        while exp10 < 0 && mantissa.is_multiple_of(10) {
+            mantissa /= 10;
+            exp10 += 1;
+        }
+        while mantissa > 0 {
+            at -= 1;
+            buf[at] = b'0' + (mantissa % 10) as u8;
+            mantissa /= 10;
+        }
+    }
+    let text = &buf[at..];
+    if exp10 >= 0 {
+        out.extend_from_slice(text);
+        out.resize(out.len() + exp10 as usize, b'0');
+    } else {
+        let frac = (-exp10) as usize;
+        if frac >= text.len() {
+            out.extend_from_slice(b"0.");
+            out.resize(out.len() + (frac - text.len()), b'0');
+            out.extend_from_slice(text);
+        } else {
+            let (int, rest) = text.split_at(text.len() - frac);
+            out.extend_from_slice(int);
+            out.push(b'.');
+            out.extend_from_slice(rest);
+        }
+    }
+    out.push(b'"');
+    true
+}
+
 /// Length of the run of ASCII digits at the start of `s`.
 fn digit_prefix(s: &str) -> usize {
     s.bytes().take_while(u8::is_ascii_digit).count()
@@ -177,6 +292,64 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(canonical(input).as_deref(), Ok(want), "{input:?}");
         }
+    }
+
+    #[test]
+    fn fast_path_agrees() {
+        let mut inputs: Vec<String> = Vec::new();
+        let numbers = [
+            "0",
+            "-0",
+            "+0.0",
+            "1",
+            "01",
+            "1.",
+            ".5",
+            "0.5",
+            "1.0000000001",
+            "0.0000000005",
+            "123456789",
+            "1234567890123456789",
+            "12345678901234567890",
+            "9999999999999999999",
+            "-9999999999999999999",
+            "0.1",
+            "1.5",
+            "100",
+            "2.25",
+            "7",
+            "",
+        ];
+        let suffixes = [
+            "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+            "e3", "x", "ki", "i",
+        ];
+        for n in numbers {
+            for s in suffixes {
+                inputs.push(format!("{n}{s}"));
+                inputs.push(format!("-{n}{s}"));
+            }
+        }
+        for input in inputs {
+            let mut fast = Vec::new();
+            let taken = write_canonical_json_fast(&input, &mut fast);
+            match canonical(&input) {
+                Ok(want) => {
+                    if taken {
+                        let mut slow = Vec::new();
+                        crate::json::write_str(&want, &mut slow);
+                        assert_eq!(fast, slow, "{input:?}");
+                    }
+                }
+                Err(_) => assert!(!taken, "{input:?}"),
+            }
+            if !taken {
+                assert!(fast.is_empty(), "{input:?}");
+            }
+        }
+        let mut out = Vec::new();
+        assert!(write_canonical_json_fast("256Gi", &mut out));
+        assert_eq!(out, b"\"274877906944\"");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use crate::error::CoreError;
 use crate::schema_gen;
@@ -95,6 +96,119 @@ pub fn type_def(id: TypeId) -> &'static TypeDef {
     &schema_gen::TYPES[usize::from(id.0)]
 }
 
+/// The descriptor of field `name` of type `ty`: the same as `type_def(ty).field(name)`, by a
+/// hash table over every (type, field) pair built on first use instead of a binary search
+/// of string comparisons (the walkers look up every member name of every struct). `prefix`
+/// is [`name_prefix`] of `name`, which the caller has at hand.
+#[inline]
+pub(crate) fn field_of(ty: TypeId, name: &[u8], prefix: u64) -> Option<&'static Desc> {
+    static TABLE: OnceLock<FieldTable> = OnceLock::new();
+    TABLE.get_or_init(FieldTable::build).get(ty, name, prefix)
+}
+
+/// The first 8 bytes of `name`, big-endian, zero-padded: comparing these compares names by
+/// their bytes, up to a tie.
+#[inline]
+pub(crate) fn name_prefix(name: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let n = name.len().min(8);
+    w[..n].copy_from_slice(&name[..n]);
+    u64::from_be_bytes(w)
+}
+
+/// The last 8 bytes of a name longer than 8 bytes, as a number.
+#[inline]
+fn name_suffix(name: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&name[name.len() - 8..]);
+    u64::from_le_bytes(w)
+}
+
+/// One (type, field) pair: the name's first and last 8 bytes, its length and the type id
+/// decide a match for names up to 16 bytes without touching the name itself.
+#[derive(Clone, Copy)]
+struct FieldSlot {
+    prefix: u64,
+    suffix: u64,
+    /// `ty << 16 | len`; 0 marks an empty slot (no field name is empty).
+    ty_len: u32,
+    name: &'static [u8],
+    desc: Option<&'static Desc>,
+}
+
+const EMPTY_SLOT: FieldSlot = FieldSlot {
+    prefix: 0,
+    suffix: 0,
+    ty_len: 0,
+    name: b"",
+    desc: None,
+};
+
+/// Open addressing, linear probing.
+struct FieldTable {
+    slots: Box<[FieldSlot]>,
+    shift: u32,
+}
+
+impl FieldTable {
+    fn build() -> FieldTable {
+        let count: usize = schema_gen::TYPES.iter().map(|t| t.fields.len()).sum();
+        let size = (count * 2).next_power_of_two();
+        let shift = 64 - size.trailing_zeros();
+        let mut slots = vec![EMPTY_SLOT; size].into_boxed_slice();
+        for (ty, def) in schema_gen::TYPES.iter().enumerate() {
+            for (name, desc) in def.fields {
+                let name = name.as_bytes();
+                let ty_len = match (u16::try_from(ty), u16::try_from(name.len())) {
+                    (Ok(ty), Ok(len)) if len > 0 => u32::from(ty) << 16 | u32::from(len),
+                    _ => panic!("schema table: type or field out of range"),
+                };
+                let prefix = name_prefix(name);
+                let mut at = slot_hash(prefix, ty_len, shift);
+                while slots[at].ty_len != 0 {
+                    at = (at + 1) & (size - 1);
+                }
+                slots[at] = FieldSlot {
+                    prefix,
+                    suffix: if name.len() > 8 { name_suffix(name) } else { 0 },
+                    ty_len,
+                    name,
+                    desc: Some(desc),
+                };
+            }
+        }
+        FieldTable { slots, shift }
+    }
+
+    #[inline]
+    fn get(&self, ty: TypeId, name: &[u8], prefix: u64) -> Option<&'static Desc> {
+        let len = u16::try_from(name.len()).ok().filter(|n| *n > 0)?;
+        let ty_len = u32::from(ty.0) << 16 | u32::from(len);
+        let mask = self.slots.len() - 1;
+        let mut at = slot_hash(prefix, ty_len, self.shift);
+        loop {
+            let slot = &self.slots[at];
+            if slot.ty_len == ty_len && slot.prefix == prefix {
+                let found = name.len() <= 8
+                    || (slot.suffix == name_suffix(name)
+                        && (name.len() <= 16 || slot.name[8..] == name[8..]));
+                if found {
+                    return slot.desc;
+                }
+            } else if slot.ty_len == 0 {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
+#[inline]
+fn slot_hash(prefix: u64, ty_len: u32, shift: u32) -> usize {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    ((prefix ^ u64::from(ty_len).wrapping_mul(K)).wrapping_mul(K) >> shift) as usize
+}
+
 /// Look a type up by its OpenAPI name.
 pub fn type_by_name(name: &str) -> Option<TypeId> {
     schema_gen::TYPES
@@ -180,6 +294,30 @@ mod tests {
             for w in t.key_defaults.windows(2) {
                 assert!(w[0].0 < w[1].0, "{}", t.name);
             }
+        }
+    }
+
+    #[test]
+    fn field_table_agrees_with_binary_search() {
+        for (ty, def) in schema_gen::TYPES.iter().enumerate() {
+            let id = TypeId(u16::try_from(ty).unwrap());
+            for (name, desc) in def.fields {
+                let got = field_of(id, name.as_bytes(), name_prefix(name.as_bytes())).unwrap();
+                assert!(std::ptr::eq(got, desc), "{}.{name}", def.name);
+                let longer = format!("{name}x");
+                let of = |n: &[u8]| field_of(id, n, name_prefix(n));
+                assert_eq!(
+                    of(longer.as_bytes()).is_some(),
+                    def.field(&longer).is_some()
+                );
+                assert_eq!(
+                    of(&name.as_bytes()[1..]).is_some(),
+                    def.field(&name[1..]).is_some()
+                );
+            }
+            let of = |n: &[u8]| field_of(id, n, name_prefix(n));
+            assert!(of(b"").is_none() && of(b"no such field").is_none());
+            assert!(of(b"name\0").is_none() && of(b"containersx").is_none());
         }
     }
 

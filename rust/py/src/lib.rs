@@ -102,8 +102,23 @@ fn canonical_json<'py>(
 #[pyo3(signature = (doc, kind = "PodTemplateSpec"))]
 fn template_hash(py: Python<'_>, doc: &Bound<'_, PyAny>, kind: &str) -> PyResult<String> {
     let kind = parse_kind(kind)?;
-    let out = Doc::from_py(doc)?.canonical(py, kind)?;
-    Ok(cliques_core::hash::hash_canonical(&out))
+    match Doc::from_py(doc)? {
+        // JSON text: the core hashes the canonical bytes as it writes them (no copy out).
+        Doc::Bytes(b) => {
+            let bytes = b.as_bytes();
+            py.detach(|| cliques_core::template_hash_bytes(bytes, kind))
+                .or_raise()
+        }
+        Doc::Str(s) => {
+            let text = s.to_str()?;
+            py.detach(|| cliques_core::template_hash_bytes(text.as_bytes(), kind))
+                .or_raise()
+        }
+        doc @ Doc::Value(_) => {
+            let out = doc.canonical(py, kind)?;
+            Ok(cliques_core::hash::hash_canonical(&out))
+        }
+    }
 }
 
 /// FNV-1a, 32 bit.

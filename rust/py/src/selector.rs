@@ -56,22 +56,35 @@ impl Compiled {
 }
 
 /// What one `filter` (or `matches`) call has learnt, per requirement, to look labels up
-/// faster; the outcome of every lookup and comparison is the same with or without it.
+/// faster; the outcome of every lookup and comparison is the same with or without it, and
+/// nothing is kept from one call to the next.
 ///
 /// A dict finds a key fastest when it is the very object stored in it, so the first dict
 /// that has a key lends its own (equal) key object for the following lookups: label sets
 /// built by one program usually share their key objects. And since a `str` is immutable,
-/// whether a value is listed is remembered for a few value objects (held, so that their
-/// addresses cannot be reused), starting with the interned values themselves.
+/// whether a value is listed is remembered for the value objects met (held, so that their
+/// addresses cannot be reused), starting with the interned values themselves: a small
+/// direct-mapped table per requirement, indexed by address bits, so that a value seen
+/// before costs one comparison and no search.
 struct Memo<'py> {
     keys: Vec<Bound<'py, PyString>>,
     learned: Vec<bool>,
-    seen: Vec<Vec<(Bound<'py, PyString>, bool)>>,
+    seen: Vec<[Seen<'py>; SEEN]>,
     learn: bool,
 }
 
-/// How many value objects `Memo` remembers per requirement.
-const SEEN: usize = 8;
+/// A slot of `Memo`'s value table: a value object and whether it is listed.
+type Seen<'py> = Option<(Bound<'py, PyString>, bool)>;
+
+/// Slots of `Memo`'s value table per requirement (a power of two).
+const SEEN: usize = 16;
+
+/// The slot of an object address: objects are 16-byte aligned, so the low bits are skipped.
+#[inline]
+fn seen_slot(p: *mut ffi::PyObject) -> usize {
+    let a = p as usize;
+    ((a >> 4) ^ (a >> 9)) & (SEEN - 1)
+}
 
 impl<'py> Memo<'py> {
     fn new(py: Python<'py>, compiled: &[Compiled], learn: bool) -> Self {
@@ -81,10 +94,11 @@ impl<'py> Memo<'py> {
             seen: compiled
                 .iter()
                 .map(|c| {
-                    c.interned
-                        .iter()
-                        .map(|v| (v.bind(py).clone(), true))
-                        .collect()
+                    let mut table: [Seen<'py>; SEEN] = Default::default();
+                    for v in &c.interned {
+                        table[seen_slot(v.as_ptr())] = Some((v.bind(py).clone(), true));
+                    }
+                    table
                 })
                 .collect(),
             learn,
@@ -115,18 +129,31 @@ impl<'py> Memo<'py> {
         req: &Compiled,
         v: Borrowed<'_, 'py, PyString>,
     ) -> PyResult<bool> {
-        let seen = &mut self.seen[j];
-        if let Some((_, verdict)) = seen.iter().find(|(x, _)| x.as_ptr() == v.as_ptr()) {
-            return Ok(*verdict);
+        let slot = &mut self.seen[j][seen_slot(v.as_ptr())];
+        if let Some((x, verdict)) = slot {
+            if x.as_ptr() == v.as_ptr() {
+                return Ok(*verdict);
+            }
         }
-        // SAFETY: `v` is a live str and the GIL is held; the view is dropped before `v` is.
-        let text = unsafe { utf8(v.py(), v.as_ptr())? };
-        let verdict = req.values.iter().any(|x| x.as_bytes() == text);
-        if self.learn && seen.len() < SEEN {
-            seen.push((v.to_owned(), verdict));
-        }
-        Ok(verdict)
+        listed_slow(slot, req, v, self.learn)
     }
+}
+
+/// `Memo::listed` for a value not in its table: compare the text, remember the verdict.
+#[cold]
+fn listed_slow<'py>(
+    slot: &mut Seen<'py>,
+    req: &Compiled,
+    v: Borrowed<'_, 'py, PyString>,
+    learn: bool,
+) -> PyResult<bool> {
+    // SAFETY: `v` is a live str and the GIL is held; the view is dropped before `v` is.
+    let text = unsafe { utf8(v.py(), v.as_ptr())? };
+    let verdict = req.values.iter().any(|x| x.as_bytes() == text);
+    if learn {
+        *slot = Some((v.to_owned(), verdict));
+    }
+    Ok(verdict)
 }
 
 /// The UTF-8 view of a `str`.
