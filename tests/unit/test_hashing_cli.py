@@ -336,6 +336,37 @@ def test_bench_hash_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert {("nginx.json", "a"), ("inference.json", "c"), ("labels", "filter")} <= cases
     assert doc["skipped"] == {"d": "--no-go"}
     assert all(r["speedup"] > 0 for r in doc["ratios"])
+    # The selector target is judged against the generic Python matcher; the hand-inlined
+    # loop is reported for information only.
+    labels = {r["slow"]: r for r in doc["ratios"] if r["fixture"] == "labels"}
+    assert labels["loop-generic"]["target"] == 10.0
+    assert labels["loop-generic"]["met"] in (True, False)
+    assert labels["loop"]["target"] is None and labels["loop"]["met"] is None
+    assert labels["loop"]["informational"] and not labels["loop-generic"]["informational"]
+    assert "(filter) vs (loop) | " in out and "informational" in out
+
+
+def test_generic_selector_loop_agrees_with_the_core() -> None:
+    from cliques import _core
+    from cliques.bench import hashbench
+
+    sets: list[dict[str, str]] = [
+        *hashbench.label_sets(500),
+        {},
+        {"app.kubernetes.io/name": "llm", "tier": "decode", "canary": ""},
+        {"app.kubernetes.io/name": "llm", "tier": "decode"},
+    ]
+    specs: list[dict[str, object]] = [
+        hashbench.SELECTOR,
+        {},
+        {"matchLabels": {"tier": "decode", "version": "v1"}},
+        {"matchExpressions": [{"key": "canary", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "version", "operator": "NotIn", "values": ["v0", "v1"]}]},
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["decode", "x"]}]},
+    ]
+    for spec in specs:
+        want = _core.Selector(spec).filter(sets)
+        assert hashbench.generic_filter(hashbench.parse_selector(spec), sets) == want, spec
 
 
 def test_bench_without_a_benchmark_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
