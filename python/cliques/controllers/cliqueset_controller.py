@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -49,8 +50,12 @@ class CliqueSetController:
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
         child_debounce: float = 0.2,
+        max_child_debounce: float = 1.0,
     ) -> None:
         self.child_debounce = child_debounce
+        self.max_child_debounce = max_child_debounce
+        #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
+        self._plan_cost: dict[str, float] = {}
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
@@ -73,6 +78,7 @@ class CliqueSetController:
         if kind == "DELETED":
             self.expectations.forget(meta.uid)
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
+            self._plan_cost.pop(key_of(new), None)
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -92,9 +98,19 @@ class CliqueSetController:
                     self.expectations.created(owner, f"{meta.name}@{h}")
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
         if parent and self.owns(meta.namespace, parent):
-            # Debounced: a gang of a thousand Cliques changing status at once costs a few
-            # reconciles of the CliqueSet, not a thousand (its own events are not delayed).
-            self.queue.add_after(f"{meta.namespace}/{parent}", self.child_debounce)
+            key = f"{meta.namespace}/{parent}"
+            self.queue.add_after(key, self.debounce(key))
+
+    def debounce(self, key: str) -> float:
+        """How long child events of CliqueSet `key` are gathered before it reconciles.
+
+        A thousand Cliques changing status at once cost a few reconciles, not a thousand
+        (its own events are not delayed). The window grows with what a plan of this set
+        costs (20x its last plan, within [child_debounce, max_child_debounce]), so that
+        planning a big set takes at most ~5% of a core however busy its children are.
+        """
+        cost = self._plan_cost.get(key, 0.0)
+        return min(self.max_child_debounce, max(self.child_debounce, 20.0 * cost))
 
     # -- reconcile --------------------------------------------------------------------------
 
@@ -127,11 +143,13 @@ class CliqueSetController:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
             return Result()
+        started = time.perf_counter()
         try:
             snap = self.snapshot(cqs)
         except ValueError as exc:  # a template the canonical form refuses
             return await self._invalid(cqs, f"invalid pod template: {exc}")
         plan = cliqueset_planner.plan(snap)
+        self._plan_cost[key] = time.perf_counter() - started
         ref = _ref(cqs)
         if plan.writes or plan.events:
             log.info(
