@@ -109,6 +109,7 @@ class KubeClient:
         self.field_manager = field_manager
         self.user_agent = user_agent
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+        self._metric_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     @classmethod
     async def connect(
@@ -175,7 +176,8 @@ class KubeClient:
     ) -> bytes:
         """Send one request; return the body bytes of a 2xx answer or raise ApiError."""
         path = resource.path(namespace, name, sub)
-        url = self.host + path
+        # The query is encoded here: aiohttp's `params=` re-parses and re-encodes the URL.
+        url = self.host + path + ("?" + urllib.parse.urlencode(query) if query else "")
         method = _METHODS[verb]
         headers = await self._headers(content_type if body is not None else None)
         for attempt in range(MAX_429_RETRIES + 1):
@@ -184,7 +186,6 @@ class KubeClient:
             async with self._session.request(
                 method,
                 url,
-                params=query,
                 data=body,
                 headers=headers,
                 server_hostname=self._server_hostname,
@@ -193,8 +194,7 @@ class KubeClient:
                 data = await resp.read()
                 status = resp.status
                 retry_after = resp.headers.get("Retry-After")
-            metrics.API_LATENCY.labels(verb).observe(time.perf_counter() - started)
-            metrics.API_REQUESTS.labels(verb, resource.plural, str(status)).inc()
+            self._observe(verb, resource.plural, status, time.perf_counter() - started)
             if status < 300:
                 return data
             if status == 429 and attempt < MAX_429_RETRIES:
@@ -205,6 +205,18 @@ class KubeClient:
                 continue
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
+
+    def _observe(self, verb: str, plural: str, status: int, seconds: float) -> None:
+        """Request metrics, with the labelled children looked up once per label set."""
+        key = (verb, plural, status)
+        children = self._metric_children.get(key)
+        if children is None:
+            children = self._metric_children[key] = (
+                metrics.API_LATENCY.labels(verb),
+                metrics.API_REQUESTS.labels(verb, plural, str(status)),
+            )
+        children[0].observe(seconds)
+        children[1].inc()
 
     async def get_path(self, path: str) -> bytes:
         """GET a non-resource path (`/metrics`, `/version`, `/readyz`): the body bytes."""
