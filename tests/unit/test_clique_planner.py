@@ -148,3 +148,27 @@ def test_starting_clique_is_not_below_min_available() -> None:
     plan = clique_planner.plan(snap(c, [pod(c, 0, ready=False)]))
     ready = find_condition(plan.status.conditions, "Ready")
     assert ready is not None and ready.reason == "Starting"
+
+
+def test_same_to_planner_ignores_binding_but_not_readiness_or_deletion() -> None:
+    import msgspec
+
+    from cliques.api.pod import PodCondition, PodSpec
+
+    c = clique(0, "leader")
+    base = pod(c, 0, ready=False)
+    bound = msgspec.structs.replace(base, spec=PodSpec(node_name="kwok-node-1"))
+    assert clique_planner.same_to_planner(base, bound)
+    ready = msgspec.structs.replace(
+        base,
+        status=msgspec.structs.replace(
+            base.status, conditions=[PodCondition(type="Ready", status="True")]
+        ),
+    )
+    assert not clique_planner.same_to_planner(base, ready)
+    deleting = pod(c, 0, ready=False, deleting=True)
+    assert not clique_planner.same_to_planner(base, deleting)
+    finished = pod(c, 0, ready=False, phase="Succeeded")
+    assert not clique_planner.same_to_planner(base, finished)
+    relabelled = pod(c, 0, ready=False, hash_="h2")
+    assert not clique_planner.same_to_planner(base, relabelled)

@@ -95,12 +95,19 @@ class CliqueController:
             self.expectations.deleted(owner, meta.name)
         else:
             self.expectations.created(owner, meta.name)
+            if kind == "MODIFIED" and old is not None and clique_planner.same_to_planner(old, new):
+                return
         ref = meta.controller_ref()
         if ref is not None and ref.kind == labels.KIND_CLIQUE and self._owned(new):
+            key = f"{meta.namespace}/{ref.name}"
+            if key not in self.cliques.store:
+                # Its Clique is gone (a deletion cascading) or not seen yet (its ADDED event
+                # enqueues it): a reconcile would find nothing to do.
+                return
             # Debounced: a pod goes through several updates in quick succession (created,
             # bound, running, ready) and a gang's pods move together; one reconcile (and at
             # most one status write) per Clique per window covers them all.
-            self.queue.add_after(f"{meta.namespace}/{ref.name}", self.pod_debounce)
+            self.queue.add_after(key, self.pod_debounce)
 
     def _waiting_for(self, clique: Clique) -> list[str]:
         ns = clique.metadata.namespace

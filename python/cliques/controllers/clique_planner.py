@@ -45,6 +45,22 @@ class CliqueSnapshot:
     now: str = "1970-01-01T00:00:00Z"
 
 
+def same_to_planner(old: Pod, new: Pod) -> bool:
+    """Whether `plan` would see no difference between two versions of a pod: the same
+    identity, labels, annotations, owners, deletion, readiness and terminal state. (A
+    scheduler binding or a container status detail changes none of these.)"""
+    a, b = old.metadata, new.metadata
+    return (
+        a.uid == b.uid
+        and a.labels == b.labels
+        and a.annotations == b.annotations
+        and a.owner_references == b.owner_references
+        and a.deletion_timestamp == b.deletion_timestamp
+        and old.is_ready == new.is_ready
+        and old.is_terminal == new.is_terminal
+    )
+
+
 def plan(snap: CliqueSnapshot) -> Plan:
     clique = snap.clique
     meta = clique.metadata
