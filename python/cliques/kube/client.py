@@ -411,11 +411,12 @@ class KubeClient:
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk
-                while True:
-                    nl = buf.find(b"\n")
-                    if nl < 0:
-                        break
-                    line, buf = buf[:nl], buf[nl + 1 :]
+                if b"\n" not in chunk:
+                    continue
+                # One split per chunk (a chunk often holds many events), not a copy of the
+                # rest of the buffer per event.
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
                     if not line.strip():
                         continue
                     event = _WATCH_EVENT.decode(line)
