@@ -202,7 +202,9 @@ def _classify(
     Clique that needs nothing) is kept to a few comparisons."""
     spec = snap.cliqueset.spec
     name = snap.cliqueset.metadata.name
-    hashes = snap.hashes
+    # role -> (desired hash, replicas, minAvailable), looked up once per plan
+    wanted = {r: (snap.hashes[r], t.replicas, t.effective_min_available) for r, t in roles.items()}
+    hash_label = labels.LABEL_TEMPLATE_HASH
     changes: dict[str, tuple[int, _Change]] = {}
     outdated: list[int] = []
     for gang in range(spec.replicas):
@@ -211,12 +213,12 @@ def _classify(
             continue
         stale = False
         for role, clique in members.items():
-            tmpl = roles.get(role)
-            if tmpl is None or clique.metadata.deletion_timestamp is not None:
+            want_role = wanted.get(role)
+            if want_role is None or clique.metadata.deletion_timestamp is not None:
                 continue
+            want, replicas, min_available = want_role
             change: _Change | None = None
-            want = hashes[role]
-            if clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "") != want:
+            if clique.metadata.labels.get(hash_label, "") != want:
                 if (
                     _algorithm_of(clique) != snap.algorithm
                     and snap.rehash is not None
@@ -227,12 +229,12 @@ def _classify(
                 else:
                     stale = True
             cspec = clique.spec
-            if cspec.replicas != tmpl.replicas:
+            if cspec.replicas != replicas:
                 change = change or _Change()
-                change.spec["replicas"] = tmpl.replicas
-            if cspec.min_available != tmpl.effective_min_available:
+                change.spec["replicas"] = replicas
+            if cspec.min_available != min_available:
                 change = change or _Change()
-                change.spec["minAvailable"] = tmpl.effective_min_available
+                change.spec["minAvailable"] = min_available
             if cspec.starts_after or deps[role]:
                 starts_after = [labels.clique_name(name, gang, d) for d in deps[role]]
                 if sorted(cspec.starts_after) != sorted(starts_after):
