@@ -32,3 +32,16 @@ def test_spec_label_annotation_and_deletion_changes_are_not_status_only() -> Non
         msgspec.structs.replace(m, uid="other"),
     ):
         assert not only_status_changed(old, msgspec.structs.replace(old, metadata=meta))
+
+
+def test_format_now_is_the_current_whole_second() -> None:
+    import datetime
+    import time
+
+    from cliques.api.meta import format_now, format_time
+
+    before = format_time(datetime.datetime.fromtimestamp(int(time.time()), datetime.UTC))
+    got = format_now()
+    after = format_time(datetime.datetime.fromtimestamp(int(time.time()), datetime.UTC))
+    assert before <= got <= after
+    assert got.endswith("Z") and len(got) == len("2026-11-22T08:00:00Z")

@@ -55,3 +55,34 @@ def test_unrelated_observations_are_ignored() -> None:
     e.created("u", "x")
     e.deleted("u", "y")
     assert e.satisfied("u")
+
+
+def test_total_is_kept_equal_to_a_recount() -> None:
+    """The pending total is maintained incrementally; it must always equal a recount."""
+    import random
+
+    rnd = random.Random(3)
+    now = [0.0]
+    e = Expectations("t", ttl=5.0, clock=lambda: now[0])
+    owners = [f"o{i}" for i in range(4)]
+    names = [f"n{i}" for i in range(6)]
+    for _ in range(2000):
+        op = rnd.randrange(7)
+        o = rnd.choice(owners)
+        if op == 0:
+            e.expect_creates(o, rnd.sample(names, rnd.randrange(4)))
+        elif op == 1:
+            e.expect_deletes(o, rnd.sample(names, rnd.randrange(4)))
+        elif op == 2:
+            e.created(o, rnd.choice(names))
+        elif op == 3:
+            e.deleted(o, rnd.choice(names))
+        elif op == 4:
+            e.forget(o)
+        elif op == 5:
+            now[0] += rnd.random() * 3
+            e.satisfied(o)
+        else:
+            e.satisfied(o)
+        recount = sum(len(c) + len(d) for c, d in (e.pending(x) for x in owners))
+        assert e.total() == recount

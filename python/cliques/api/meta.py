@@ -14,6 +14,7 @@ and watch events with them.
 """
 
 import datetime
+import time
 from typing import Any, Final, Literal
 
 import msgspec
@@ -108,6 +109,18 @@ def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
         if condition.type == type_:
             return condition
     return None
+
+
+_NOW: list[Any] = [None, ""]  # (whole second, its formatted time): one strftime per second
+
+
+def format_now() -> str:
+    """`format_time` of the current time (whole seconds, so formatted once per second)."""
+    second = int(time.time())
+    if _NOW[0] != second:
+        _NOW[1] = format_time(datetime.datetime.fromtimestamp(second, datetime.UTC))
+        _NOW[0] = second
+    return str(_NOW[1])
 
 
 def format_time(when: datetime.datetime) -> str:

@@ -330,9 +330,12 @@ async def _phases(
             return
 
     # -- steady state: a change that changes nothing ---------------------------------------
+    # The idle rate (leases, health checks, a supervisor's polling) is measured first and
+    # subtracted; /proc counts 10 ms ticks, so it needs a window of seconds, not one.
+    idle_window = max(3.0, min(cfg.steady, 10.0))
     idle_cpu0 = sampler.sample()
-    await asyncio.sleep(3.0)
-    idle_rate = (sampler.sample() - idle_cpu0) / 3.0
+    await asyncio.sleep(idle_window)
+    idle_rate = (sampler.sample() - idle_cpu0) / idle_window
     api0, cpu0, mark, t0 = await begin()
     stamp = str(time.time())
     await asyncio.gather(

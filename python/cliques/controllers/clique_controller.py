@@ -8,7 +8,6 @@ expectations.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
-from cliques.api.meta import format_time, only_status_changed
+from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner
 from cliques.controllers.executor import Executor
@@ -130,7 +129,7 @@ class CliqueController:
             expectations_satisfied=self.expectations.satisfied(uid),
             template_hash=desired,
             algorithm=self.hasher.algorithm,
-            now=format_time(dt.datetime.now(dt.UTC)),
+            now=format_now(),
         )
 
     async def reconcile(self, key: str) -> Result:

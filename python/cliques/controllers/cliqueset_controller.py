@@ -8,7 +8,6 @@ Watch events of Cliques and Services also satisfy its expectations.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
-from cliques.api.meta import format_time, only_status_changed
+from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
 from cliques.controllers import cliqueset_planner
 from cliques.controllers.executor import Executor
@@ -136,7 +135,7 @@ class CliqueSetController:
             rehash=self.hasher.template_hash,
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
-            now=format_time(dt.datetime.now(dt.UTC)),
+            now=format_now(),
         )
 
     async def reconcile(self, key: str) -> Result:
@@ -171,9 +170,7 @@ class CliqueSetController:
         return Result()
 
     async def _invalid(self, cqs: CliqueSet, message: str) -> Result:
-        snap = cliqueset_planner.CliqueSetSnapshot(
-            cliqueset=cqs, cliques=[], now=format_time(dt.datetime.now(dt.UTC))
-        )
+        snap = cliqueset_planner.CliqueSetSnapshot(cliqueset=cqs, cliques=[], now=format_now())
         status = cliqueset_planner.invalid_status(snap, message)
         if status != cqs.status:
             if self.executor.recorder is not None:

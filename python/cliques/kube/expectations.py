@@ -41,6 +41,7 @@ class Expectations:
         self.ttl = ttl
         self._clock = clock
         self._owners: dict[str, _Pending] = {}
+        self._total = 0  # creates + deletes pending over all owners (kept, not recounted)
         self._gauge = metrics.EXPECTATIONS_PENDING.labels(controller)
 
     def _entry(self, owner_uid: str) -> _Pending:
@@ -52,11 +53,17 @@ class Expectations:
         return entry
 
     def expect_creates(self, owner_uid: str, names: Iterable[str]) -> None:
-        self._entry(owner_uid).creates.update(names)
+        pending = self._entry(owner_uid).creates
+        before = len(pending)
+        pending.update(names)
+        self._total += len(pending) - before
         self._update_gauge()
 
     def expect_deletes(self, owner_uid: str, names: Iterable[str]) -> None:
-        self._entry(owner_uid).deletes.update(names)
+        pending = self._entry(owner_uid).deletes
+        before = len(pending)
+        pending.update(names)
+        self._total += len(pending) - before
         self._update_gauge()
 
     def created(self, owner_uid: str, name: str) -> None:
@@ -64,6 +71,7 @@ class Expectations:
         entry = self._owners.get(owner_uid)
         if entry is not None and name in entry.creates:
             entry.creates.discard(name)
+            self._total -= 1
             self._gc(owner_uid, entry)
 
     def deleted(self, owner_uid: str, name: str) -> None:
@@ -71,6 +79,7 @@ class Expectations:
         entry = self._owners.get(owner_uid)
         if entry is not None and name in entry.deletes:
             entry.deletes.discard(name)
+            self._total -= 1
             self._gc(owner_uid, entry)
 
     def satisfied(self, owner_uid: str) -> bool:
@@ -100,7 +109,9 @@ class Expectations:
 
     def forget(self, owner_uid: str) -> None:
         """The owner is gone (or its TTL expired): drop everything recorded for it."""
-        self._owners.pop(owner_uid, None)
+        entry = self._owners.pop(owner_uid, None)
+        if entry is not None:
+            self._total -= len(entry.creates) + len(entry.deletes)
         self._update_gauge()
 
     def _gc(self, owner_uid: str, entry: _Pending) -> None:
@@ -109,7 +120,8 @@ class Expectations:
         self._update_gauge()
 
     def total(self) -> int:
-        return sum(len(e.creates) + len(e.deletes) for e in self._owners.values())
+        """Creates and deletes pending over every owner."""
+        return self._total
 
     def _update_gauge(self) -> None:
-        self._gauge.set(self.total())
+        self._gauge.set(self._total)
