@@ -84,23 +84,28 @@ class Condition(msgspec.Struct, kw_only=True, rename="camel"):
     observed_generation: int = 0
 
 
-def only_status_changed(old: Any, new: Any) -> bool:
-    """`new` differs from `old` in its status (and resourceVersion) alone.
-
-    For a resource with a status subresource the generation moves with every spec change,
-    so equal generations, labels, annotations, owners, finalizers and deletion timestamps
-    leave only the status (and fields the operator does not read) to have changed.
-    """
-    a, b = old.metadata, new.metadata
+def same_marks(a: ObjectMeta, b: ObjectMeta) -> bool:
+    """The same object (UID) with the same labels, annotations, owners, finalizers and
+    deletion timestamp: what two versions of it share when only their contents moved."""
     return bool(
         a.uid == b.uid
-        and a.generation == b.generation
         and a.labels == b.labels
         and a.annotations == b.annotations
         and a.owner_references == b.owner_references
         and a.finalizers == b.finalizers
         and a.deletion_timestamp == b.deletion_timestamp
     )
+
+
+def only_status_changed(old: Any, new: Any) -> bool:
+    """`new` differs from `old` in its status (and resourceVersion) alone.
+
+    For a resource with a status subresource the generation moves with every spec change,
+    so the same generation and `same_marks` leave only the status (and fields the operator
+    does not read) to have changed.
+    """
+    a, b = old.metadata, new.metadata
+    return a.generation == b.generation and same_marks(a, b)
 
 
 def find_condition(conditions: list[Condition], type_: str) -> Condition | None:

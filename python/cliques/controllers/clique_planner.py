@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
-from cliques.api.meta import find_condition
+from cliques.api.meta import find_condition, same_marks
 from cliques.api.pod import Pod
 from cliques.controllers import conditions, podbuilder
 from cliques.controllers.actions import Create, Delete, Patch, Plan
@@ -47,17 +47,12 @@ class CliqueSnapshot:
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
     """Whether `plan` would see no difference between two versions of a pod: the same
-    identity, labels, annotations, owners, deletion, readiness and terminal state. (A
-    scheduler binding or a container status detail changes none of these.)"""
-    a, b = old.metadata, new.metadata
+    metadata marks (`same_marks`), readiness and terminal state. (A scheduler binding or a
+    container status detail changes none of these.)"""
     return (
-        a.uid == b.uid
-        and a.labels == b.labels
-        and a.annotations == b.annotations
-        and a.owner_references == b.owner_references
-        and a.deletion_timestamp == b.deletion_timestamp
-        and old.is_ready == new.is_ready
+        old.is_ready == new.is_ready
         and old.is_terminal == new.is_terminal
+        and same_marks(old.metadata, new.metadata)
     )
 
 
