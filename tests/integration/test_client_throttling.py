@@ -24,10 +24,10 @@ import json
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 import pytest
@@ -41,9 +41,10 @@ from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import NAMESPACES, Resource
 
+from .operator_support import wait_for
+
 pytestmark = pytest.mark.cluster
 
-T = TypeVar("T")
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
@@ -73,18 +74,6 @@ BURST = 100
 
 def metric(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-async def wait_for(check: Callable[[], Awaitable[T | None]], *, timeout: float, what: str) -> T:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        last = await check()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.2)
 
 
 async def raw_get(kubeconfig: str, path: str) -> tuple[int, str | None, bytes]:

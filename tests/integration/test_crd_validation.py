@@ -8,8 +8,6 @@ as a user would; waits on conditions, never sleeps.
 """
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from copy import deepcopy
 from pathlib import Path
@@ -21,44 +19,13 @@ import yaml
 
 from cliques import api
 
+from .kubectl_support import Kubectl
+
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "deploy" / "crds"
 EXAMPLES = REPO / "deploy" / "examples"
-CALL_TIMEOUT = 60  # seconds for one kubectl call; `kubectl wait` gets its own --timeout
-
-
-class Kubectl:
-    """`kubectl` with the test cluster's kubeconfig, returning what it printed."""
-
-    def __init__(self, kubeconfig: str) -> None:
-        self.env = {**os.environ, "KUBECONFIG": kubeconfig}
-
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["kubectl", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=CALL_TIMEOUT,
-            check=False,
-        )
-
-    def ok(self, *args: str, stdin: str | None = None) -> str:
-        done = self.run(*args, stdin=stdin)
-        assert done.returncode == 0, f"kubectl {' '.join(args)} failed:\n{done.stderr}"
-        return done.stdout
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.ok(*args, "-o", "json"))
-
-    def refused(self, *args: str, stdin: str | None = None) -> str:
-        """Run a command that the API server must refuse; return its error text."""
-        done = self.run(*args, stdin=stdin)
-        assert done.returncode != 0, f"kubectl {' '.join(args)} was accepted:\n{stdin}"
-        return done.stderr
 
 
 @pytest.fixture(scope="session")

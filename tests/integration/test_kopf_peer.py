@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from .kubectl_support import Kubectl
+
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +36,6 @@ PEER = REPO / "bench" / "peers" / "kopf"
 CRDS = REPO / "deploy" / "crds"
 VENV_TIMEOUT = 420.0  # a first run pip-installs kopf and kubernetes
 WAIT_TIMEOUT = 120.0
-CALL_TIMEOUT = 60.0
 LOG_TAIL = 6000
 T = TypeVar("T")
 
@@ -78,31 +79,6 @@ def pod_names(gangs: int) -> set[str]:
         for role, replicas in (("leader", 1), ("worker", 2))
         for i in range(replicas)
     }
-
-
-class Kubectl:
-    def __init__(self, kubeconfig: str, namespace: str) -> None:
-        self.env = {**os.environ, "KUBECONFIG": kubeconfig}
-        self.namespace = namespace
-
-    def ok(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            ["kubectl", "-n", self.namespace, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=CALL_TIMEOUT,
-            check=False,
-        )
-        assert done.returncode == 0, f"kubectl {' '.join(args)} failed:\n{done.stderr}"
-        return done.stdout
-
-    def items(self, kind: str) -> list[dict[str, Any]]:
-        return list(json.loads(self.ok("get", kind, "-o", "json"))["items"])
-
-    def get(self, kind: str, name: str) -> dict[str, Any]:
-        return dict(json.loads(self.ok("get", kind, name, "-o", "json")))
 
 
 @dataclass
