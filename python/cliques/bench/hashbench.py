@@ -184,6 +184,19 @@ def python_hash_fnv(reference: Any, doc: Mapping[str, Any]) -> str:
     return reference.hash_of_canonical(reference.canonical_json(doc))  # type: ignore[no-any-return]
 
 
+def _run(
+    argv: list[str], *, timeout: float, what: str, cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str] | None, str]:
+    """Run a command, output captured: (the result, "") or (None, why: it took too long)."""
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"{what} took over {timeout / 60:.0f} minutes"
+    return done, ""
+
+
 def run_go(
     root: Path, fixtures: Sequence[Path], rounds: int, round_ms: int
 ) -> tuple[dict[str, Any] | None, str]:
@@ -201,29 +214,23 @@ def run_go(
             f"building {binary} (go build; the first build compiles k8s.io/api) ...",
             file=sys.stderr,
         )
-        try:
-            built = subprocess.run(
-                [go, "build", "-trimpath", "-o", str(binary), "."],
-                cwd=source,
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return None, "go build took over 30 minutes"
+        built, why = _run(
+            [go, "build", "-trimpath", "-o", str(binary), "."],
+            cwd=source,
+            timeout=1800,
+            what="go build",
+        )
+        if built is None:
+            return None, why
         if built.returncode != 0:
             return None, "go build failed: " + (built.stderr.strip().splitlines() or ["?"])[-1]
-    try:
-        ran = subprocess.run(
-            [str(binary), f"-rounds={rounds}", f"-round={round_ms}ms", *map(str, fixtures)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, "the Go benchmark took over 10 minutes"
+    ran, why = _run(
+        [str(binary), f"-rounds={rounds}", f"-round={round_ms}ms", *map(str, fixtures)],
+        timeout=600,
+        what="the Go benchmark",
+    )
+    if ran is None:
+        return None, why
     if ran.returncode != 0:
         return None, "the Go benchmark failed: " + ran.stderr.strip()[-300:]
     report: dict[str, Any] = json.loads(ran.stdout)
