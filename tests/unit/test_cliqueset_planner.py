@@ -239,3 +239,68 @@ def test_status_counts_and_conditions() -> None:
     assert conds["Available"].status == "False"
     assert conds["Degraded"].status == "True" and "2/worker" in conds["Degraded"].message
     assert st.selector == "cliques.dev/cliqueset=llama"
+
+
+def _same_plan(a, b) -> bool:  # type: ignore[no-untyped-def]
+    return (
+        a.status == b.status
+        and [(p.name, p.patch) for p in a.patches] == [(p.name, p.patch) for p in b.patches]
+        and [c.name for c in a.creates] == [c.name for c in b.creates]
+        and [d.name for d in a.deletes] == [d.name for d in b.deletes]
+    )
+
+
+def test_gang_memo_gives_the_plans_of_a_fresh_judgement() -> None:
+    """A sequence of plans through one memo equals the same plans judged from scratch,
+    while Cliques are replaced (new status, new hash), the template and the replica count
+    change, and the set shrinks."""
+    memo = cliqueset_planner.GangMemo()
+    cl = gangs(4)
+    steps: list[tuple[Any, list[Any], dict[str, str]]] = [
+        (cliqueset(replicas=4), cl, dict(HASHES)),
+        # gang 1's leader drops out of Ready (a new object in the cache)
+        (cliqueset(replicas=4), [*cl[:2], clique(1, "leader", ready=False), *cl[3:]], HASHES),
+        # a new template: every gang is outdated, one rolls at a time
+        (cliqueset(replicas=4), cl, {"leader": "h2", "worker": "h2"}),
+        # gang 0 now carries h2 and is Ready
+        (
+            cliqueset(replicas=4),
+            [clique(0, "leader", hash_="h2"), clique(0, "worker", replicas=2, hash_="h2"), *cl[2:]],
+            {"leader": "h2", "worker": "h2"},
+        ),
+        # a resize of the workers (the context changes: nothing may be reused)
+        (cliqueset(replicas=4, roles=(("leader", 1), ("worker", 3))), cl, HASHES),
+        # scale down to 2 gangs
+        (cliqueset(replicas=2), cl, HASHES),
+        (cliqueset(replicas=4), cl, HASHES),
+    ]
+    for cqs, cliques, hashes in steps:
+        fresh = cliqueset_planner.plan(snap(cqs, cliques, services=services(4), hashes=hashes))
+        memoised = cliqueset_planner.plan(
+            snap(cqs, cliques, services=services(4), hashes=hashes, memo=memo)
+        )
+        assert _same_plan(fresh, memoised)
+
+
+def test_gang_memo_rejudges_only_changed_gangs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    memo = cliqueset_planner.GangMemo()
+    cqs = cliqueset(replicas=5)
+    cl = gangs(5)
+    judged: list[int] = []
+    judge = cliqueset_planner._judge
+
+    def counting(snap_, gang, members, ctx):  # type: ignore[no-untyped-def]
+        judged.append(gang)
+        return judge(snap_, gang, members, ctx)
+
+    monkeypatch.setattr(cliqueset_planner, "_judge", counting)
+    cliqueset_planner.plan(snap(cqs, cl, services=services(5), memo=memo))
+    assert judged == [0, 1, 2, 3, 4]
+    judged.clear()
+    cl[6] = clique(3, "leader", ready=False)  # a new object for gang 3's leader
+    plan = cliqueset_planner.plan(snap(cqs, cl, services=services(5), memo=memo))
+    assert judged == [3]
+    assert plan.status is not None and plan.status.available_replicas == 4
+    judged.clear()
+    cliqueset_planner.plan(snap(cqs, cl, services=services(5), memo=memo, algorithm=2))
+    assert judged == [0, 1, 2, 3, 4]  # another context: everything judged again

@@ -64,6 +64,8 @@ class CliqueSetController:
         self.owns = owns
         self.queue = WorkQueue(NAME)
         self._hash_memo: dict[tuple[str, int], dict[str, str]] = {}
+        #: CliqueSet UID -> the verdicts of its last plan, per gang
+        self._gang_memo: dict[str, cliqueset_planner.GangMemo] = {}
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
@@ -78,6 +80,7 @@ class CliqueSetController:
             self.expectations.forget(meta.uid)
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
             self._plan_cost.pop(key_of(new), None)
+            self._gang_memo.pop(meta.uid, None)
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -126,7 +129,12 @@ class CliqueSetController:
         return hashes
 
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
+        """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
+        gang verdicts of its last plan (reused for the gangs whose Cliques are unchanged)."""
         uid = cqs.metadata.uid
+        gang_memo = self._gang_memo.get(uid)
+        if gang_memo is None:
+            gang_memo = self._gang_memo[uid] = cliqueset_planner.GangMemo()
         return cliqueset_planner.CliqueSetSnapshot(
             cliqueset=cqs,
             cliques=self.cliques.store.by_index("controller", uid),
@@ -136,11 +144,14 @@ class CliqueSetController:
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
+            memo=gang_memo,
         )
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
+            if cqs is not None:
+                self._gang_memo.pop(cqs.metadata.uid, None)
             return Result()
         started = time.perf_counter()
         try:

@@ -56,6 +56,8 @@ class CliqueSetSnapshot:
     algorithm: int = 1
     expectations_satisfied: bool = True
     now: str = "1970-01-01T00:00:00Z"
+    #: the verdicts of this CliqueSet's previous plan (kept by the controller), or None
+    memo: GangMemo | None = None
 
 
 def plan(snap: CliqueSetSnapshot) -> Plan:
@@ -123,8 +125,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, "ScaleDown"))
 
     # In-place changes and rollout decisions over existing gangs.
-    changes, outdated = _classify(snap, by_gang, roles, deps)
-    facts = _gang_facts(snap, by_gang)
+    facts, changes, outdated = _judge_gangs(snap, by_gang, _context(snap, roles, deps))
     unavailable = {g for g, f in enumerate(facts) if not f.available}
     to_update = (
         _pick_rollout(
@@ -189,62 +190,202 @@ class _Change:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
-def _classify(
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Everything of the CliqueSet a gang's verdict depends on (besides its Cliques)."""
+
+    name: str
+    #: role -> (desired hash, replicas, minAvailable)
+    wanted: dict[str, tuple[str, int, int]]
+    #: role -> the roles it starts after
+    deps: dict[str, list[str]]
+    #: the clique templates in order: (role, replicas, minAvailable)
+    templates: tuple[tuple[str, int, int], ...]
+    algorithm: int
+
+
+@dataclass(slots=True)
+class _Gang:
+    """The verdict on one gang: its facts, whether it is outdated, in-place changes."""
+
+    facts: _GangFacts
+    outdated: bool
+    #: (Clique name, change) of the Cliques to change in place (resize, re-label)
+    changes: list[tuple[str, _Change]]
+
+
+class GangMemo:
+    """The verdicts of the last plan of one CliqueSet, per gang, reused by the next plan
+    for every gang whose Cliques are the very same objects under the same context.
+
+    The informer cache replaces an object on every change and never mutates one, so an
+    unchanged gang is recognised by the identity of its Cliques: while a thousand Cliques
+    report their pods one by one, a plan re-judges only the few gangs that changed. (The
+    memo holds the Cliques it judged, so no other object can take their identity; a gang
+    of other but equal objects is reused too, as its verdict would be the same.)
+    """
+
+    def __init__(self) -> None:
+        self.context: _Context | None = None
+        self.gangs: dict[int, tuple[tuple[Clique, ...], _Gang]] = {}
+
+    def begin(self, context: _Context) -> None:
+        """Start a plan: verdicts reached under another context are dropped."""
+        if context != self.context:
+            self.context = context
+            self.gangs.clear()
+
+    def get(self, gang: int, members: tuple[Clique, ...]) -> _Gang | None:
+        entry = self.gangs.get(gang)
+        # Identical objects compare equal without reading a field; equal ones would get
+        # the same verdict anyway.
+        if entry is None or entry[0] != members:
+            return None
+        return entry[1]
+
+    def put(self, gang: int, members: tuple[Clique, ...], verdict: _Gang) -> None:
+        self.gangs[gang] = (members, verdict)
+
+    def forget_beyond(self, replicas: int) -> None:
+        for gang in [g for g in self.gangs if g >= replicas]:
+            del self.gangs[gang]
+
+
+def _context(
+    snap: CliqueSetSnapshot, roles: dict[str, CliqueTemplate], deps: dict[str, list[str]]
+) -> _Context:
+    return _Context(
+        name=snap.cliqueset.metadata.name,
+        wanted={
+            r: (snap.hashes[r], t.replicas, t.effective_min_available) for r, t in roles.items()
+        },
+        deps=deps,
+        templates=tuple(
+            (r.name, r.replicas, r.effective_min_available)
+            for r in snap.cliqueset.spec.template.cliques
+        ),
+        algorithm=snap.algorithm,
+    )
+
+
+def _judge_gangs(
     snap: CliqueSetSnapshot,
     by_gang: dict[int, dict[str, Clique]],
-    roles: dict[str, CliqueTemplate],
-    deps: dict[str, list[str]],
-) -> tuple[dict[str, tuple[int, _Change]], list[int]]:
-    """In-place changes per Clique name with its gang (resize, re-label), and the outdated
-    gangs.
-
-    This runs over every Clique at every reconcile of the CliqueSet, so the common case (a
-    Clique that needs nothing) is kept to a few comparisons."""
-    spec = snap.cliqueset.spec
-    name = snap.cliqueset.metadata.name
-    # role -> (desired hash, replicas, minAvailable), looked up once per plan
-    wanted = {r: (snap.hashes[r], t.replicas, t.effective_min_available) for r, t in roles.items()}
-    hash_label = labels.LABEL_TEMPLATE_HASH
+    ctx: _Context,
+) -> tuple[list[_GangFacts], dict[str, tuple[int, _Change]], list[int]]:
+    """Facts of gangs `0..replicas-1`, in-place changes per Clique name with its gang, and
+    the outdated gangs; unchanged gangs are taken from `snap.memo`."""
+    memo = snap.memo
+    if memo is not None:
+        memo.begin(ctx)
+    facts: list[_GangFacts] = []
     changes: dict[str, tuple[int, _Change]] = {}
     outdated: list[int] = []
-    for gang in range(spec.replicas):
+    for gang in range(snap.cliqueset.spec.replicas):
         members = by_gang.get(gang)
         if not members:
+            facts.append(_GangFacts())
             continue
-        stale = False
-        for role, clique in members.items():
-            want_role = wanted.get(role)
-            if want_role is None or clique.metadata.deletion_timestamp is not None:
-                continue
-            want, replicas, min_available = want_role
-            change: _Change | None = None
-            if clique.metadata.labels.get(hash_label, "") != want:
-                if (
-                    _algorithm_of(clique) != snap.algorithm
-                    and snap.rehash is not None
-                    and snap.rehash(clique.spec.template) == want
-                ):
-                    change = _Change()
-                    _relabel(change, clique, want, snap.algorithm)
-                else:
-                    stale = True
-            cspec = clique.spec
-            if cspec.replicas != replicas:
-                change = change or _Change()
-                change.spec["replicas"] = replicas
-            if cspec.min_available != min_available:
-                change = change or _Change()
-                change.spec["minAvailable"] = min_available
-            if cspec.starts_after or deps[role]:
-                starts_after = [labels.clique_name(name, gang, d) for d in deps[role]]
-                if sorted(cspec.starts_after) != sorted(starts_after):
-                    change = change or _Change()
-                    change.spec["startsAfter"] = starts_after
-            if change is not None:
-                changes[clique.metadata.name] = (gang, change)
-        if stale:
+        verdict: _Gang | None = None
+        if memo is not None:
+            key = tuple(members.values())
+            verdict = memo.get(gang, key)
+            if verdict is None:
+                verdict = _judge(snap, gang, members, ctx)
+                memo.put(gang, key, verdict)
+        else:
+            verdict = _judge(snap, gang, members, ctx)
+        facts.append(verdict.facts)
+        if verdict.outdated:
             outdated.append(gang)
-    return changes, outdated
+        for name, change in verdict.changes:
+            changes[name] = (gang, change)
+    if memo is not None:
+        memo.forget_beyond(snap.cliqueset.spec.replicas)
+    return facts, changes, outdated
+
+
+def _judge(snap: CliqueSetSnapshot, gang: int, members: dict[str, Clique], ctx: _Context) -> _Gang:
+    """One gang's verdict (a pure function of its Cliques and the context)."""
+    outdated, changes = _classify(snap, gang, members, ctx)
+    return _Gang(facts=_gang_facts(gang, members, ctx), outdated=outdated, changes=changes)
+
+
+def _classify(
+    snap: CliqueSetSnapshot, gang: int, members: dict[str, Clique], ctx: _Context
+) -> tuple[bool, list[tuple[str, _Change]]]:
+    """Whether the gang is outdated, and the in-place changes of its Cliques (resize,
+    re-label). The common case (a Clique that needs nothing) is a few comparisons."""
+    hash_label = labels.LABEL_TEMPLATE_HASH
+    changes: list[tuple[str, _Change]] = []
+    stale = False
+    for role, clique in members.items():
+        want_role = ctx.wanted.get(role)
+        if want_role is None or clique.metadata.deletion_timestamp is not None:
+            continue
+        want, replicas, min_available = want_role
+        change: _Change | None = None
+        if clique.metadata.labels.get(hash_label, "") != want:
+            if (
+                _algorithm_of(clique) != ctx.algorithm
+                and snap.rehash is not None
+                and snap.rehash(clique.spec.template) == want
+            ):
+                change = _Change()
+                _relabel(change, clique, want, ctx.algorithm)
+            else:
+                stale = True
+        cspec = clique.spec
+        if cspec.replicas != replicas:
+            change = change or _Change()
+            change.spec["replicas"] = replicas
+        if cspec.min_available != min_available:
+            change = change or _Change()
+            change.spec["minAvailable"] = min_available
+        deps = ctx.deps[role]
+        if cspec.starts_after or deps:
+            starts_after = [labels.clique_name(ctx.name, gang, d) for d in deps]
+            if sorted(cspec.starts_after) != sorted(starts_after):
+                change = change or _Change()
+                change.spec["startsAfter"] = starts_after
+        if change is not None:
+            changes.append((clique.metadata.name, change))
+    return stale, changes
+
+
+def _gang_facts(gang: int, members: dict[str, Clique], ctx: _Context) -> _GangFacts:
+    """A gang's facts, each Clique's Ready condition looked up once."""
+    facts = _GangFacts()
+    ready_true: set[str] = set()
+    for role, clique in members.items():
+        status = clique.status
+        cond = find_condition(status.conditions, CONDITION_READY) if status else None
+        if cond is None:
+            continue
+        if cond.status == "True":
+            ready_true.add(role)
+        elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
+            facts.degraded.append(f"{gang}/{role}")
+    facts.degraded.sort()
+    available = ready = updated = True
+    for name, replicas, min_available in ctx.templates:
+        member = members.get(name)
+        status = member.status if member is not None else None
+        if member is None or status is None:
+            return facts
+        if status.ready_replicas < min_available:
+            ready = False
+        if status.updated_replicas != replicas:
+            updated = False
+        # clique_planner.clique_ready, with the condition already found
+        if (
+            name not in ready_true
+            or status.observed_generation != member.metadata.generation
+            or status.template_hash != member.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+        ):
+            available = False
+    facts.available, facts.ready, facts.updated = available, ready, updated
+    return facts
 
 
 def _pick_rollout(
@@ -275,53 +416,6 @@ class _GangFacts:
     updated: bool = False
     #: `gang/clique` of the Cliques below minAvailable
     degraded: list[str] = field(default_factory=list)
-
-
-def _gang_facts(snap: CliqueSetSnapshot, by_gang: dict[int, dict[str, Clique]]) -> list[_GangFacts]:
-    """Facts of gangs `0..replicas-1`, each Clique's Ready condition looked up once."""
-    templates = [
-        (r.name, r.replicas, r.effective_min_available)
-        for r in snap.cliqueset.spec.template.cliques
-    ]
-    out: list[_GangFacts] = []
-    for gang in range(snap.cliqueset.spec.replicas):
-        members = by_gang.get(gang)
-        facts = _GangFacts()
-        out.append(facts)
-        if not members:
-            continue
-        ready_true: set[str] = set()
-        for role, clique in members.items():
-            status = clique.status
-            cond = find_condition(status.conditions, CONDITION_READY) if status else None
-            if cond is None:
-                continue
-            if cond.status == "True":
-                ready_true.add(role)
-            elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
-                facts.degraded.append(f"{gang}/{role}")
-        facts.degraded.sort()
-        available = ready = updated = True
-        for name, replicas, min_available in templates:
-            member = members.get(name)
-            status = member.status if member is not None else None
-            if member is None or status is None:
-                available = ready = updated = False
-                break
-            if status.ready_replicas < min_available:
-                ready = False
-            if status.updated_replicas != replicas:
-                updated = False
-            # clique_planner.clique_ready, with the condition already found
-            if (
-                name not in ready_true
-                or status.observed_generation != member.metadata.generation
-                or status.template_hash
-                != member.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
-            ):
-                available = False
-        facts.available, facts.ready, facts.updated = available, ready, updated
-    return out
 
 
 def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
