@@ -1,8 +1,10 @@
 //! The fast path of the canonical form: JSON text parsed into a flat tape of small `Copy`
 //! nodes (strings and number literals are offsets into the input, or into one side buffer
-//! for strings that had escapes), walked by the same rules as `canonical` straight into one
-//! output buffer, in final order (map lists are sorted by key before their elements are
-//! written). The tape and the other work buffers are kept per thread and reused.
+//! for strings that had escapes), walked by the same rules as `canonical` straight into a
+//! sink, in final order (map lists are sorted by key before their elements are written): one
+//! output buffer, or for the template hash FNV-1a 64 itself, fed token by token so that its
+//! byte-serial multiply chain overlaps the walk and no bytes are stored. The tape and the
+//! other work buffers are kept per thread and reused.
 //!
 //! It only ever succeeds with the bytes the reference walker (`canonical`, over
 //! `serde_json::Value`) would produce. Anything it does not handle the easy way (any error,
@@ -63,6 +65,8 @@ struct Buffers {
     members: Vec<Member>,
     order: Vec<(u32, u32)>,
     scratch: Vec<Vec<u8>>,
+    /// Reused for text written by helpers that take a `Vec<u8>`, when hashing.
+    spare: Vec<u8>,
     out: Vec<u8>,
 }
 
@@ -70,7 +74,10 @@ impl Buffers {
     /// Emptied, and released if a huge document made them large.
     fn reset(&mut self) {
         const KEEP: usize = 1 << 20;
-        if self.out.capacity() > KEEP || self.tape.capacity() > KEEP / 16 {
+        if self.out.capacity() > KEEP
+            || self.spare.capacity() > KEEP
+            || self.tape.capacity() > KEEP / 16
+        {
             *self = Buffers::default();
         }
         self.tape.clear();
@@ -107,20 +114,46 @@ fn parse<'a>(src: &'a [u8], tape: &mut Vec<Node>, unescaped: &mut String) -> Res
         tape,
         unescaped,
     };
-    p.ws();
-    p.value(0)?;
-    p.ws();
-    if p.pos != p.bytes.len() {
+    let first = p.next().ok_or(GiveUp)?;
+    p.value(first, 0)?;
+    if p.next().is_some() {
         return Err(GiveUp);
     }
     Ok(src)
 }
 
 impl Parser<'_, '_> {
+    /// Skip whitespace; the byte after it (`None` at the end).
     #[inline]
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
-            self.pos += 1;
+    fn next(&mut self) -> Option<u8> {
+        loop {
+            let b = *self.bytes.get(self.pos)?;
+            if b > b' ' {
+                return Some(b);
+            }
+            match b {
+                b' ' | b'\t' | b'\r' => self.pos += 1,
+                b'\n' => {
+                    self.pos += 1;
+                    self.indent();
+                }
+                _ => return Some(b),
+            }
+        }
+    }
+
+    /// Skip the spaces of an indentation, eight at a time.
+    #[inline]
+    fn indent(&mut self) {
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word) ^ 0x2020_2020_2020_2020;
+            if x != 0 {
+                self.pos += (x.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.pos += 8;
         }
     }
 
@@ -151,8 +184,9 @@ impl Parser<'_, '_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<()> {
-        match self.peek().ok_or(GiveUp)? {
+    /// The value at `pos`, whose first byte is `first`.
+    fn value(&mut self, first: u8, depth: usize) -> Result<()> {
+        match first {
             b'"' => self.string(),
             b'{' => self.object(depth + 1),
             b'[' => self.array(depth + 1),
@@ -212,18 +246,26 @@ impl Parser<'_, '_> {
 
     /// A string at `"`, as a `Str` leaf: a slice of the input when it has no escape, else
     /// unescaped into the side buffer.
+    #[inline(always)]
     fn string(&mut self) -> Result<()> {
         self.pos += 1;
         let start = self.pos;
         self.pos = json::find_special(self.bytes, self.pos);
-        match self.bytes.get(self.pos) {
-            Some(b'"') => {
-                self.pos += 1;
-                self.leaf(Tag::Str, false, start, self.pos - 1 - start);
-                return Ok(());
-            }
-            Some(b'\\') => {}
-            _ => return Err(GiveUp),
+        if self.bytes.get(self.pos) == Some(&b'"') {
+            self.pos += 1;
+            self.leaf(Tag::Str, false, start, self.pos - 1 - start);
+            Ok(())
+        } else {
+            self.escaped_string(start)
+        }
+    }
+
+    /// The rest of a string at `start` that stopped at `pos` on something other than its
+    /// closing quote: an escape (else give up).
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize) -> Result<()> {
+        if self.bytes.get(self.pos) != Some(&b'\\') {
+            return Err(GiveUp);
         }
         let at = self.unescaped.len();
         self.unescaped.push_str(&self.src[start..self.pos]);
@@ -318,17 +360,16 @@ impl Parser<'_, '_> {
 
     fn array(&mut self, depth: usize) -> Result<()> {
         let at = self.open(Tag::Arr, depth)?;
-        self.ws();
         let mut len = 0;
-        if self.peek() != Some(b']') {
+        let mut b = self.next().ok_or(GiveUp)?;
+        if b != b']' {
             loop {
-                self.value(depth)?;
+                self.value(b, depth)?;
                 len += 1;
-                self.ws();
-                match self.peek() {
+                match self.next() {
                     Some(b',') => {
                         self.pos += 1;
-                        self.ws();
+                        b = self.next().ok_or(GiveUp)?;
                     }
                     Some(b']') => break,
                     _ => return Err(GiveUp),
@@ -341,27 +382,25 @@ impl Parser<'_, '_> {
 
     fn object(&mut self, depth: usize) -> Result<()> {
         let at = self.open(Tag::Obj, depth)?;
-        self.ws();
         let mut len = 0;
-        if self.peek() != Some(b'}') {
+        let mut b = self.next();
+        if b != Some(b'}') {
             loop {
-                if self.peek() != Some(b'"') {
+                if b != Some(b'"') {
                     return Err(GiveUp);
                 }
                 self.string()?;
-                self.ws();
-                if self.peek() != Some(b':') {
+                if self.next() != Some(b':') {
                     return Err(GiveUp);
                 }
                 self.pos += 1;
-                self.ws();
-                self.value(depth)?;
+                let first = self.next().ok_or(GiveUp)?;
+                self.value(first, depth)?;
                 len += 1;
-                self.ws();
-                match self.peek() {
+                match self.next() {
                     Some(b',') => {
                         self.pos += 1;
-                        self.ws();
+                        b = self.next();
                     }
                     Some(b'}') => break,
                     _ => return Err(GiveUp),
@@ -396,8 +435,8 @@ pub(crate) fn canonical_fnv1a_64(doc: &[u8], kind: Kind) -> Result<u64> {
     with_buffers(|buffers| canonical_in(doc, kind, buffers, true))
 }
 
-/// Write the canonical bytes into `buffers.out`; with `hash`, return their FNV-1a 64 (fed
-/// while writing), else 0.
+/// With `hash`, the FNV-1a 64 of the canonical bytes (hashed as they are produced, never
+/// stored); else the canonical bytes written into `buffers.out`, and 0.
 fn canonical_in(doc: &[u8], kind: Kind, buffers: &mut Buffers, hash: bool) -> Result<u64> {
     buffers.reset();
     let Buffers {
@@ -406,13 +445,13 @@ fn canonical_in(doc: &[u8], kind: Kind, buffers: &mut Buffers, hash: bool) -> Re
         members,
         order,
         scratch,
+        spare,
         out,
     } = buffers;
     let src = parse(doc, tape, unescaped)?;
     if tape[0].tag != Tag::Obj {
         return Err(GiveUp);
     }
-    out.reserve(doc.len());
     let mut w = Walker {
         src,
         tape,
@@ -422,13 +461,66 @@ fn canonical_in(doc: &[u8], kind: Kind, buffers: &mut Buffers, hash: bool) -> Re
         order,
         parts: Vec::new(),
         scratch,
-        fnv: hash.then_some(FNV_OFFSET),
-        hashed: 0,
-        in_set: 0,
+        spare,
     };
-    w.object(0, Some(kind.root()), out)?;
-    w.feed(out);
-    Ok(w.fnv.unwrap_or(0))
+    if hash {
+        Ok(w.object(0, Some(kind.root()), Fnv(FNV_OFFSET))?.0)
+    } else {
+        out.reserve(doc.len());
+        w.object(0, Some(kind.root()), out)?;
+        Ok(0)
+    }
+}
+
+/// Where the canonical bytes go: a buffer, or straight into FNV-1a 64 ([`Fnv`]). The walker
+/// passes its sink by value and gets it back, so the hash state stays in a register: the
+/// hash's byte-serial multiply chain then runs alongside the walk, fed in small pieces (no
+/// buffer, no store and reload of the state between pieces).
+trait Sink {
+    fn byte(&mut self, b: u8);
+    fn bytes(&mut self, s: &[u8]);
+    /// Run `f`, which writes to a `Vec<u8>`, and take what it wrote (`buf` is a spare).
+    fn via_vec<R>(&mut self, buf: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> R) -> R;
+}
+
+impl Sink for &mut Vec<u8> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+
+    #[inline]
+    fn bytes(&mut self, s: &[u8]) {
+        self.extend_from_slice(s);
+    }
+
+    #[inline]
+    fn via_vec<R>(&mut self, _: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        f(self)
+    }
+}
+
+/// FNV-1a 64 of the bytes written so far.
+struct Fnv(u64);
+
+impl Sink for Fnv {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, s: &[u8]) {
+        self.0 = fnv1a_64_from(self.0, s);
+    }
+
+    #[inline]
+    fn via_vec<R>(&mut self, buf: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        buf.clear();
+        let r = f(buf);
+        self.bytes(buf);
+        r
+    }
 }
 
 /// A member to write: its name's first 8 bytes (big-endian, zero-padded: a quick sort key),
@@ -454,12 +546,8 @@ struct Walker<'t> {
     parts: Vec<KeyPart<'t>>,
     /// Reused buffers for set elements, which are sorted by their bytes.
     scratch: &'t mut Vec<Vec<u8>>,
-    /// FNV-1a 64 of `out[..hashed]`, if wanted. The output is written in its final order
-    /// (but for set elements, inside `set`: `in_set` > 0), so it is hashed as it grows: the
-    /// hash's byte-serial multiply chain then runs alongside the walk, not after it.
-    fnv: Option<u64>,
-    hashed: usize,
-    in_set: usize,
+    /// Spare buffer for `Sink::via_vec`.
+    spare: &'t mut Vec<u8>,
 }
 
 /// One component of a map-list key tuple, ordered as in `canonical`: numbers (by value)
@@ -513,17 +601,6 @@ fn int_decimal(n: i64) -> Decimal {
 }
 
 impl<'t> Walker<'t> {
-    /// Hash what was written to `out` since the last time.
-    #[inline]
-    fn feed(&mut self, out: &[u8]) {
-        if let Some(h) = self.fnv {
-            if self.in_set == 0 {
-                self.fnv = Some(fnv1a_64_from(h, &out[self.hashed..]));
-                self.hashed = out.len();
-            }
-        }
-    }
-
     #[inline]
     fn node(&self, i: usize) -> Node {
         self.tape[i]
@@ -541,17 +618,24 @@ impl<'t> Walker<'t> {
     }
 
     /// Write a string node as a JSON string literal.
-    #[inline]
-    fn write_string(&self, n: Node, out: &mut Vec<u8>) {
+    #[inline(always)]
+    fn write_string<S: Sink>(&mut self, n: Node, out: &mut S) {
         if n.esc {
-            json::write_str(self.text(n), out);
+            self.write_escaped(n, out);
         } else {
             // It stood in the input between quotes without an escape, so it holds no `"`,
             // `\` or control character: `write_str` would write exactly the input's bytes,
             // quotes included.
             let (start, end) = (n.start as usize, n.start as usize + n.len as usize);
-            out.extend_from_slice(&self.src.as_bytes()[start - 1..end + 1]);
+            out.bytes(&self.src.as_bytes()[start - 1..end + 1]);
         }
+    }
+
+    /// A string that had escapes: written escaped again, the canonical way.
+    #[inline(never)]
+    fn write_escaped<S: Sink>(&mut self, n: Node, out: &mut S) {
+        let text = self.text(n);
+        out.via_vec(self.spare, |v| json::write_str(text, v));
     }
 
     /// The members of object node `i`: (name node, value node).
@@ -576,7 +660,7 @@ impl<'t> Walker<'t> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn dropped(&self, v: usize, desc: Option<&Desc>) -> bool {
         let node = self.node(v);
         match node.tag {
@@ -591,6 +675,7 @@ impl<'t> Walker<'t> {
     }
 
     /// A map whose members are all dropped.
+    #[inline(never)]
     fn map_dropped(&self, v: usize, value: &Desc) -> bool {
         self.member_iter(v)
             .all(|(_, x)| self.dropped(x, Some(value)))
@@ -605,7 +690,21 @@ impl<'t> Walker<'t> {
         Ok(())
     }
 
-    fn value(&mut self, v: usize, desc: Option<&'static Desc>, out: &mut Vec<u8>) -> Result<()> {
+    /// `value` one level down; a plain string is written here, without the call.
+    #[inline(always)]
+    fn child<S: Sink>(&mut self, v: usize, desc: Option<&'static Desc>, mut out: S) -> Result<S> {
+        self.enter()?;
+        let node = self.node(v);
+        if node.tag == Tag::Str && matches!(desc, None | Some(Desc::Scalar)) {
+            self.write_string(node, &mut out);
+        } else {
+            out = self.value(v, desc, out)?;
+        }
+        self.depth -= 1;
+        Ok(out)
+    }
+
+    fn value<S: Sink>(&mut self, v: usize, desc: Option<&'static Desc>, out: S) -> Result<S> {
         let tag = self.node(v).tag;
         match desc {
             None | Some(Desc::Scalar) => self.generic(v, out),
@@ -617,22 +716,22 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn generic(&mut self, v: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn generic<S: Sink>(&mut self, v: usize, mut out: S) -> Result<S> {
         let node = self.node(v);
         match node.tag {
-            Tag::Null => out.extend_from_slice(b"null"),
-            Tag::True => out.extend_from_slice(b"true"),
-            Tag::False => out.extend_from_slice(b"false"),
-            Tag::Num => write_number(self.text(node), out)?,
-            Tag::Str => self.write_string(node, out),
-            Tag::Arr => self.elements(v, None, out)?,
-            Tag::Obj => self.object(v, None, out)?,
+            Tag::Null => out.bytes(b"null"),
+            Tag::True => out.bytes(b"true"),
+            Tag::False => out.bytes(b"false"),
+            Tag::Num => self.write_number(self.text(node), &mut out)?,
+            Tag::Str => self.write_string(node, &mut out),
+            Tag::Arr => return self.elements(v, None, out),
+            Tag::Obj => return self.object(v, None, out),
         }
-        Ok(())
+        Ok(out)
     }
 
     /// A struct (`ty` from the table) or an unknown object.
-    fn object(&mut self, v: usize, ty: Option<TypeId>, out: &mut Vec<u8>) -> Result<()> {
+    fn object<S: Sink>(&mut self, v: usize, ty: Option<TypeId>, out: S) -> Result<S> {
         let base = self.members.len();
         for (k, x) in self.member_iter(v) {
             let name = self.text(self.node(k)).as_bytes();
@@ -648,7 +747,7 @@ impl<'t> Walker<'t> {
     }
 
     /// A map field: like an object, every value described by `value`.
-    fn map(&mut self, v: usize, value: &'static Desc, out: &mut Vec<u8>) -> Result<()> {
+    fn map<S: Sink>(&mut self, v: usize, value: &'static Desc, out: S) -> Result<S> {
         let base = self.members.len();
         for (k, x) in self.member_iter(v) {
             let name = self.text(self.node(k)).as_bytes();
@@ -664,7 +763,7 @@ impl<'t> Walker<'t> {
 
     /// Write the members pushed from `base` on, sorted by name, leaving out dropped ones; a
     /// duplicate name gives up (serde_json keeps the last value at the first position).
-    fn members_out(&mut self, base: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn members_out<S: Sink>(&mut self, base: usize, mut out: S) -> Result<S> {
         let (src, tape, unescaped) = (self.src, self.tape, self.unescaped);
         let name = |m: &Member| {
             let n = tape[m.key as usize];
@@ -683,7 +782,7 @@ impl<'t> Walker<'t> {
             return Err(GiveUp);
         }
         let end = self.members.len();
-        out.push(b'{');
+        out.byte(b'{');
         let mut first = true;
         for i in base..end {
             let m = self.members[i];
@@ -692,22 +791,19 @@ impl<'t> Walker<'t> {
                 continue;
             }
             if !first {
-                out.push(b',');
+                out.byte(b',');
             }
             first = false;
-            self.write_string(self.node(m.key as usize), out);
-            out.push(b':');
-            self.enter()?;
-            self.value(x, m.desc, out)?;
-            self.depth -= 1;
-            self.feed(out);
+            self.write_string(self.node(m.key as usize), &mut out);
+            out.byte(b':');
+            out = self.child(x, m.desc, out)?;
         }
-        out.push(b'}');
+        out.byte(b'}');
         self.members.truncate(base);
-        Ok(())
+        Ok(out)
     }
 
-    fn list(&mut self, v: usize, l: &'static ListDesc, out: &mut Vec<u8>) -> Result<()> {
+    fn list<S: Sink>(&mut self, v: usize, l: &'static ListDesc, out: S) -> Result<S> {
         match l.kind {
             ListKind::Atomic | ListKind::Ordered => self.elements(v, Some(&l.item), out),
             ListKind::Set => self.set(v, &l.item, out),
@@ -715,27 +811,28 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn elements(&mut self, v: usize, item: Option<&'static Desc>, out: &mut Vec<u8>) -> Result<()> {
-        out.push(b'[');
+    fn elements<S: Sink>(
+        &mut self,
+        v: usize,
+        item: Option<&'static Desc>,
+        mut out: S,
+    ) -> Result<S> {
+        out.byte(b'[');
         for (i, x) in self.element_iter(v).enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.byte(b',');
             }
-            self.enter()?;
-            self.value(x, item, out)?;
-            self.depth -= 1;
-            self.feed(out);
+            out = self.child(x, item, out)?;
         }
-        out.push(b']');
-        Ok(())
+        out.byte(b']');
+        Ok(out)
     }
 
     /// A set: each element canonicalized on its own, sorted by those bytes.
-    fn set(&mut self, v: usize, item: &'static Desc, out: &mut Vec<u8>) -> Result<()> {
+    fn set<S: Sink>(&mut self, v: usize, item: &'static Desc, mut out: S) -> Result<S> {
         let mut buf = self.scratch.pop().unwrap_or_default();
         buf.clear();
         let mut ranges = Vec::with_capacity(self.node(v).len as usize);
-        self.in_set += 1;
         for x in self.element_iter(v) {
             let start = buf.len();
             self.enter()?;
@@ -743,23 +840,22 @@ impl<'t> Walker<'t> {
             self.depth -= 1;
             ranges.push((start, buf.len()));
         }
-        self.in_set -= 1;
         ranges.sort_by(|a, b| buf[a.0..a.1].cmp(&buf[b.0..b.1]));
-        out.push(b'[');
+        out.byte(b'[');
         for (i, (s, e)) in ranges.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.byte(b',');
             }
-            out.extend_from_slice(&buf[*s..*e]);
+            out.bytes(&buf[*s..*e]);
         }
-        out.push(b']');
+        out.byte(b']');
         self.scratch.push(buf);
-        Ok(())
+        Ok(out)
     }
 
     /// A map list: the elements' key tuples first, then the elements written in key order
     /// (a duplicate key gives up).
-    fn map_list(&mut self, v: usize, l: &'static ListDesc, out: &mut Vec<u8>) -> Result<()> {
+    fn map_list<S: Sink>(&mut self, v: usize, l: &'static ListDesc, mut out: S) -> Result<S> {
         let item_type = match l.item {
             Desc::Object(t) => Some(t),
             _ => None,
@@ -781,21 +877,18 @@ impl<'t> Walker<'t> {
             return Err(GiveUp);
         }
         let end = self.order.len();
-        out.push(b'[');
+        out.byte(b'[');
         for i in order_base..end {
             if i > order_base {
-                out.push(b',');
+                out.byte(b',');
             }
             let x = self.order[i].1 as usize;
-            self.enter()?;
-            self.value(x, Some(&l.item), out)?;
-            self.depth -= 1;
-            self.feed(out);
+            out = self.child(x, Some(&l.item), out)?;
         }
-        out.push(b']');
+        out.byte(b']');
         self.order.truncate(order_base);
         self.parts.truncate(parts_base);
-        Ok(())
+        Ok(out)
     }
 
     fn key_part(
@@ -851,13 +944,13 @@ impl<'t> Walker<'t> {
         })
     }
 
-    fn quantity(&mut self, v: usize, out: &mut Vec<u8>) -> Result<()> {
+    fn quantity<S: Sink>(&mut self, v: usize, mut out: S) -> Result<S> {
         let node = self.node(v);
         let text = self.text(node);
         let parsed = match node.tag {
             Tag::Str => {
-                if quantity::write_canonical_json_fast(text, out) {
-                    return Ok(());
+                if out.via_vec(self.spare, |v| quantity::write_canonical_json_fast(text, v)) {
+                    return Ok(out);
                 }
                 quantity::parse(text)
             }
@@ -865,8 +958,10 @@ impl<'t> Walker<'t> {
                 // An integer literal is its own quantity text (`Num::quantity_text` writes
                 // the same integer; `-0` and `0` are both zero).
                 let integer = !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
-                if integer && quantity::write_canonical_json_fast(text, out) {
-                    return Ok(());
+                if integer
+                    && out.via_vec(self.spare, |v| quantity::write_canonical_json_fast(text, v))
+                {
+                    return Ok(out);
                 }
                 let num = Num::from_literal(text).ok_or(GiveUp)?;
                 quantity::parse(&num.quantity_text())
@@ -874,21 +969,23 @@ impl<'t> Walker<'t> {
             _ => return Err(GiveUp),
         };
         let d = parsed.map_err(|_| GiveUp)?;
-        json::write_str(&quantity::canonical_value(d), out);
+        let value = quantity::canonical_value(d);
+        out.via_vec(self.spare, |v| json::write_str(&value, v));
+        Ok(out)
+    }
+
+    /// A number's canonical text (rule 8); plain integer literals are written as they are.
+    fn write_number<S: Sink>(&mut self, text: &str, out: &mut S) -> Result<()> {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        // JSON integer literals have no leading zeros; `-0` is written `0`.
+        if digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) && digits != "0" {
+            out.bytes(text.as_bytes());
+            return Ok(());
+        }
+        let num = Num::from_literal(text).ok_or(GiveUp)?;
+        out.via_vec(self.spare, |v| num.write(v));
         Ok(())
     }
-}
-
-/// A number's canonical text (rule 8); plain integer literals are written as they are.
-fn write_number(text: &str, out: &mut Vec<u8>) -> Result<()> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    // JSON integer literals have no leading zeros; `-0` is written `0`.
-    if digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) && digits != "0" {
-        out.extend_from_slice(text.as_bytes());
-        return Ok(());
-    }
-    Num::from_literal(text).ok_or(GiveUp)?.write(out);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -940,6 +1037,7 @@ mod tests {
             r#"{"spec":{"overhead":{"cpu":"100m","memory":1024,"x":0.5}}}"#,
             r#"{"metadata":{"finalizers":["b","a","b"]}}"#,
             r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":1e3}}}]}}"#,
+            r#"{"metadata":{"finalizers":["b\"","a\u0001","\u00e9"]},"x":["\t",-0.5,1e-7]}"#,
         ];
         for doc in taken {
             assert!(agrees(doc.as_bytes()), "{doc}");

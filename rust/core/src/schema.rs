@@ -110,10 +110,15 @@ pub(crate) fn field_of(ty: TypeId, name: &[u8], prefix: u64) -> Option<&'static 
 /// their bytes, up to a tie.
 #[inline]
 pub(crate) fn name_prefix(name: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    let n = name.len().min(8);
-    w[..n].copy_from_slice(&name[..n]);
-    u64::from_be_bytes(w)
+    if let Some(head) = name.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    // Shorter: byte by byte (a variable-length copy would be a `memcpy` call).
+    let mut w = 0u64;
+    for (i, &b) in name.iter().enumerate() {
+        w |= u64::from(b) << (56 - 8 * i);
+    }
+    w
 }
 
 /// The last 8 bytes of a name longer than 8 bytes, as a number.
