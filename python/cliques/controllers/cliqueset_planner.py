@@ -96,7 +96,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
     first_role = spec.template.cliques[0].name
     for gang in range(spec.replicas):
         have = by_gang.get(gang)
-        if have is not None and all(role in have for role in roles):
+        if have is not None and roles.keys() <= have.keys():
             continue
         have = have or {}
         for role, tmpl in roles.items():

@@ -107,9 +107,17 @@ class KubeClient:
         self._proxy: dict[str, Any] = proxy_settings(self.host, rest.proxy, rest.proxy_headers)
         self.limiter = ratelimit.TokenBucket(qps, burst)
         self.field_manager = field_manager
+        #: the query of every write, by `force` (encoded once: writes are most requests)
+        self._write_query = {
+            force: urllib.parse.urlencode(
+                {"fieldManager": field_manager, **({"force": "true"} if force else {})}
+            )
+            for force in (False, True)
+        }
         self.user_agent = user_agent
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
         self._metric_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._written_children: dict[tuple[str, str], Any] = {}
 
     @classmethod
     async def connect(
@@ -173,11 +181,16 @@ class KubeClient:
         query: Mapping[str, str] | None = None,
         body: bytes | None = None,
         content_type: str | None = None,
+        encoded_query: str = "",
     ) -> bytes:
-        """Send one request; return the body bytes of a 2xx answer or raise ApiError."""
+        """Send one request; return the body bytes of a 2xx answer or raise ApiError.
+
+        `query` is encoded here (aiohttp's `params=` would re-parse and re-encode the URL);
+        `encoded_query` is a query string encoded once by the caller, used instead."""
         path = resource.path(namespace, name, sub)
-        # The query is encoded here: aiohttp's `params=` re-parses and re-encodes the URL.
-        url = self.host + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        if query:
+            encoded_query = urllib.parse.urlencode(query)
+        url = self.host + path + ("?" + encoded_query if encoded_query else "")
         method = _METHODS[verb]
         headers = await self._headers(content_type if body is not None else None)
         for attempt in range(MAX_429_RETRIES + 1):
@@ -217,6 +230,14 @@ class KubeClient:
             )
         children[0].observe(seconds)
         children[1].inc()
+
+    def _written(self, kind: str, verb: str) -> None:
+        """Count one object written, the labelled child looked up once per label set."""
+        key = (kind, verb)
+        child = self._written_children.get(key)
+        if child is None:
+            child = self._written_children[key] = metrics.OBJECTS_WRITTEN.labels(kind, verb)
+        child.inc()
 
     async def get_path(self, path: str) -> bytes:
         """GET a non-resource path (`/metrics`, `/version`, `/readyz`): the body bytes."""
@@ -272,20 +293,17 @@ class KubeClient:
         force: bool = False,
     ) -> T:
         """One create/update/patch: body encoded once, our field manager, decoded answer."""
-        query = {"fieldManager": self.field_manager}
-        if force:
-            query["force"] = "true"
         data = await self.request(
             verb,
             resource,
             namespace=namespace,
             name=name,
             sub=sub,
-            query=query,
+            encoded_query=self._write_query[force],
             body=obj if isinstance(obj, bytes) else _ENCODER.encode(obj),
             content_type=content_type,
         )
-        metrics.OBJECTS_WRITTEN.labels(resource.kind, verb + (f"/{sub}" if sub else "")).inc()
+        self._written(resource.kind, verb + (f"/{sub}" if sub else ""))
         result: T = self.decoder(type_).decode(data)
         return result
 
@@ -369,7 +387,7 @@ class KubeClient:
             body=_ENCODER.encode(options),
             content_type="application/json",
         )
-        metrics.OBJECTS_WRITTEN.labels(resource.kind, "delete").inc()
+        self._written(resource.kind, "delete")
 
     async def watch(
         self,
