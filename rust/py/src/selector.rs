@@ -62,19 +62,31 @@ impl Compiled {
 /// A dict finds a key fastest when it is the very object stored in it, so the first dict
 /// that has a key lends its own (equal) key object for the following lookups: label sets
 /// built by one program usually share their key objects. And since a `str` is immutable,
-/// whether a value is listed is remembered for the value objects met (held, so that their
-/// addresses cannot be reused), starting with the interned values themselves: a small
-/// direct-mapped table per requirement, indexed by address bits, so that a value seen
-/// before costs one comparison and no search.
+/// a value that is one of the interned values themselves is listed without reading it, and
+/// whether another value is listed is remembered for the value objects met (held, so that
+/// their addresses cannot be reused): a small direct-mapped table per requirement, indexed
+/// by address bits, so that a value seen before costs one comparison and no search.
 struct Memo<'py> {
-    keys: Vec<Bound<'py, PyString>>,
-    learned: Vec<bool>,
-    seen: Vec<[Seen<'py>; SEEN]>,
+    steps: Vec<Step<'py>>,
+    /// The value objects in the tables, held so that their addresses cannot be reused.
+    held: Vec<Bound<'py, PyString>>,
     learn: bool,
+    py: Python<'py>,
 }
 
-/// A slot of `Memo`'s value table: a value object and whether it is listed.
-type Seen<'py> = Option<(Bound<'py, PyString>, bool)>;
+/// What `Memo` knows of one requirement.
+struct Step<'py> {
+    /// The key to look up (the dict's own object once learnt).
+    key: Bound<'py, PyString>,
+    learned: bool,
+    /// Whether the requirement reads the value (`=`, `!=`, `in`, `notin`) ...
+    reads_value: bool,
+    /// ... and whether it holds when the key is absent (or its value not listed).
+    negate: bool,
+    /// The value table: value addresses (null for a free slot) and their verdicts.
+    seen: [*mut ffi::PyObject; SEEN],
+    verdict: [bool; SEEN],
+}
 
 /// Slots of `Memo`'s value table per requirement (a power of two).
 const SEEN: usize = 16;
@@ -89,71 +101,96 @@ fn seen_slot(p: *mut ffi::PyObject) -> usize {
 impl<'py> Memo<'py> {
     fn new(py: Python<'py>, compiled: &[Compiled], learn: bool) -> Self {
         Memo {
-            keys: compiled.iter().map(|c| c.key.bind(py).clone()).collect(),
-            learned: vec![!learn; compiled.len()],
-            seen: compiled
+            steps: compiled
                 .iter()
-                .map(|c| {
-                    let mut table: [Seen<'py>; SEEN] = Default::default();
-                    for v in &c.interned {
-                        table[seen_slot(v.as_ptr())] = Some((v.bind(py).clone(), true));
-                    }
-                    table
+                .map(|c| Step {
+                    key: c.key.bind(py).clone(),
+                    learned: !learn,
+                    reads_value: !matches!(c.op, Operator::Exists | Operator::DoesNotExist),
+                    negate: matches!(
+                        c.op,
+                        Operator::DoesNotExist | Operator::NotEquals | Operator::NotIn
+                    ),
+                    seen: [std::ptr::null_mut(); SEEN],
+                    verdict: [false; SEEN],
                 })
                 .collect(),
+            held: Vec::new(),
             learn,
+            py,
         }
     }
+}
 
-    /// Take `dict`'s own object for key `j` (known to be in it), once.
-    fn learn_key(&mut self, j: usize, dict: Borrowed<'_, 'py, PyDict>) {
-        self.learned[j] = true;
-        let Ok(want) = self.keys[j].to_str() else {
+impl<'py> Step<'py> {
+    /// Take `dict`'s own object for the key (known to be in it), once.
+    #[inline(never)]
+    fn learn_key(&mut self, dict: Borrowed<'_, 'py, PyDict>) {
+        self.learned = true;
+        let Ok(want) = self.key.to_str() else {
             return;
         };
         for (k, _) in dict.iter() {
             if let Ok(k) = k.cast_into_exact::<PyString>() {
                 if k.to_str().is_ok_and(|t| t == want) {
-                    self.keys[j] = k;
+                    self.key = k;
                     return;
                 }
             }
         }
     }
 
-    /// Whether the value `v` (a live `str`) is one of requirement `j`'s values.
-    #[inline]
+    /// Whether the value `v` (a live `str`, kept alive by the caller) is one of `req`'s
+    /// values: one of the interned values themselves, or a value in the table.
+    #[inline(always)]
     fn listed(
         &mut self,
-        j: usize,
         req: &Compiled,
-        v: Borrowed<'_, 'py, PyString>,
+        v: *mut ffi::PyObject,
+        held: &mut Vec<Bound<'py, PyString>>,
+        learn: bool,
+        py: Python<'py>,
     ) -> PyResult<bool> {
-        let slot = &mut self.seen[j][seen_slot(v.as_ptr())];
-        if let Some((x, verdict)) = slot {
-            if x.as_ptr() == v.as_ptr() {
-                return Ok(*verdict);
-            }
+        let interned = req
+            .interned
+            .iter()
+            .fold(false, |a, x| a | (x.as_ptr() == v));
+        let i = seen_slot(v);
+        let known = self.seen[i] == v;
+        if !(interned | known) {
+            return self.listed_slow(i, req, v, held, learn, py);
         }
-        listed_slow(slot, req, v, self.learn)
+        Ok(interned | self.verdict[i])
     }
-}
 
-/// `Memo::listed` for a value not in its table: compare the text, remember the verdict.
-#[cold]
-fn listed_slow<'py>(
-    slot: &mut Seen<'py>,
-    req: &Compiled,
-    v: Borrowed<'_, 'py, PyString>,
-    learn: bool,
-) -> PyResult<bool> {
-    // SAFETY: `v` is a live str and the GIL is held; the view is dropped before `v` is.
-    let text = unsafe { utf8(v.py(), v.as_ptr())? };
-    let verdict = req.values.iter().any(|x| x.as_bytes() == text);
-    if learn {
-        *slot = Some((v.to_owned(), verdict));
+    /// `listed` for a value not in the table: compare the text, and remember the verdict if
+    /// the slot is free (a full table keeps what it has: values met once, such as those
+    /// built per label set, would only push out values met again and again).
+    #[inline(never)]
+    fn listed_slow(
+        &mut self,
+        i: usize,
+        req: &Compiled,
+        v: *mut ffi::PyObject,
+        held: &mut Vec<Bound<'py, PyString>>,
+        learn: bool,
+        py: Python<'py>,
+    ) -> PyResult<bool> {
+        // SAFETY: `v` is a live str and the GIL is held; the view is dropped before `v` is.
+        let text = unsafe { utf8(py, v)? };
+        let verdict = req
+            .values
+            .iter()
+            .any(|x| x.len() == text.len() && x.bytes().zip(text).all(|(a, &b)| a == b));
+        if learn && self.seen[i].is_null() {
+            // SAFETY: `v` is a live str; `held` takes a reference of its own, so that the
+            // address stays its own for as long as the table lives.
+            held.push(unsafe { Bound::from_borrowed_ptr(py, v).cast_into_unchecked() });
+            self.seen[i] = v;
+            self.verdict[i] = verdict;
+        }
+        Ok(verdict)
     }
-    Ok(verdict)
 }
 
 /// The UTF-8 view of a `str`.
@@ -171,54 +208,45 @@ unsafe fn utf8<'a>(py: Python<'_>, s: *mut ffi::PyObject) -> PyResult<&'a [u8]> 
 
 impl Selector {
     /// Whether a `dict` label set matches (the rules of the core's `Requirement::matches`:
-    /// `!=` and `notin` match a label set without the key). The caller keeps `dict` alive.
-    fn matches_dict<'py>(
-        &self,
-        dict: Borrowed<'_, 'py, PyDict>,
-        memo: &mut Memo<'py>,
-    ) -> PyResult<bool> {
-        let py = dict.py();
-        for (j, req) in self.compiled.iter().enumerate() {
-            // SAFETY: the GIL is held, `dict` is alive and the key is an owned reference.
-            // The value found is borrowed from the dict and used before any Python code can
-            // run again (type checks, pointer comparisons and `PyUnicode_AsUTF8AndSize` run
-            // none; a value remembered by `Memo` is first made an owned reference).
-            let found = unsafe {
-                let v = ffi::PyDict_GetItemWithError(dict.as_ptr(), memo.keys[j].as_ptr());
-                if v.is_null() {
-                    if !ffi::PyErr_Occurred().is_null() {
-                        return Err(PyErr::fetch(py));
-                    }
-                    None
-                } else {
-                    let v = Borrowed::from_ptr(py, v);
-                    match v.cast_exact::<PyString>().or_else(|_| v.cast::<PyString>()) {
-                        Ok(v) => Some(v),
-                        Err(_) => {
-                            return Err(PyTypeError::new_err(format!(
-                                "labels must map str to str, got str: {}",
-                                type_name(&v)
-                            )))
-                        }
-                    }
+    /// `!=` and `notin` match a label set without the key). The caller keeps `dict` (a live
+    /// `dict` or subclass) alive.
+    #[inline(always)]
+    fn matches_dict<'py>(&self, dict: *mut ffi::PyObject, memo: &mut Memo<'py>) -> PyResult<bool> {
+        let Memo {
+            steps,
+            held,
+            learn,
+            py,
+        } = memo;
+        let (learn, py) = (*learn, *py);
+        for (req, step) in self.compiled.iter().zip(steps.iter_mut()) {
+            // SAFETY: the GIL is held, `dict` is alive and the key is held by `step`. The
+            // value found is borrowed from the dict and used before any Python code can run
+            // again (type checks, pointer comparisons and `PyUnicode_AsUTF8AndSize` run none;
+            // a value remembered by `Memo` is first made an owned reference).
+            let v = unsafe { ffi::PyDict_GetItemWithError(dict, step.key.as_ptr()) };
+            let present = if v.is_null() {
+                // SAFETY: the GIL is held.
+                if unsafe { !ffi::PyErr_Occurred().is_null() } {
+                    return Err(PyErr::fetch(py));
                 }
+                false
+            } else {
+                // SAFETY: `v` is a live object (see above) and the GIL is held.
+                let is_str = unsafe {
+                    ffi::Py_TYPE(v) == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
+                        || ffi::PyUnicode_Check(v) != 0
+                };
+                if !is_str {
+                    return Err(not_str(py, v));
+                }
+                if !step.learned {
+                    // SAFETY: `dict` is a live dict and the GIL is held.
+                    step.learn_key(unsafe { Borrowed::from_ptr(py, dict).cast_unchecked() });
+                }
+                !step.reads_value || step.listed(req, v, held, learn, py)?
             };
-            if found.is_some() && !memo.learned[j] {
-                memo.learn_key(j, dict);
-            }
-            let ok = match req.op {
-                Operator::Exists => found.is_some(),
-                Operator::DoesNotExist => found.is_none(),
-                Operator::Equals | Operator::In => match found {
-                    Some(v) => memo.listed(j, req, v)?,
-                    None => false,
-                },
-                Operator::NotEquals | Operator::NotIn => match found {
-                    Some(v) => !memo.listed(j, req, v)?,
-                    None => true,
-                },
-            };
-            if !ok {
+            if present == step.negate {
                 return Ok(false);
             }
         }
@@ -227,17 +255,21 @@ impl Selector {
 
     /// Whether one label set (a mapping, or None for no labels) matches. Another mapping
     /// than a `dict` is read into pairs first. The caller keeps `labels` alive.
+    #[inline(always)]
     fn matches_one<'py>(
         &self,
         labels: Borrowed<'_, 'py, PyAny>,
         memo: &mut Memo<'py>,
     ) -> PyResult<bool> {
-        if let Ok(dict) = labels
-            .cast_exact::<PyDict>()
-            .or_else(|_| labels.cast::<PyDict>())
-        {
-            return self.matches_dict(dict, memo);
+        if labels.is_exact_instance_of::<PyDict>() || labels.is_instance_of::<PyDict>() {
+            return self.matches_dict(labels.as_ptr(), memo);
         }
+        self.matches_other(labels)
+    }
+
+    /// `matches_one` for a label set that is not a `dict`.
+    #[inline(never)]
+    fn matches_other(&self, labels: Borrowed<'_, '_, PyAny>) -> PyResult<bool> {
         if labels.is_none() {
             return Ok(self.inner.matches(&[] as &[(String, String)]));
         }
@@ -245,6 +277,18 @@ impl Selector {
             .inner
             .matches(&to_labels(Some(&labels.to_owned()))?[..]))
     }
+}
+
+/// The error for a label value `v` (a live object) that is not a `str`.
+#[cold]
+#[inline(never)]
+fn not_str(py: Python<'_>, v: *mut ffi::PyObject) -> PyErr {
+    // SAFETY: `v` is a live object and the GIL is held.
+    let v = unsafe { Borrowed::from_ptr(py, v) };
+    PyTypeError::new_err(format!(
+        "labels must map str to str, got str: {}",
+        type_name(&v)
+    ))
 }
 
 #[pymethods]
@@ -295,14 +339,30 @@ impl Selector {
         }
         let mut out = Vec::new();
         let mut memo = Memo::new(label_sets.py(), &self.compiled, true);
-        // A list is matched through a tuple copy of it: the tuple holds every label set, so
-        // they are borrowed from it (no reference counting per label set), whatever runs.
+        // A list is read item by item, each held while it is matched: matching may run
+        // Python code (a key's `__eq__`, another mapping's methods) that changes the list,
+        // and `PyList_GetItem` checks the index against the list as it is.
         if let Ok(list) = label_sets.cast::<PyList>() {
-            let tuple = list.to_tuple();
-            for (i, item) in tuple.iter_borrowed().enumerate() {
-                if self.matches_one(item, &mut memo)? {
+            let py = list.py();
+            let mut i = 0;
+            loop {
+                // SAFETY: the GIL is held and `list` is a live list.
+                let p = unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) };
+                if p.is_null() {
+                    // Past the end (the only way it fails for a list): the error is dropped.
+                    let err = PyErr::fetch(py);
+                    if i >= list.len() {
+                        break;
+                    }
+                    return Err(err);
+                }
+                // SAFETY: `p` is a live object borrowed from the list, made an owned reference
+                // at once: it lives while it is matched, whatever the matching runs.
+                let item = unsafe { Bound::from_borrowed_ptr(py, p) };
+                if self.matches_one(item.as_borrowed(), &mut memo)? {
                     out.push(i);
                 }
+                i += 1;
             }
         } else if let Ok(tuple) = label_sets.cast::<PyTuple>() {
             for (i, item) in tuple.iter_borrowed().enumerate() {
