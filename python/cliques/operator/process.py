@@ -1,8 +1,10 @@
-"""Running one operator process: event loop (uvloop), signals, health server, manager."""
+"""Running one operator process: event loop (uvloop), signals, health server, manager, and
+the garbage collector tuned for a long-running process with a large cache."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -46,7 +48,28 @@ async def _announce_ready(manager: Manager | ShardedOperator) -> None:
     await asyncio.to_thread(Path(ready_dir, f"ready-{os.getpid()}").touch)
 
 
+#: Allocations between two young-generation collections (CPython's default is 700).
+GC_THRESHOLD0 = 10_000
+
+
+def tune_gc() -> None:
+    """Make the cyclic garbage collector cheaper for an operator.
+
+    Everything imported so far lives as long as the process: `gc.freeze()` moves it out of
+    the collector's reach, so no collection walks it again. And the young generation is
+    collected every GC_THRESHOLD0 allocations instead of 700: watch events and reconciles
+    allocate a great deal that dies young without cycles (reference counting frees it), so
+    collecting less often promotes less to the older generations, whose collections walk
+    the whole cache.
+    """
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD0, gen1, gen2)
+
+
 def run_single(config: Config, *, metrics_port: int) -> int:
+    tune_gc()
     try:
         uvloop.run(serve(config, metrics_port))
     except Exception as exc:
