@@ -93,8 +93,11 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
         why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
         deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
 
+    # Creates are only planned (their bodies built) when they can be sent: while creates
+    # are still unobserved, the cache may lack objects that exist.
+    can_create = snap.expectations_satisfied
     first_role = spec.template.cliques[0].name
-    for gang in range(spec.replicas):
+    for gang in range(spec.replicas) if can_create else ():
         have = by_gang.get(gang)
         if have is not None and roles.keys() <= have.keys():
             continue
@@ -117,7 +120,7 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
         if spec.headless_service
         else {}
     )
-    for name, gang in want_svc.items():
+    for name, gang in want_svc.items() if can_create else ():
         if name not in have_svc:
             creates.append(Create(SERVICES, name, _service_body(cqs, gang, bucket), meta.uid))
     for name, svc in have_svc.items():
