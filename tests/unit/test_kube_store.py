@@ -39,3 +39,21 @@ def test_indexes_follow_upserts_and_removes() -> None:
     assert s.by_index("controller", "u1") == []
     assert "u1" not in s.index_values("controller")
     assert len(s) == 2 and "ns/a" in s and sorted(s) == ["ns/a", "ns/c"]
+
+
+def test_an_update_in_place_is_what_the_index_returns() -> None:
+    s: store.Store[Pod] = store.Store(
+        {"controller": store.by_controller, "cqs": store.by_label("cliques.dev/cliqueset")}
+    )
+    s.upsert(pod("a", "u1"))
+    s.upsert(pod("b", "u1"))
+    newer = pod("a", "u1", rv="2")
+    s.upsert(newer)
+    by_owner = {p.metadata.name: p for p in s.by_index("controller", "u1")}
+    assert by_owner["a"] is newer and len(by_owner) == 2
+    assert {p.metadata.name: p for p in s.by_index("cqs", "ns/s")}["a"] is newer
+    # a label change alone moves it in that index only
+    s.upsert(pod("a", "u1", cqs="t", rv="3"))
+    assert [p.metadata.name for p in s.by_index("cqs", "ns/t")] == ["a"]
+    assert [p.metadata.name for p in s.by_index("cqs", "ns/s")] == ["b"]
+    assert len(s.by_index("controller", "u1")) == 2

@@ -66,10 +66,27 @@ class Store(Generic[T]):
     def upsert(self, obj: T) -> T | None:
         key = key_of(obj)
         old = self._items.get(key)
-        if old is not None:
-            self._unindex(key, old)
         self._items[key] = obj
-        self._index(key, obj)
+        if old is None:
+            self._index(key, obj)
+            return None
+        # An update rarely moves an object between index values (its owner and labels
+        # stay): then it only replaces the object where it already is.
+        for name, fn in self._indexers.items():
+            idx = self._indexes[name]
+            before, after = fn(old), fn(obj)
+            if before == after:
+                for value in after:
+                    idx.setdefault(value, {})[key] = obj
+                continue
+            for value in before:
+                bucket = idx.get(value)
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del idx[value]
+            for value in after:
+                idx.setdefault(value, {})[key] = obj
         return old
 
     def remove(self, key: str) -> T | None:
