@@ -48,7 +48,7 @@ class CliqueSetController:
         hasher: Hasher,
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
-        child_debounce: float = 0.2,
+        child_debounce: float = 0.5,
         max_child_debounce: float = 1.0,
     ) -> None:
         self.child_debounce = child_debounce
@@ -107,9 +107,11 @@ class CliqueSetController:
         """How long child events of CliqueSet `key` are gathered before it reconciles.
 
         A thousand Cliques changing status at once cost a few reconciles, not a thousand
-        (its own events are not delayed). The window grows with what a plan of this set
-        costs (20x its last plan, within [child_debounce, max_child_debounce]), so that
-        planning a big set takes at most ~5% of a core however busy its children are.
+        (its own events are not delayed). The status of a CliqueSet, an aggregate of its
+        gangs, so follows its Cliques within half a second by default. The window grows
+        with what a plan of this set costs (20x its last plan, within [child_debounce,
+        max_child_debounce]), so that planning a big set takes at most ~5% of a core
+        however busy its children are.
         """
         cost = self._plan_cost.get(key, 0.0)
         return min(self.max_child_debounce, max(self.child_debounce, 20.0 * cost))
