@@ -289,15 +289,12 @@ def _judge_gangs(
         if not members:
             facts.append(_GangFacts())
             continue
-        verdict: _Gang | None = None
-        if memo is not None:
-            key = tuple(members.values())
-            verdict = memo.get(gang, key)
-            if verdict is None:
-                verdict = _judge(snap, gang, members, ctx)
-                memo.put(gang, key, verdict)
-        else:
+        key = tuple(members.values())
+        verdict = memo.get(gang, key) if memo is not None else None
+        if verdict is None:
             verdict = _judge(snap, gang, members, ctx)
+            if memo is not None:
+                memo.put(gang, key, verdict)
         facts.append(verdict.facts)
         if verdict.outdated:
             outdated.append(gang)
