@@ -67,46 +67,35 @@ class Store(Generic[T]):
         key = key_of(obj)
         old = self._items.get(key)
         self._items[key] = obj
-        if old is None:
-            self._index(key, obj)
-            return None
-        # An update rarely moves an object between index values (its owner and labels
-        # stay): then it only replaces the object where it already is.
         for name, fn in self._indexers.items():
             idx = self._indexes[name]
-            before, after = fn(old), fn(obj)
-            if before == after:
-                for value in after:
-                    idx.setdefault(value, {})[key] = obj
-                continue
-            for value in before:
-                bucket = idx.get(value)
-                if bucket is not None:
-                    bucket.pop(key, None)
-                    if not bucket:
-                        del idx[value]
-            for value in after:
-                idx.setdefault(value, {})[key] = obj
+            after = fn(obj)
+            if old is not None:
+                # An update rarely moves an object between index values (its owner and
+                # labels stay): then it only replaces the object where it already is.
+                before = fn(old)
+                if before != after:
+                    _drop(idx, before, key)
+            _put(idx, after, key, obj)
         return old
 
     def remove(self, key: str) -> T | None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._unindex(key, old)
+            for name, fn in self._indexers.items():
+                _drop(self._indexes[name], fn(old), key)
         return old
 
-    def _index(self, key: str, obj: T) -> None:
-        for name, fn in self._indexers.items():
-            idx = self._indexes[name]
-            for value in fn(obj):
-                idx.setdefault(value, {})[key] = obj
 
-    def _unindex(self, key: str, obj: T) -> None:
-        for name, fn in self._indexers.items():
-            idx = self._indexes[name]
-            for value in fn(obj):
-                bucket = idx.get(value)
-                if bucket is not None:
-                    bucket.pop(key, None)
-                    if not bucket:
-                        del idx[value]
+def _put(idx: dict[str, dict[str, T]], values: Iterable[str], key: str, obj: T) -> None:
+    for value in values:
+        idx.setdefault(value, {})[key] = obj
+
+
+def _drop(idx: dict[str, dict[str, T]], values: Iterable[str], key: str) -> None:
+    for value in values:
+        bucket = idx.get(value)
+        if bucket is not None:
+            bucket.pop(key, None)
+            if not bucket:
+                del idx[value]
