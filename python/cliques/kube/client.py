@@ -116,8 +116,7 @@ class KubeClient:
         }
         self.user_agent = user_agent
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-        self._metric_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-        self._written_children: dict[tuple[str, str], Any] = {}
+        self._metric_children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     @classmethod
     async def connect(
@@ -219,25 +218,22 @@ class KubeClient:
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
 
+    def _child(self, metric: Any, *label_values: str) -> Any:
+        """`metric.labels(*label_values)`, looked up once per metric and label set."""
+        key = (metric, label_values)
+        child = self._metric_children.get(key)
+        if child is None:
+            child = self._metric_children[key] = metric.labels(*label_values)
+        return child
+
     def _observe(self, verb: str, plural: str, status: int, seconds: float) -> None:
-        """Request metrics, with the labelled children looked up once per label set."""
-        key = (verb, plural, status)
-        children = self._metric_children.get(key)
-        if children is None:
-            children = self._metric_children[key] = (
-                metrics.API_LATENCY.labels(verb),
-                metrics.API_REQUESTS.labels(verb, plural, str(status)),
-            )
-        children[0].observe(seconds)
-        children[1].inc()
+        """Request metrics: latency by verb, count by verb, resource and code."""
+        self._child(metrics.API_LATENCY, verb).observe(seconds)
+        self._child(metrics.API_REQUESTS, verb, plural, str(status)).inc()
 
     def _written(self, kind: str, verb: str) -> None:
-        """Count one object written, the labelled child looked up once per label set."""
-        key = (kind, verb)
-        child = self._written_children.get(key)
-        if child is None:
-            child = self._written_children[key] = metrics.OBJECTS_WRITTEN.labels(kind, verb)
-        child.inc()
+        """Count one object written."""
+        self._child(metrics.OBJECTS_WRITTEN, kind, verb).inc()
 
     async def get_path(self, path: str) -> bytes:
         """GET a non-resource path (`/metrics`, `/version`, `/readyz`): the body bytes."""
