@@ -410,7 +410,10 @@ class KubeClient:
         path = resource.path(namespace)
         headers = await self._headers(None)
         await self.limiter.acquire()
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
+        # A limit on the whole stream, not on the silence between reads: the server ends the
+        # watch after `timeout_seconds`, so both catch a dead connection equally late, and a
+        # read timeout is re-armed (a timer cancelled and created) on every chunk received.
+        timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_read=None)
         async with self._session.get(
             self.host + path,
             params=query,
