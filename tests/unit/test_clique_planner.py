@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from cliques.api import labels
 from cliques.api.clique import CliqueStatus
 from cliques.api.meta import find_condition
@@ -172,3 +174,46 @@ def test_same_to_planner_ignores_binding_but_not_readiness_or_deletion() -> None
     assert not clique_planner.same_to_planner(base, finished)
     relabelled = pod(c, 0, ready=False, hash_="h2")
     assert not clique_planner.same_to_planner(base, relabelled)
+
+
+def test_progress_only_for_pods_on_their_way_to_ready() -> None:
+    c = clique(0, "worker", replicas=2, ready=False)
+    c.status = None
+    # first status of a started Clique whose pods exist but are not Ready: progress
+    first = clique_planner.plan(snap(c, [pod(c, 0, ready=False), pod(c, 1, ready=False)]))
+    assert first.status is not None
+    assert clique_planner.progress_only(None, first.status)
+    c.status = first.status
+    # one pod Ready, still below minAvailable: more progress
+    more = clique_planner.plan(snap(c, [pod(c, 0), pod(c, 1, ready=False)]))
+    assert more.status is not None and more.status.ready_replicas == 1
+    assert clique_planner.progress_only(c.status, more.status)
+    # both Ready: the condition turns, which is news
+    done = clique_planner.plan(snap(c, [pod(c, 0), pod(c, 1)]))
+    assert done.status is not None
+    assert not clique_planner.progress_only(c.status, done.status)
+
+
+def test_news_is_never_progress_only() -> None:
+    # a Ready Clique losing a pod (BelowMinAvailable) is news
+    c = clique(0, "worker", replicas=2)
+    lost = clique_planner.plan(snap(c, [pod(c, 0), pod(c, 1, ready=False)]))
+    assert lost.status is not None
+    assert not clique_planner.progress_only(c.status, lost.status)
+    # a gated Clique (Started=False) is news, the first status included
+    g = clique(0, "worker", replicas=2, starts_after=["llama-0-leader"])
+    g.status = None
+    gated = clique_planner.plan(snap(g, [], waiting_for=["llama-0-leader"]))
+    assert gated.status is not None
+    assert not clique_planner.progress_only(None, gated.status)
+    # a Starting Clique whose template changes begins an update: a new Ready reason
+    s = clique(0, "worker", replicas=2, ready=False)
+    updating = clique_planner.plan(snap(s, [pod(s, 0, ready=False)], template_hash="h2"))
+    assert updating.status is not None
+    assert not clique_planner.progress_only(s.status, updating.status)
+    # fewer ready pods while not Ready: news too
+    one = clique(0, "worker", replicas=3, ready=False)
+    one.status = msgspec.structs.replace(one.status, ready_replicas=2)
+    fewer = clique_planner.plan(snap(one, [pod(one, 0), pod(one, 1, ready=False)]))
+    assert fewer.status is not None and fewer.status.ready_replicas == 1
+    assert not clique_planner.progress_only(one.status, fewer.status)

@@ -56,6 +56,13 @@ def register(sub: Any) -> None:
         help="seconds an unconfirmed create/delete holds an owner back (default 60)",
     )
     p.add_argument(
+        "--status-hold",
+        type=float,
+        default=10.0,
+        help="seconds a Clique status that only shows pods on their way to Ready may wait "
+        "for them, so that one write reports both (0 = write at once; default 10)",
+    )
+    p.add_argument(
         "--resync-period",
         type=float,
         default=0.0,
@@ -108,6 +115,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         burst=args.burst,
         concurrency=args.concurrency,
         expectations_ttl=args.expectations_ttl,
+        status_hold=args.status_hold,
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
         faults=faults,
@@ -151,6 +159,8 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         str(args.expectations_ttl),
         "--resync-period",
         str(args.resync_period),
+        "--status-hold",
+        str(args.status_hold),
     ]
     for flag, value in (
         ("--kubeconfig", args.kubeconfig),
@@ -170,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SystemExit("cliques operator: --workers must be >= 1")
+    if args.status_hold < 0:
+        raise SystemExit("cliques operator: --status-hold must be >= 0")
     if args.workers == 1:
         from cliques.operator import process
 

@@ -4,10 +4,18 @@ It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique 
 pods (by controller owner reference), and a change of a Clique it starts after (its siblings
 in the gang are looked up through the `gang` index). Pod watch events satisfy its
 expectations.
+
+Status writes: a status that only reports progress towards Ready (pods created, not Ready
+yet; `clique_planner.progress_only`) is held back for up to `status_hold` seconds, since
+in most cases the pods turn Ready within that time and one write then says both. News (a
+condition change, a pod that stopped being ready) is written at once, and a held status is
+written when its time is up, so the published status is never more than `status_hold`
+behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -54,8 +62,12 @@ class CliqueController:
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
         pod_debounce: float = 0.25,
+        status_hold: float = 0.0,
     ) -> None:
         self.pod_debounce = pod_debounce
+        self.status_hold = status_hold
+        #: Clique key -> the timer that enqueues it when its held progress status is due
+        self._held: dict[str, asyncio.TimerHandle] = {}
         self.cliques = cliques
         self.pods = pods
         self.executor = executor
@@ -75,6 +87,7 @@ class CliqueController:
             return
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
+            self._release(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
             # A status-only change is this controller's own write: nothing new to plan.
             self.queue.add(key_of(new))
@@ -151,11 +164,38 @@ class CliqueController:
         # A plan that wrote leaves its status for the reconcile that the watch events of
         # those writes (pods) bring: that one sees their outcome, this one would only
         # publish a state already on its way out (and cost a request).
-        if plan.status is not None and not plan.writes:
+        if plan.status is None:
+            self._release(key)
+        elif not plan.writes and not self._hold(key, clique.status, plan.status):
             await self._write_status(clique, plan.status)
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)
         return Result()
+
+    def _hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
+        """Whether to hold `new` back instead of writing it now.
+
+        The deadline is set when a Clique first has a progress-only status to publish and
+        kept across reconciles, so a stream of pod events cannot postpone the write beyond
+        it; its own timer enqueues the Clique then. A status written or no longer needed
+        earlier cancels that timer, so the usual case costs no extra reconcile."""
+        if self.status_hold <= 0 or not clique_planner.progress_only(old, new):
+            self._release(key)
+            return False
+        loop = asyncio.get_running_loop()
+        timer = self._held.get(key)
+        if timer is None:
+            self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
+            return True
+        if loop.time() < timer.when():
+            return True
+        del self._held[key]
+        return False
+
+    def _release(self, key: str) -> None:
+        timer = self._held.pop(key, None)
+        if timer is not None:
+            timer.cancel()
 
     async def _write_status(self, clique: Clique, status: CliqueStatus) -> None:
         ns, name = split_key(key_of(clique))

@@ -15,7 +15,9 @@ Rules, in the order they are applied:
 
 Status: replicas, readyReplicas, updatedReplicas, templateHash and the conditions
 `Started` and `Ready` (Ready=False with reason BelowMinAvailable once a Ready clique drops
-below minAvailable: the CliqueSet reports that gang Degraded).
+below minAvailable: the CliqueSet reports that gang Degraded). `progress_only` tells a new
+status that only reports pods on their way to Ready (the controller may hold it back
+briefly) from one that carries news.
 """
 
 from __future__ import annotations
@@ -129,6 +131,32 @@ def plan(snap: CliqueSnapshot) -> Plan:
     if out.status == clique.status:
         out.status = None
     return out
+
+
+def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
+    """Whether `new` only reports progress towards Ready that `old` does not show yet.
+
+    True when the Clique has started and stays not Ready for the same reason, and no pod
+    stopped being ready: pods created, scheduled or updated while Ready is still False. Any
+    condition change (a Clique that starts, turns Ready, drops below minAvailable, begins
+    an update) and a lower readyReplicas are news, never progress.
+    """
+    ready = find_condition(new.conditions, CONDITION_READY)
+    started = find_condition(new.conditions, CONDITION_STARTED)
+    if ready is None or ready.status != "False" or started is None or started.status != "True":
+        return False
+    if old is None:
+        return new.ready_replicas == 0
+    old_ready = find_condition(old.conditions, CONDITION_READY)
+    old_started = find_condition(old.conditions, CONDITION_STARTED)
+    return (
+        old_ready is not None
+        and old_ready.status == "False"
+        and old_ready.reason == ready.reason
+        and old_started is not None
+        and old_started.status == "True"
+        and new.ready_replicas >= old.ready_replicas
+    )
 
 
 def clique_ready(clique: Clique) -> bool:

@@ -44,6 +44,8 @@ class Config:
     concurrency: int = 16
     write_parallelism: int = 32
     expectations_ttl: float = 60.0
+    #: Longest a Clique status that only reports progress towards Ready is held back.
+    status_hold: float = 10.0
     hash_algorithm: int = CORE_ALGORITHM
     buckets: BucketSet = field(default_factory=BucketSet)
     resync_period: float = 0.0
@@ -179,6 +181,7 @@ class Manager:
             cq_exp,
             hasher,
             owns=owns,
+            status_hold=cfg.status_hold,
         )
         self.runners = [
             Runner(
