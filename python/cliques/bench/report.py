@@ -1,9 +1,12 @@
 """Benchmark output: a Markdown table a person reads, JSON a later run compares against,
-PNG plots to look at, and the target check of the scale benchmark."""
+PNG plots to look at, and the target check of the scale benchmark. With several rounds
+(`--repeat`), `summarize` folds each operator's rounds into one run of medians, which the
+table and the targets then use."""
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,72 @@ def _api_summary(api: dict[str, int]) -> tuple[int, int, int]:
     return total, conflicts, throttled
 
 
+def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One run per operator, in first-seen order, from all its rounds: per phase the median
+    wall time, CPU, peak RSS, API counts and extra figures (with the min-max range of wall
+    and CPU), the worst spurious and replaced counts, and `completed` only if every round
+    completed. Rounds that failed are left out and counted in `failed_rounds`."""
+    order: list[str] = []
+    by_op: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        if run["operator"] not in by_op:
+            order.append(run["operator"])
+            by_op[run["operator"]] = []
+        by_op[run["operator"]].append(run)
+    out = []
+    for name in order:
+        rounds = by_op[name]
+        good = [r for r in rounds if not r.get("error")]
+        summary: dict[str, Any] = {
+            "operator": name,
+            "rounds": len(good),
+            "failed_rounds": len(rounds) - len(good),
+            "phases": [],
+            "cpu_timeline": [],
+            "rss_by_process": {},
+            "error": "" if good else rounds[-1].get("error", "failed"),
+            "log": rounds[-1].get("log", ""),
+        }
+        for phase in PHASES:
+            seen = [p for r in good if (p := _phase(r, phase)) is not None]
+            if seen:
+                summary["phases"].append(_median_phase(phase, seen))
+        out.append(summary)
+    return out
+
+
+def _median_phase(phase: str, seen: list[dict[str, Any]]) -> dict[str, Any]:
+    def med(values: list[float]) -> float:
+        return float(statistics.median(values))
+
+    api_keys = sorted({k for p in seen for k in p["api"]})
+    extra_keys = sorted({k for p in seen for k in p["extra"]})
+    return {
+        "phase": phase,
+        "wall": med([p["wall"] for p in seen]),
+        "cpu": med([p["cpu"] for p in seen]),
+        "wall_range": [min(p["wall"] for p in seen), max(p["wall"] for p in seen)],
+        "cpu_range": [min(p["cpu"] for p in seen), max(p["cpu"] for p in seen)],
+        "rss_peak_mib": med([p["rss_peak_mib"] for p in seen]),
+        "api": {k: round(med([p["api"].get(k, 0) for p in seen])) for k in api_keys},
+        "spurious_creates": max(p["spurious_creates"] for p in seen),
+        "spurious_deletes": max(p["spurious_deletes"] for p in seen),
+        "replaced": max(p["replaced"] for p in seen),
+        "extra": {k: med([p["extra"].get(k, 0.0) for p in seen]) for k in extra_keys},
+        "completed": all(p["completed"] for p in seen),
+        "rounds": len(seen),
+    }
+
+
+def _span(ph: dict[str, Any], key: str, fmt: str) -> str:
+    """`value`, or `value (min-max)` for a phase summarized from several rounds."""
+    text = format(ph[key], fmt)
+    rng = ph.get(f"{key}_range")
+    if rng and ph.get("rounds", 1) > 1:
+        text += f" ({format(rng[0], fmt)}-{format(rng[1], fmt)})"
+    return text
+
+
 def markdown(runs: list[dict[str, Any]]) -> str:
     head = (
         "| operator | phase | wall s | CPU s | peak RSS MiB | API req | 409 | 429 | "
@@ -36,9 +105,9 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} |||||||||")
         for ph in run["phases"]:
             total, c409, c429 = _api_summary(ph["api"])
-            wall = f"{ph['wall']:.1f}" + ("" if ph["completed"] else " (timeout)")
+            wall = _span(ph, "wall", ".1f") + ("" if ph["completed"] else " (timeout)")
             rows.append(
-                f"| {run['operator']} | {ph['phase']} | {wall} | {ph['cpu']:.2f} | "
+                f"| {run['operator']} | {ph['phase']} | {wall} | {_span(ph, 'cpu', '.2f')} | "
                 f"{ph['rss_peak_mib']:.0f} | {total} | {c409} | {c429} | "
                 f"{ph['spurious_creates']}/{ph['spurious_deletes']} | {ph['replaced']} |"
             )
@@ -119,6 +188,8 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     except ImportError:
         return []
     runs = [r for r in doc["runs"] if r["phases"]]
+    many = doc.get("repeat", 1) > 1
+    names = [r["operator"] + (f" #{r.get('round', 1)}" if many else "") for r in runs]
     paths = []
     fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(1, len(runs))))
     colors = plt.get_cmap("tab10")
@@ -141,7 +212,7 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
                 edgecolor="white",
                 label=ph["phase"] if y == 0 else None,
             )
-    ax.set_yticks(range(len(runs)), [r["operator"] for r in runs])
+    ax.set_yticks(range(len(runs)), names)
     ax.set_xlabel("seconds")
     ax.set_title(f"cliques bench scale {doc['shape']}: phases")
     ax.legend(ncol=4, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35))
@@ -152,10 +223,10 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     paths.append(p)
 
     fig, ax = plt.subplots(figsize=(10, 4))
-    for run in runs:
+    for run, name in zip(runs, names, strict=True):
         tl = run["cpu_timeline"]
         if tl:
-            ax.plot([t for t, _ in tl], [c for _, c in tl], label=run["operator"])
+            ax.plot([t for t, _ in tl], [c for _, c in tl], label=name)
     ax.set_xlabel("seconds since the operator started")
     ax.set_ylabel("operator CPU seconds (cumulative)")
     ax.set_title(f"operator CPU over the run ({doc['shape']})")
@@ -176,8 +247,9 @@ def compare(paths: list[Path]) -> str:
         if doc.get("kind") != "scale":
             blocks.append(f"## {path.name}\n\n(not a scale run: kind={doc.get('kind')!r})")
             continue
-        blocks.append(
-            f"## {path.name}: shape {doc['shape']}, {doc.get('started', '?')}\n\n"
-            + markdown(doc["runs"])
-        )
+        rounds = doc.get("repeat", 1)
+        title = f"## {path.name}: shape {doc['shape']}, {doc.get('started', '?')}"
+        if rounds > 1:
+            title += f", median of {rounds} rounds (min-max)"
+        blocks.append(title + "\n\n" + markdown(doc.get("summary") or doc["runs"]))
     return "\n\n".join(blocks)

@@ -49,6 +49,13 @@ def add_parsers(bench_sub: Any) -> None:
         help="another operator to run; CMD may use {kubeconfig} {namespace} "
         "{metrics_port} {python}; repeatable",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds: every operator runs this many times, interleaved (A B C A B C ...), "
+        "and the table and the targets use each phase's median (default 1)",
+    )
     p.add_argument("--steady", type=float, default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=float, default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -108,6 +115,9 @@ def run_scale(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"cliques bench scale: {exc}", file=sys.stderr)
         return 2
+    if args.repeat < 1:
+        print("cliques bench scale: --repeat must be >= 1", file=sys.stderr)
+        return 2
     specs = _specs(args)
     kubeconfig = _kubeconfig(args)
     started = dt.datetime.now(dt.UTC)
@@ -117,12 +127,15 @@ def run_scale(args: argparse.Namespace) -> int:
         kubeconfig, shape, steady=args.steady, timeout=args.timeout, log_dir=args.out / "logs"
     )
     runs = []
-    for spec in specs:
-        print(f"==> {spec.name}: {shape} ({shape.total_pods} pods)", flush=True)
-        run = asyncio.run(_with_progress(spec, cfg))
-        if run.error:
-            print(f"    {spec.name} failed: {run.error} (log: {run.log})", flush=True)
-        runs.append(scale.as_dict(run))
+    for rnd in range(1, args.repeat + 1):
+        for spec in specs:
+            of = f", round {rnd}/{args.repeat}" if args.repeat > 1 else ""
+            print(f"==> {spec.name}: {shape} ({shape.total_pods} pods{of})", flush=True)
+            run = asyncio.run(_with_progress(spec, cfg))
+            if run.error:
+                print(f"    {spec.name} failed: {run.error} (log: {run.log})", flush=True)
+            runs.append(scale.as_dict(run) | {"round": rnd})
+    summary = report.summarize(runs) if args.repeat > 1 else runs
     doc = {
         "kind": "scale",
         "shape": str(shape),
@@ -131,14 +144,19 @@ def run_scale(args: argparse.Namespace) -> int:
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
         "command": " ".join(sys.argv),
+        "repeat": args.repeat,
         "runs": runs,
     }
+    if args.repeat > 1:
+        doc["summary"] = summary
     path = report.save(doc, args.out, stem)
     pngs = report.plots(doc, args.out, stem)
     print()
-    print(report.markdown(runs))
+    if args.repeat > 1:
+        print(f"median of {args.repeat} rounds per operator (min-max):\n")
+    print(report.markdown(summary))
     print()
-    for operator, target, met in report.targets(runs, shape.total_pods):
+    for operator, target, met in report.targets(summary, shape.total_pods):
         print(f"{'MET ' if met else 'MISS'}  {operator}: {target}")
     print(f"\nsaved {path}" + "".join(f"\n      {p}" for p in pngs))
     return 0 if all(not r["error"] for r in runs) else 1

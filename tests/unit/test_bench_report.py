@@ -1,0 +1,96 @@
+"""The benchmark report: rounds folded into medians, the table, the targets, `report`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cliques.bench import report
+
+
+def phase(name: str, wall: float, cpu: float, **kw: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "phase": name,
+        "wall": wall,
+        "cpu": cpu,
+        "rss_peak_mib": 100.0,
+        "api": {"POST 201": 10},
+        "spurious_creates": 0,
+        "spurious_deletes": 0,
+        "replaced": 0,
+        "extra": {},
+        "completed": True,
+    }
+    out.update(kw)
+    return out
+
+
+def run(operator: str, rnd: int, cpu: float, *, error: str = "", **kw: Any) -> dict[str, Any]:
+    return {
+        "operator": operator,
+        "round": rnd,
+        "phases": [] if error else [phase("pods-ready", 20.0 + rnd, cpu, **kw)],
+        "cpu_timeline": [],
+        "rss_by_process": {},
+        "error": error,
+        "log": f"/tmp/{operator}-{rnd}.log",
+    }
+
+
+def test_summarize_takes_medians_ranges_and_worst_counts() -> None:
+    runs = [
+        run("cliques-w1", 1, 3.0),
+        run("kopf", 1, 15.0),
+        run("cliques-w1", 2, 4.0, spurious_creates=1),
+        run("kopf", 2, 18.0),
+        run("cliques-w1", 3, 3.2, completed=False),
+        run("kopf", 3, 14.0),
+    ]
+    summary = report.summarize(runs)
+    assert [s["operator"] for s in summary] == ["cliques-w1", "kopf"]
+    cq = summary[0]
+    assert cq["rounds"] == 3 and cq["failed_rounds"] == 0
+    ready = cq["phases"][0]
+    assert ready["cpu"] == 3.2 and ready["cpu_range"] == [3.0, 4.0]
+    assert ready["wall"] == 22.0 and ready["wall_range"] == [21.0, 23.0]
+    assert ready["spurious_creates"] == 1, "a spurious create in any round counts"
+    assert ready["completed"] is False, "a phase that timed out in any round did not complete"
+    assert summary[1]["phases"][0]["cpu"] == 15.0
+    # the kopf ratio is judged on the medians: 15.0 / 3.2
+    verdicts = {t: met for op, t, met in report.targets(summary, 1000) if "kopf" in t}
+    assert verdicts == {"pods-ready: >= 5x less CPU than kopf (got 4.7x)": False}
+
+
+def test_failed_rounds_are_left_out_and_counted() -> None:
+    summary = report.summarize(
+        [run("cliques-w1", 1, 3.0), run("cliques-w1", 2, 0.0, error="crashed")]
+    )
+    assert summary[0]["rounds"] == 1 and summary[0]["failed_rounds"] == 1
+    assert summary[0]["phases"][0]["cpu"] == 3.0 and summary[0]["error"] == ""
+    only_failed = report.summarize([run("kopf", 1, 0.0, error="crashed")])
+    assert only_failed[0]["error"] == "crashed" and only_failed[0]["phases"] == []
+
+
+def test_markdown_shows_the_range_of_several_rounds_only() -> None:
+    one = report.markdown([run("cliques-w1", 1, 3.0)])
+    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |" in one
+    many = report.markdown(report.summarize([run("cliques-w1", 1, 3.0), run("cliques-w1", 2, 4.0)]))
+    assert "| cliques-w1 | pods-ready | 21.5 (21.0-22.0) | 3.50 (3.00-4.00) |" in many
+
+
+def test_compare_reads_the_summary_of_a_repeated_run(tmp_path: Path) -> None:
+    runs = [run("cliques-w1", 1, 3.0), run("cliques-w1", 2, 5.0)]
+    doc = {
+        "kind": "scale",
+        "shape": "1x500x2",
+        "started": "2026-11-22T15:00:00+00:00",
+        "repeat": 2,
+        "runs": runs,
+        "summary": report.summarize(runs),
+    }
+    path = tmp_path / "scale.json"
+    path.write_text(json.dumps(doc))
+    text = report.compare([path])
+    assert "median of 2 rounds" in text
+    assert "4.00 (3.00-5.00)" in text
