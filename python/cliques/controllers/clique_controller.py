@@ -23,8 +23,8 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
-from cliques.api.clique import Clique, CliqueStatus
-from cliques.api.meta import format_now, only_status_changed
+from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
+from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner
 from cliques.controllers.executor import Executor
@@ -68,6 +68,8 @@ class CliqueController:
         self.status_hold = status_hold
         #: Clique key -> the timer that enqueues it when its held progress status is due
         self._held: dict[str, asyncio.TimerHandle] = {}
+        #: Cliques whose last reconcile found creates or deletes not yet seen
+        self._blocked: set[str] = set()
         self.cliques = cliques
         self.pods = pods
         self.executor = executor
@@ -88,6 +90,7 @@ class CliqueController:
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
             self._release(key_of(new))
+            self._blocked.discard(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
             # A status-only change is this controller's own write: nothing new to plan.
             self.queue.add(key_of(new))
@@ -103,23 +106,55 @@ class CliqueController:
         owner = controller_uid(new)
         if owner is None:
             return
+        own_create = False
         if kind == "DELETED":
             self.expectations.deleted(owner, meta.name)
         else:
-            self.expectations.created(owner, meta.name)
+            own_create = self.expectations.created(owner, meta.name) and kind == "ADDED"
             if kind == "MODIFIED" and old is not None and clique_planner.same_to_planner(old, new):
                 return
         ref = meta.controller_ref()
         if ref is not None and ref.kind == labels.KIND_CLIQUE and self._owned(new):
             key = f"{meta.namespace}/{ref.name}"
-            if key not in self.cliques.store:
+            clique = self.cliques.store.get(key)
+            if clique is None:
                 # Its Clique is gone (a deletion cascading) or not seen yet (its ADDED event
                 # enqueues it): a reconcile would find nothing to do.
+                return
+            if own_create and self._only_progress(key, clique, new):
                 return
             # Debounced: a pod goes through several updates in quick succession (created,
             # bound, running, ready) and a gang's pods move together; one reconcile (and at
             # most one status write) per Clique per window covers them all.
             self.queue.add_after(key, self.pod_debounce)
+
+    def _only_progress(self, key: str, clique: Clique, pod: Pod) -> bool:
+        """Whether the ADDED event of a pod this controller created brings the Clique
+        nothing but progress to publish, which the status hold would hold back anyway: then
+        it arms the hold's timer instead of waking a reconcile. That is the case when the
+        pod is not Ready or finished, no reconcile of the Clique waited for its creates to
+        be seen, and the Clique has no status yet or a current one that says Started and
+        not Ready (a Ready one turns not Ready when its pods are replaced, and a waiting one
+        starts: news, written at once)."""
+        if self.status_hold <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
+            return False
+        status = clique.status
+        if status is not None:
+            cond = find_condition(status.conditions, CONDITION_READY)
+            started = find_condition(status.conditions, CONDITION_STARTED)
+            if (
+                cond is None
+                or cond.status != "False"
+                or started is None
+                or started.status != "True"
+                or status.observed_generation != clique.metadata.generation
+                or status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
+            ):
+                return False
+        if key not in self._held:
+            loop = asyncio.get_running_loop()
+            self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
+        return True
 
     def _waiting_for(self, clique: Clique) -> list[str]:
         ns = clique.metadata.namespace
@@ -150,6 +185,10 @@ class CliqueController:
         if clique is None or clique.metadata.deletion_timestamp is not None:
             return Result()
         snap = self.snapshot(clique)
+        if snap.expectations_satisfied:
+            self._blocked.discard(key)
+        else:
+            self._blocked.add(key)
         plan = clique_planner.plan(snap)
         if plan.writes:
             log.info(

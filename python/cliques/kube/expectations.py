@@ -66,13 +66,16 @@ class Expectations:
         self._total += len(pending) - before
         self._update_gauge()
 
-    def created(self, owner_uid: str, name: str) -> None:
-        """A watch event showed the child (or a create failed and will not happen)."""
+    def created(self, owner_uid: str, name: str) -> bool:
+        """A watch event showed the child (or a create failed and will not happen).
+        True if this settled a create that was expected."""
         entry = self._owners.get(owner_uid)
         if entry is not None and name in entry.creates:
             entry.creates.discard(name)
             self._total -= 1
             self._gc(owner_uid, entry)
+            return True
+        return False
 
     def deleted(self, owner_uid: str, name: str) -> None:
         """A watch event showed the child gone (or its delete failed and will not happen)."""

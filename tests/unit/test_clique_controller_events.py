@@ -1,0 +1,104 @@
+"""The Clique controller's pod event handler, with no cluster: which pod events wake a
+reconcile and which only arm the status hold (the ADDED event of a pod it created itself,
+while there is nothing but progress to publish)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.pod import Pod
+from cliques.controllers.clique_controller import CliqueController, gang_key
+from cliques.controllers.executor import Executor
+from cliques.controllers.revision import Hasher
+from cliques.kube import store
+from cliques.kube.expectations import Expectations
+from cliques.kube.informer import Informer
+from cliques.kube.resources import CLIQUES, PODS
+
+from .planner_fixtures import clique
+from .planner_fixtures import pod as bare_pod
+
+KEY = "ns/llama-0-worker"
+
+
+def controller(c: Clique, *, hold: float = 10.0) -> CliqueController:
+    client: Any = None  # the handlers under test send no request
+    cliques: Informer[Clique] = Informer(
+        client, CLIQUES, Clique, indexers={"controller": store.by_controller, "gang": gang_key}
+    )
+    pods: Informer[Pod] = Informer(client, PODS, Pod, indexers={"controller": store.by_controller})
+    cliques.store.upsert(c)
+    exp = Expectations("clique")
+    ctl = CliqueController(
+        cliques, pods, Executor(client, exp, None), exp, Hasher(), status_hold=hold
+    )
+    exp.expect_creates(c.metadata.uid, ["llama-0-worker-0"])
+    return ctl
+
+
+def pod(c: Clique, index: int, *, ready: bool) -> Pod:
+    """A pod of Clique `c`, labelled with its CliqueSet like the operator's own pods."""
+    p = bare_pod(c, index, ready=ready)
+    p.metadata.labels[labels.LABEL_CLIQUESET] = "llama"
+    return p
+
+
+def woken(ctl: CliqueController) -> bool:
+    return KEY in ctl.queue._timers or len(ctl.queue) > 0
+
+
+def fresh() -> Clique:
+    c = clique(0, "worker", ready=False)
+    c.status = None
+    return c
+
+
+async def test_own_create_seen_arms_the_hold_instead_of_a_reconcile() -> None:
+    c = fresh()
+    ctl = controller(c)
+    ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
+    assert not woken(ctl)
+    assert KEY in ctl._held, "the held status still gets written when the hold is up"
+    assert ctl.expectations.satisfied(c.metadata.uid)
+    ctl._release(KEY)
+
+
+async def test_pod_events_that_carry_news_wake_a_reconcile() -> None:
+    c = fresh()
+    # a pod it did not create (left by an earlier operator, or by someone else)
+    ctl = controller(c)
+    ctl._on_pod("ADDED", None, pod(c, 1, ready=False))
+    assert woken(ctl)
+    # a reconcile waited for this create to be seen: it must run again now
+    ctl = controller(c)
+    ctl._blocked.add(KEY)
+    ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
+    assert woken(ctl) and KEY not in ctl._held
+    # the pod is Ready already
+    ctl = controller(c)
+    ctl._on_pod("ADDED", None, pod(c, 0, ready=True))
+    assert woken(ctl)
+    # the Clique's published status says Ready: its pods being replaced is news
+    ready = clique(0, "worker", ready=True)
+    ctl = controller(ready)
+    ctl._on_pod("ADDED", None, pod(ready, 0, ready=False))
+    assert woken(ctl)
+    # no hold configured
+    ctl = controller(c, hold=0.0)
+    ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
+    assert woken(ctl)
+
+
+async def test_starting_clique_with_a_current_status_arms_the_hold() -> None:
+    c = clique(0, "worker", ready=False)  # Started=True, Ready=False (Starting), current
+    ctl = controller(c)
+    ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
+    assert not woken(ctl) and KEY in ctl._held
+    ctl._release(KEY)
+    # ...but not when its status is for an older template
+    stale = clique(0, "worker", ready=False, status_hash="h0")
+    ctl = controller(stale)
+    ctl._on_pod("ADDED", None, pod(stale, 0, ready=False))
+    assert woken(ctl)
