@@ -102,3 +102,50 @@ async def test_starting_clique_with_a_current_status_arms_the_hold() -> None:
     ctl = controller(stale)
     ctl._on_pod("ADDED", None, pod(stale, 0, ready=False))
     assert woken(ctl)
+
+
+class RecordingExecutor:
+    """Stands in for the executor: records what a reconcile would send, and plays the
+    watch event of each pod it "creates" while the reconcile is still in flight."""
+
+    def __init__(self, ctl: CliqueController, clique_obj: Clique) -> None:
+        self.ctl = ctl
+        self.clique = clique_obj
+        self.created: list[str] = []
+        self.statuses: list[Any] = []
+
+    async def execute(self, plan: Any, ref: Any) -> None:
+        names = [c.name for c in plan.creates]
+        self.ctl.expectations.expect_creates(ref.uid, names)
+        for name in names:
+            self.created.append(name)
+            index = int(name.rsplit("-", 1)[1])
+            self.ctl._on_pod("ADDED", None, pod(self.clique, index, ready=False))
+
+    async def write_status(self, *args: Any, **kw: Any) -> None:
+        self.statuses.append(args)
+
+
+async def test_a_reconcile_that_creates_keeps_the_hold_its_pods_armed() -> None:
+    # A Starting Clique whose published status is current lost a pod: the reconcile
+    # recreates it and has no status of its own to write; the new pod's ADDED event (seen
+    # while the reconcile is in flight) armed the hold, which must survive the reconcile,
+    # or a pod that never turns Ready would never be published.
+    from cliques.controllers import clique_planner
+    from cliques.controllers.clique_planner import CliqueSnapshot
+
+    c = clique(0, "worker", replicas=2, ready=False)
+    kept = pod(c, 0, ready=False)
+    c.status = clique_planner.plan(
+        CliqueSnapshot(clique=c, pods=[kept], template_hash="h1", now="2026-11-22T08:00:00Z")
+    ).status
+    ctl = controller(c)
+    ctl.expectations.forget(c.metadata.uid)
+    ctl.pods.store.upsert(kept)
+    ctl.cliques.store.upsert(c)
+    ex = RecordingExecutor(ctl, c)
+    ctl.executor = ex  # type: ignore[assignment]
+    await ctl.reconcile(KEY)
+    assert ex.created == ["llama-0-worker-1"] and ex.statuses == []
+    assert KEY in ctl._held, "the hold armed by the new pod's event was dropped"
+    ctl._release(KEY)

@@ -200,12 +200,15 @@ class CliqueController:
                 extra={"key": key, "controller": NAME},
             )
         await self.executor.execute(plan, _ref(clique))
-        # A plan that wrote leaves its status for the reconcile that the watch events of
-        # those writes (pods) bring: that one sees their outcome, this one would only
-        # publish a state already on its way out (and cost a request).
-        if plan.status is None:
+        # A plan that wrote leaves its status to a later reconcile, woken by the watch
+        # events of those writes (pods) or by the status hold's timer (armed by them): that
+        # one sees their outcome, this one would only publish a state already on its way
+        # out (and cost a request). It leaves the hold's timer alone too.
+        if plan.writes:
+            pass
+        elif plan.status is None:
             self._release(key)
-        elif not plan.writes and not self._hold(key, clique.status, plan.status):
+        elif not self._hold(key, clique.status, plan.status):
             await self._write_status(clique, plan.status)
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)
