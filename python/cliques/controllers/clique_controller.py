@@ -151,9 +151,7 @@ class CliqueController:
                 or status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
             ):
                 return False
-        if key not in self._held:
-            loop = asyncio.get_running_loop()
-            self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
+        self._arm(key)
         return True
 
     def _waiting_for(self, clique: Clique) -> list[str]:
@@ -224,15 +222,20 @@ class CliqueController:
         if self.status_hold <= 0 or not clique_planner.progress_only(old, new):
             self._release(key)
             return False
-        loop = asyncio.get_running_loop()
-        timer = self._held.get(key)
-        if timer is None:
-            self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
-            return True
-        if loop.time() < timer.when():
+        timer = self._arm(key)
+        if asyncio.get_running_loop().time() < timer.when():
             return True
         del self._held[key]
         return False
+
+    def _arm(self, key: str) -> asyncio.TimerHandle:
+        """The hold's timer of `key`: the one already running, or a new one that enqueues
+        the Clique `status_hold` seconds from now."""
+        timer = self._held.get(key)
+        if timer is None:
+            loop = asyncio.get_running_loop()
+            timer = self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
+        return timer
 
     def _release(self, key: str) -> None:
         timer = self._held.pop(key, None)
