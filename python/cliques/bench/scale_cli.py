@@ -156,7 +156,8 @@ def run_scale(args: argparse.Namespace) -> int:
         print(f"median of {args.repeat} rounds per operator (min-max):\n")
     print(report.markdown(summary))
     print()
-    for operator, target, met in report.targets(summary, shape.total_pods):
+    rounds = runs if args.repeat > 1 else None
+    for operator, target, met in report.targets(summary, shape.total_pods, rounds):
         print(f"{'MET ' if met else 'MISS'}  {operator}: {target}")
     print(f"\nsaved {path}" + "".join(f"\n      {p}" for p in pngs))
     return 0 if all(not r["error"] for r in runs) else 1
