@@ -62,10 +62,12 @@ impl Compiled {
 /// A dict finds a key fastest when it is the very object stored in it, so the first dict
 /// that has a key lends its own (equal) key object for the following lookups: label sets
 /// built by one program usually share their key objects. And since a `str` is immutable,
-/// a value that is one of the interned values themselves is listed without reading it, and
-/// whether another value is listed is remembered for the value objects met (held, so that
-/// their addresses cannot be reused): a small direct-mapped table per requirement, indexed
-/// by address bits, so that a value seen before costs one comparison and no search.
+/// whether a value object makes its requirement hold is remembered for the value objects
+/// met (held, so that their addresses cannot be reused), starting with the interned values
+/// themselves: a small set-associative table per requirement, indexed by address bits
+/// (several ways per set, so that a few frequent values whose addresses collide do not take
+/// turns in one slot), so that a value seen before costs a comparison or two, without
+/// reading the value at all.
 struct Memo<'py> {
     steps: Vec<Step<'py>>,
     /// The value objects in the tables, held so that their addresses cannot be reused.
@@ -83,36 +85,59 @@ struct Step<'py> {
     reads_value: bool,
     /// ... and whether it holds when the key is absent (or its value not listed).
     negate: bool,
-    /// The value table: value addresses (null for a free slot) and their verdicts.
+    /// The value table: addresses of `str` objects kept alive for as long as the table
+    /// lives (null for a free slot) ...
     seen: [*mut ffi::PyObject; SEEN],
-    verdict: [bool; SEEN],
+    /// ... and whether the requirement holds when the label's value is that object.
+    holds: [bool; SEEN],
 }
 
-/// Slots of `Memo`'s value table per requirement (a power of two).
-const SEEN: usize = 16;
+/// Sets of `Memo`'s value table per requirement (a power of two), and ways per set.
+const SETS: usize = 16;
+const WAYS: usize = 4;
+const SEEN: usize = SETS * WAYS;
 
-/// The slot of an object address: objects are 16-byte aligned, so the low bits are skipped.
-#[inline]
-fn seen_slot(p: *mut ffi::PyObject) -> usize {
-    let a = p as usize;
-    ((a >> 4) ^ (a >> 9)) & (SEEN - 1)
+/// The first slot of the set of an object address (objects are 16-byte aligned, so the
+/// low bits are skipped).
+#[inline(always)]
+fn seen_set(p: *mut ffi::PyObject) -> usize {
+    let a = (p as usize as u64) >> 4;
+    (a.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros())) as usize * WAYS
 }
 
 impl<'py> Memo<'py> {
+    /// The memo for `compiled`, whose interned values must outlive it (the table holds
+    /// their addresses without a reference of its own).
     fn new(py: Python<'py>, compiled: &[Compiled], learn: bool) -> Self {
         Memo {
             steps: compiled
                 .iter()
-                .map(|c| Step {
-                    key: c.key.bind(py).clone(),
-                    learned: !learn,
-                    reads_value: !matches!(c.op, Operator::Exists | Operator::DoesNotExist),
-                    negate: matches!(
+                .map(|c| {
+                    let reads_value = !matches!(c.op, Operator::Exists | Operator::DoesNotExist);
+                    let negate = matches!(
                         c.op,
                         Operator::DoesNotExist | Operator::NotEquals | Operator::NotIn
-                    ),
-                    seen: [std::ptr::null_mut(); SEEN],
-                    verdict: [false; SEEN],
+                    );
+                    let mut step = Step {
+                        key: c.key.bind(py).clone(),
+                        learned: !learn,
+                        reads_value,
+                        negate,
+                        seen: [std::ptr::null_mut(); SEEN],
+                        holds: [false; SEEN],
+                    };
+                    if reads_value {
+                        // An interned value is listed (one whose set is full is found by
+                        // `decide` instead). They are held by `compiled`, which outlives the
+                        // memo, so their addresses stay theirs.
+                        for x in &c.interned {
+                            if let Some(i) = step.free_slot(x.as_ptr()) {
+                                step.seen[i] = x.as_ptr();
+                                step.holds[i] = !negate;
+                            }
+                        }
+                    }
+                    step
                 })
                 .collect(),
             held: Vec::new(),
@@ -123,6 +148,21 @@ impl<'py> Memo<'py> {
 }
 
 impl<'py> Step<'py> {
+    /// A free slot in the set of `v`, if any (a full set keeps what it has: values met
+    /// once, such as those built per label set, would only push out values met again and
+    /// again).
+    fn free_slot(&self, v: *mut ffi::PyObject) -> Option<usize> {
+        let set = seen_set(v);
+        (set..set + WAYS).find(|&i| self.seen[i].is_null())
+    }
+
+    /// The slot of `v` in the table, if it is there.
+    #[inline(always)]
+    fn find(&self, v: *mut ffi::PyObject) -> Option<usize> {
+        let set = seen_set(v);
+        (set..set + WAYS).find(|&i| self.seen[i] == v)
+    }
+
     /// Take `dict`'s own object for the key (known to be in it), once.
     #[inline(never)]
     fn learn_key(&mut self, dict: Borrowed<'_, 'py, PyDict>) {
@@ -140,56 +180,42 @@ impl<'py> Step<'py> {
         }
     }
 
-    /// Whether the value `v` (a live `str`, kept alive by the caller) is one of `req`'s
-    /// values: one of the interned values themselves, or a value in the table.
-    #[inline(always)]
-    fn listed(
-        &mut self,
-        req: &Compiled,
-        v: *mut ffi::PyObject,
-        held: &mut Vec<Bound<'py, PyString>>,
-        learn: bool,
-        py: Python<'py>,
-    ) -> PyResult<bool> {
-        let interned = req
-            .interned
-            .iter()
-            .fold(false, |a, x| a | (x.as_ptr() == v));
-        let i = seen_slot(v);
-        let known = self.seen[i] == v;
-        if !(interned | known) {
-            return self.listed_slow(i, req, v, held, learn, py);
-        }
-        Ok(interned | self.verdict[i])
-    }
-
-    /// `listed` for a value not in the table: compare the text, and remember the verdict if
-    /// the slot is free (a full table keeps what it has: values met once, such as those
-    /// built per label set, would only push out values met again and again).
+    /// Whether the requirement holds for the value `v` (a live object, kept alive by the
+    /// caller, found under the key) when `v` is not in the table: a `str` is required; then
+    /// the value is one of the interned values, or its text is compared. The outcome is
+    /// remembered if `v`'s set has a free slot.
     #[inline(never)]
-    fn listed_slow(
+    fn decide(
         &mut self,
-        i: usize,
         req: &Compiled,
         v: *mut ffi::PyObject,
         held: &mut Vec<Bound<'py, PyString>>,
         learn: bool,
         py: Python<'py>,
     ) -> PyResult<bool> {
-        // SAFETY: `v` is a live str and the GIL is held; the view is dropped before `v` is.
-        let text = unsafe { utf8(py, v)? };
-        let verdict = req
-            .values
-            .iter()
-            .any(|x| x.len() == text.len() && x.bytes().zip(text).all(|(a, &b)| a == b));
-        if learn && self.seen[i].is_null() {
+        // SAFETY: `v` is a live object and the GIL is held.
+        let is_str = unsafe {
+            ffi::Py_TYPE(v) == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
+                || ffi::PyUnicode_Check(v) != 0
+        };
+        if !is_str {
+            return Err(not_str(py, v));
+        }
+        let listed = !self.reads_value || req.interned.iter().any(|x| x.as_ptr() == v) || {
+            // SAFETY: `v` is a live str and the GIL is held; the view is dropped before
+            // `v` is.
+            let text = unsafe { utf8(py, v)? };
+            req.values.iter().any(|x| x.as_bytes() == text)
+        };
+        let holds = listed != self.negate;
+        if let Some(i) = self.free_slot(v).filter(|_| learn) {
             // SAFETY: `v` is a live str; `held` takes a reference of its own, so that the
             // address stays its own for as long as the table lives.
             held.push(unsafe { Bound::from_borrowed_ptr(py, v).cast_into_unchecked() });
             self.seen[i] = v;
-            self.verdict[i] = verdict;
+            self.holds[i] = holds;
         }
-        Ok(verdict)
+        Ok(holds)
     }
 }
 
@@ -222,31 +248,32 @@ impl Selector {
         for (req, step) in self.compiled.iter().zip(steps.iter_mut()) {
             // SAFETY: the GIL is held, `dict` is alive and the key is held by `step`. The
             // value found is borrowed from the dict and used before any Python code can run
-            // again (type checks, pointer comparisons and `PyUnicode_AsUTF8AndSize` run none;
+            // again (pointer comparisons, type checks and `PyUnicode_AsUTF8AndSize` run none;
             // a value remembered by `Memo` is first made an owned reference).
             let v = unsafe { ffi::PyDict_GetItemWithError(dict, step.key.as_ptr()) };
-            let present = if v.is_null() {
+            if v.is_null() {
                 // SAFETY: the GIL is held.
                 if unsafe { !ffi::PyErr_Occurred().is_null() } {
                     return Err(PyErr::fetch(py));
                 }
-                false
-            } else {
-                // SAFETY: `v` is a live object (see above) and the GIL is held.
-                let is_str = unsafe {
-                    ffi::Py_TYPE(v) == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
-                        || ffi::PyUnicode_Check(v) != 0
-                };
-                if !is_str {
-                    return Err(not_str(py, v));
+                if !step.negate {
+                    return Ok(false);
                 }
-                if !step.learned {
-                    // SAFETY: `dict` is a live dict and the GIL is held.
-                    step.learn_key(unsafe { Borrowed::from_ptr(py, dict).cast_unchecked() });
-                }
-                !step.reads_value || step.listed(req, v, held, learn, py)?
+                continue;
+            }
+            // A value in the table is a `str` the table keeps alive, so its address is its
+            // own: the outcome is the one remembered, and the value need not be read (nor
+            // its type checked).
+            let holds = match step.find(v) {
+                Some(i) => step.holds[i],
+                None => step.decide(req, v, held, learn, py)?,
             };
-            if present == step.negate {
+            if !step.learned {
+                // SAFETY: `dict` is a live dict and the GIL is held (the value is a `str`:
+                // the key is learnt only where it was before).
+                step.learn_key(unsafe { Borrowed::from_ptr(py, dict).cast_unchecked() });
+            }
+            if !holds {
                 return Ok(false);
             }
         }
