@@ -23,8 +23,8 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
-from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
-from cliques.api.meta import find_condition, format_now, only_status_changed
+from cliques.api.clique import Clique, CliqueStatus
+from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner
 from cliques.controllers.executor import Executor
@@ -138,19 +138,8 @@ class CliqueController:
         starts: news, written at once)."""
         if self.status_hold <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
             return False
-        status = clique.status
-        if status is not None:
-            cond = find_condition(status.conditions, CONDITION_READY)
-            started = find_condition(status.conditions, CONDITION_STARTED)
-            if (
-                cond is None
-                or cond.status != "False"
-                or started is None
-                or started.status != "True"
-                or status.observed_generation != clique.metadata.generation
-                or status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
-            ):
-                return False
+        if clique.status is not None and not clique_planner.clique_starting(clique):
+            return False
         self._arm(key)
         return True
 

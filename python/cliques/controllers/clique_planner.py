@@ -159,15 +159,30 @@ def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
     )
 
 
-def clique_ready(clique: Clique) -> bool:
-    """The Clique reports Ready for its current template and generation."""
+def _current_condition(clique: Clique, type_: str) -> str | None:
+    """The status ("True", "False", ...) of the condition `type_` that the Clique reports
+    for its current template and generation; None if it reports none for them."""
     status = clique.status
     if status is None or status.observed_generation != clique.metadata.generation:
-        return False
+        return None
     if status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, ""):
-        return False
-    cond = find_condition(status.conditions, CONDITION_READY)
-    return cond is not None and cond.status == "True"
+        return None
+    cond = find_condition(status.conditions, type_)
+    return cond.status if cond is not None else None
+
+
+def clique_ready(clique: Clique) -> bool:
+    """The Clique reports Ready for its current template and generation."""
+    return _current_condition(clique, CONDITION_READY) == "True"
+
+
+def clique_starting(clique: Clique) -> bool:
+    """The Clique reports, for its current template and generation, that it has started
+    and is not Ready yet: its pods are on their way."""
+    return (
+        _current_condition(clique, CONDITION_STARTED) == "True"
+        and _current_condition(clique, CONDITION_READY) == "False"
+    )
 
 
 def _pod(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, object]:
