@@ -30,6 +30,8 @@ SUPERVISOR = [
     "30",
     "--status-hold",
     "2.5",
+    "--request-timeout",
+    "45",
     "--resync-period",
     "600",
 ]
@@ -49,10 +51,12 @@ def test_worker_inherits_every_tuning_flag() -> None:
         "concurrency",
         "expectations_ttl",
         "status_hold",
+        "request_timeout",
         "resync_period",
     ):
         assert getattr(got, field) == getattr(want, field), field
     assert got.status_hold == 2.5
+    assert got.request_timeout == 45.0
     assert (worker.log_format, worker.log_level) == ("json", "warning")
 
 
@@ -61,4 +65,12 @@ def test_status_hold_defaults_to_ten_seconds_and_refuses_negative() -> None:
     assert config_from_args(parser.parse_args(["operator"])).status_hold == 10.0
     args = parser.parse_args(["operator", "--status-hold", "-1"])
     with pytest.raises(SystemExit, match="--status-hold must be >= 0"):
+        args.func(args)
+
+
+def test_request_timeout_defaults_to_ninety_seconds_and_must_be_positive() -> None:
+    parser = build_parser()
+    assert config_from_args(parser.parse_args(["operator"])).request_timeout == 90.0
+    args = parser.parse_args(["operator", "--request-timeout", "0"])
+    with pytest.raises(SystemExit, match="--request-timeout must be > 0"):
         args.func(args)

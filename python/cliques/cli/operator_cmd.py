@@ -63,6 +63,13 @@ def register(sub: Any) -> None:
         "for them, so that one write reports both (0 = write at once; default 10)",
     )
     p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=90.0,
+        help="seconds an API request may take before it fails and is retried (default 90; "
+        "the API server ends its own after 60)",
+    )
+    p.add_argument(
         "--resync-period",
         type=float,
         default=0.0,
@@ -116,6 +123,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         concurrency=args.concurrency,
         expectations_ttl=args.expectations_ttl,
         status_hold=args.status_hold,
+        request_timeout=args.request_timeout,
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
         faults=faults,
@@ -161,6 +169,8 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         str(args.resync_period),
         "--status-hold",
         str(args.status_hold),
+        "--request-timeout",
+        str(args.request_timeout),
     ]
     for flag, value in (
         ("--kubeconfig", args.kubeconfig),
@@ -182,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("cliques operator: --workers must be >= 1")
     if args.status_hold < 0:
         raise SystemExit("cliques operator: --status-hold must be >= 0")
+    if args.request_timeout <= 0:
+        raise SystemExit("cliques operator: --request-timeout must be > 0")
     if args.workers == 1:
         from cliques.operator import process
 

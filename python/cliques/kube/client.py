@@ -6,8 +6,8 @@ session itself so that bodies are decoded by msgspec straight from the response 
 the slim Structs of `cliques.api` (no generated-model deserialization on the hot path).
 
 It also owns the client-side behaviour every controller relies on: a QPS/burst token bucket,
-429 answers retried after the server's `Retry-After`, failures raised as the typed errors of
-`cliques.kube.errors`, and request metrics by verb and code.
+429 answers retried after the server's `Retry-After`, a deadline on every request, failures
+raised as the typed errors of `cliques.kube.errors`, and request metrics by verb and code.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 MAX_429_RETRIES = 10
 MAX_RETRY_AFTER = 64.0  # the API server's own ceiling is 32 s
+#: A request's deadline, s: the API server ends a request that runs longer than its own
+#: --request-timeout (60 s by default) with a 504, so this only catches a dead connection.
+REQUEST_TIMEOUT = 90.0
+#: The session's limit on opening a connection, s (no timer per pooled request).
+CONNECT_TIMEOUT = 30.0
 
 
 def proxy_settings(
@@ -77,6 +82,60 @@ _WATCH_EVENT = msgspec.json.Decoder(WatchEvent)
 _ENCODER = msgspec.json.Encoder()
 
 
+class Deadlines:
+    """The deadlines of the requests in flight, enforced by one timer for all of them.
+
+    aiohttp's own per-request timeout arms and cancels a timer with its bookkeeping objects
+    on every request, ~6% of a request's CPU. Here a request only records its task and
+    deadline; one check, armed while requests are in flight and run every `tick` seconds,
+    cancels the task of a request past its deadline, and `request` turns that cancellation
+    into a `TimeoutError`. A deadline is thus enforced up to `tick` late.
+    """
+
+    def __init__(self, timeout: float, *, tick: float | None = None) -> None:
+        if timeout <= 0:
+            raise ValueError(f"a request timeout must be positive, got {timeout}")
+        self.timeout = timeout
+        self.tick = tick if tick is not None else min(1.0, timeout / 4)
+        self._due: dict[asyncio.Task[Any], float] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Task[Any]) -> None:
+        """`task` starts a request: it must finish within `timeout` seconds."""
+        loop = task.get_loop()
+        self._due[task] = loop.time() + self.timeout
+        if self._timer is None:
+            self._timer = loop.call_later(self.tick, self._check, loop)
+
+    def finish(self, task: asyncio.Task[Any]) -> None:
+        """`task`'s request is over (answered, failed or cancelled)."""
+        self._due.pop(task, None)
+        if task in self._expired:
+            # Cancelled for its deadline, but the request ended another way (a library
+            # turned the CancelledError into its own error): withdraw the cancellation.
+            self._expired.discard(task)
+            task.uncancel()
+
+    def overran(self, task: asyncio.Task[Any]) -> bool:
+        """Whether the cancellation `task` is seeing is this class's alone, for a request
+        past its deadline; if so it is withdrawn (`Task.uncancel`), so that the caller can
+        raise a TimeoutError instead. A cancellation from elsewhere at the same time wins."""
+        if task not in self._expired:
+            return False
+        self._expired.discard(task)
+        return task.uncancel() == 0
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        for task, due in list(self._due.items()):
+            if due <= now and task not in self._expired:
+                self._expired.add(task)
+                self._due.pop(task)
+                task.cancel()
+        self._timer = loop.call_later(self.tick, self._check, loop) if self._due else None
+
+
 class KubeClient:
     """An async client for one API server. Create with `await KubeClient.connect(...)`."""
 
@@ -88,6 +147,7 @@ class KubeClient:
         burst: int = 100,
         field_manager: str = "cliques-operator",
         user_agent: str = "cliques-operator",
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self._api = api_client
         self._cfg = api_client.configuration
@@ -96,13 +156,16 @@ class KubeClient:
         # Our own session on kubernetes-asyncio's connector (its TLS context and pool), with
         # trust_env off: with it on, aiohttp re-reads ~/.netrc in a thread and re-resolves
         # the proxy environment on *every* request (a fifth of the operator's CPU at 1,000
-        # pods). The proxy is resolved once here instead, the same way.
+        # pods). The proxy is resolved once here instead, the same way. Requests have no
+        # aiohttp timeout (a timer per request): `Deadlines` enforces theirs.
         self._session = aiohttp.ClientSession(
             connector=rest.pool_manager.connector,
             connector_owner=False,
             trust_env=False,
             read_bufsize=2**21,  # watch events of large objects (kubernetes-asyncio's value)
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
         )
+        self.deadlines = Deadlines(request_timeout)
         self._server_hostname: str | None = rest.server_hostname
         self._proxy: dict[str, Any] = proxy_settings(self.host, rest.proxy, rest.proxy_headers)
         self.limiter = ratelimit.TokenBucket(qps, burst)
@@ -128,6 +191,7 @@ class KubeClient:
         burst: int = 100,
         field_manager: str = "cliques-operator",
         max_connections: int = 64,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> KubeClient:
         """Load the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config) or in-cluster."""
         cfg = k8s_client.Configuration()
@@ -142,7 +206,13 @@ class KubeClient:
             )
         cfg.connection_pool_maxsize = max_connections
         api = k8s_client.ApiClient(cfg)
-        return cls(api, qps=qps, burst=burst, field_manager=field_manager)
+        return cls(
+            api,
+            qps=qps,
+            burst=burst,
+            field_manager=field_manager,
+            request_timeout=request_timeout,
+        )
 
     async def close(self) -> None:
         await self._session.close()
@@ -184,28 +254,42 @@ class KubeClient:
     ) -> bytes:
         """Send one request; return the body bytes of a 2xx answer or raise ApiError.
 
-        `query` is encoded here (aiohttp's `params=` would re-parse and re-encode the URL);
-        `encoded_query` is a query string encoded once by the caller, used instead."""
+        Each attempt must be answered within the client's request timeout, else it raises
+        TimeoutError. `query` is encoded here (aiohttp's `params=` would re-parse and
+        re-encode the URL); `encoded_query` is a query string encoded once by the caller,
+        used instead."""
         path = resource.path(namespace, name, sub)
         if query:
             encoded_query = urllib.parse.urlencode(query)
         url = self.host + path + ("?" + encoded_query if encoded_query else "")
         method = _METHODS[verb]
         headers = await self._headers(content_type if body is not None else None)
+        task = asyncio.current_task()
+        assert task is not None, "KubeClient.request runs in a task"
         for attempt in range(MAX_429_RETRIES + 1):
             await self.limiter.acquire()
             started = time.perf_counter()
-            async with self._session.request(
-                method,
-                url,
-                data=body,
-                headers=headers,
-                server_hostname=self._server_hostname,
-                **self._proxy,
-            ) as resp:
-                data = await resp.read()
-                status = resp.status
-                retry_after = resp.headers.get("Retry-After")
+            self.deadlines.start(task)
+            try:
+                async with self._session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    server_hostname=self._server_hostname,
+                    **self._proxy,
+                ) as resp:
+                    data = await resp.read()
+                    status = resp.status
+                    retry_after = resp.headers.get("Retry-After")
+            except asyncio.CancelledError:
+                if self.deadlines.overran(task):
+                    raise TimeoutError(
+                        f"{verb} {path}: no answer within {self.deadlines.timeout:g}s"
+                    ) from None
+                raise
+            finally:
+                self.deadlines.finish(task)
             self._observe(verb, resource.plural, status, time.perf_counter() - started)
             if status < 300:
                 return data
@@ -241,6 +325,7 @@ class KubeClient:
         async with self._session.get(
             self.host + path,
             headers=headers,
+            timeout=aiohttp.ClientTimeout(total=self.deadlines.timeout),
             server_hostname=self._server_hostname,
             **self._proxy,
         ) as resp:

@@ -46,6 +46,7 @@ class Config:
     expectations_ttl: float = 60.0
     #: Longest a Clique status that only reports progress towards Ready is held back.
     status_hold: float = 10.0
+    request_timeout: float = 90.0
     hash_algorithm: int = CORE_ALGORITHM
     buckets: BucketSet = field(default_factory=BucketSet)
     resync_period: float = 0.0
@@ -71,6 +72,7 @@ async def connect(cfg: Config) -> KubeClient:
         qps=cfg.qps,
         burst=cfg.burst,
         field_manager=cfg.field_manager,
+        request_timeout=cfg.request_timeout,
     )
 
 
