@@ -36,6 +36,12 @@ def add_parsers(bench_sub: Any) -> None:
     p.add_argument("--cluster", default="cliques-bench", help="dev cluster name")
     p.add_argument("--kubeconfig", help="use this cluster instead of a dev cluster")
     p.add_argument(
+        "--fresh-cluster",
+        action="store_true",
+        help="stop the dev cluster if it runs and start a new one (an API server and etcd "
+        "that served many runs are slower than new ones)",
+    )
+    p.add_argument(
         "--operators",
         default="cliques-w1,cliques-wN,kopf",
         help="comma list of cliques-w1, cliques-wN (N = CPU count), cliques-wK, kopf "
@@ -100,7 +106,9 @@ def _kubeconfig(args: argparse.Namespace) -> str:
     from cliques.devcluster.errors import DevClusterError
 
     try:
-        env = session.start(args.cluster, args.nodes, disable_qps_limits=True)
+        env = session.start(
+            args.cluster, args.nodes, disable_qps_limits=True, fresh=args.fresh_cluster
+        )
         session.install_crds(env, REPO / "deploy" / "crds")
     except DevClusterError as exc:
         raise SystemExit(f"cliques bench: {exc}") from None
@@ -117,6 +125,13 @@ def run_scale(args: argparse.Namespace) -> int:
         return 2
     if args.repeat < 1:
         print("cliques bench scale: --repeat must be >= 1", file=sys.stderr)
+        return 2
+    if args.fresh_cluster and args.kubeconfig:
+        print(
+            "cliques bench scale: --fresh-cluster restarts a dev cluster; it cannot be used "
+            "with --kubeconfig",
+            file=sys.stderr,
+        )
         return 2
     specs = _specs(args)
     kubeconfig = _kubeconfig(args)

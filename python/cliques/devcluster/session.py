@@ -1,9 +1,9 @@
 """Using a dev cluster from another command (`cliques demo`, `cliques bench scale`).
 
 `start()` runs `cliques dev-cluster up` (reusing a running cluster, building binaries on
-first use, with its own progress output) and returns an environment whose KUBECONFIG and
-PATH point at that cluster and its kubectl; `install_crds()` applies the cliques CRDs and
-waits until the API server serves them.
+first use, with its own progress output; `fresh=True` stops a running one first) and
+returns an environment whose KUBECONFIG and PATH point at that cluster and its kubectl;
+`install_crds()` applies the cliques CRDs and waits until the API server serves them.
 """
 
 from __future__ import annotations
@@ -30,8 +30,14 @@ def _cli(*args: str) -> str:
     return done.stdout
 
 
-def start(name: str, nodes: int, *, disable_qps_limits: bool = False) -> dict[str, str]:
-    """Bring the cluster up (or reuse it); return an environment for kubectl and clients."""
+def start(
+    name: str, nodes: int, *, disable_qps_limits: bool = False, fresh: bool = False
+) -> dict[str, str]:
+    """Bring the cluster up (or reuse it; with `fresh`, stop and remove it first); return an
+    environment for kubectl and clients."""
+    if fresh:
+        print(f"stopping dev cluster {name!r} for a fresh one...", flush=True)
+        _cli("down", "--name", name)
     cmd = [sys.executable, "-m", "cliques", "dev-cluster", "up", "--name", name]
     cmd += ["--nodes", str(nodes)]
     if disable_qps_limits:
