@@ -126,6 +126,12 @@ class Deadlines:
         self._expired.discard(task)
         return task.uncancel() == 0
 
+    def close(self) -> None:
+        """Stop the check (the client is closing)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _check(self, loop: asyncio.AbstractEventLoop) -> None:
         now = loop.time()
         for task, due in list(self._due.items()):
@@ -215,6 +221,7 @@ class KubeClient:
         )
 
     async def close(self) -> None:
+        self.deadlines.close()
         await self._session.close()
         await self._api.close()
 
