@@ -60,17 +60,18 @@ def test_worker_inherits_every_tuning_flag() -> None:
     assert (worker.log_format, worker.log_level) == ("json", "warning")
 
 
-def test_status_hold_defaults_to_ten_seconds_and_refuses_negative() -> None:
+@pytest.mark.parametrize(
+    ("flag", "field", "default", "refused", "why"),
+    [
+        ("--status-hold", "status_hold", 10.0, "-1", "--status-hold must be >= 0"),
+        ("--request-timeout", "request_timeout", 90.0, "0", "--request-timeout must be > 0"),
+    ],
+)
+def test_flag_default_and_refused_value(
+    flag: str, field: str, default: float, refused: str, why: str
+) -> None:
     parser = build_parser()
-    assert config_from_args(parser.parse_args(["operator"])).status_hold == 10.0
-    args = parser.parse_args(["operator", "--status-hold", "-1"])
-    with pytest.raises(SystemExit, match="--status-hold must be >= 0"):
-        args.func(args)
-
-
-def test_request_timeout_defaults_to_ninety_seconds_and_must_be_positive() -> None:
-    parser = build_parser()
-    assert config_from_args(parser.parse_args(["operator"])).request_timeout == 90.0
-    args = parser.parse_args(["operator", "--request-timeout", "0"])
-    with pytest.raises(SystemExit, match="--request-timeout must be > 0"):
+    assert getattr(config_from_args(parser.parse_args(["operator"])), field) == default
+    args = parser.parse_args(["operator", flag, refused])
+    with pytest.raises(SystemExit, match=why):
         args.func(args)
