@@ -75,3 +75,13 @@ def test_flag_default_and_refused_value(
     args = parser.parse_args(["operator", flag, refused])
     with pytest.raises(SystemExit, match=why):
         args.func(args)
+
+
+def test_cli_request_timeout_default_is_the_clients() -> None:
+    """The flag's default is written out (the parser must not import the API client, which
+    `cliques hash` installs do without); it must stay the client's and Config's own."""
+    from cliques.kube.client import REQUEST_TIMEOUT
+    from cliques.operator.manager import Config
+
+    args = build_parser().parse_args(["operator"])
+    assert args.request_timeout == REQUEST_TIMEOUT == Config.request_timeout

@@ -23,7 +23,7 @@ from cliques.controllers import clique_controller, cliqueset_controller
 from cliques.controllers.executor import Executor
 from cliques.controllers.revision import CORE_ALGORITHM, Hasher
 from cliques.kube import store
-from cliques.kube.client import KubeClient
+from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
@@ -46,7 +46,7 @@ class Config:
     expectations_ttl: float = 60.0
     #: Longest a Clique status that only reports progress towards Ready is held back.
     status_hold: float = 10.0
-    request_timeout: float = 90.0
+    request_timeout: float = REQUEST_TIMEOUT
     hash_algorithm: int = CORE_ALGORITHM
     buckets: BucketSet = field(default_factory=BucketSet)
     resync_period: float = 0.0
