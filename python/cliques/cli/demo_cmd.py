@@ -146,6 +146,34 @@ def _name_of(get_json: str) -> str:
     raise SystemExit("cliques demo: the example holds no CliqueSet")
 
 
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    """A CliqueSet's condition of type `type_`; empty if it reports none."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {}
+
+
+def _available(obj: dict[str, Any]) -> str | None:
+    """The status of a CliqueSet's Available condition, if it reports one."""
+    status = _condition(obj, "Available").get("status")
+    return None if status is None else str(status)
+
+
+def progress_line(obj: dict[str, Any]) -> str:
+    """One line on how far a CliqueSet (as `kubectl get -o json` prints it) has come."""
+    status = obj.get("status")
+    if not status:
+        return "    waiting for the operator's first status"
+    desired = (obj.get("spec") or {}).get("replicas", status.get("replicas", 0))
+    avail = _condition(obj, "Available")
+    message = f" ({avail['message']})" if avail.get("message") else ""
+    return (
+        f"    gangs ready {status.get('readyReplicas', 0)}/{desired}, "
+        f"Available={avail.get('status', 'not reported yet')}{message}"
+    )
+
+
 def _wait_available(
     kubectl: Any, ns: str, name: str, timeout: float, operator: subprocess.Popen[bytes]
 ) -> bool:
@@ -160,18 +188,12 @@ def _wait_available(
             return False
         done = kubectl("get", "cqs", name, "-n", ns, "-o", "json", check=False)
         if done.returncode == 0:
-            status = json.loads(done.stdout).get("status") or {}
-            conds = {c["type"]: c for c in status.get("conditions", [])}
-            avail = conds.get("Available", {})
-            line = (
-                f"    gangs ready {status.get('readyReplicas', 0)}/"
-                f"{status.get('replicas', 0)}, Available={avail.get('status', '?')}"
-                f" ({avail.get('message', '')})"
-            )
+            obj = json.loads(done.stdout)
+            line = progress_line(obj)
             if line != last:
                 print(line, flush=True)
                 last = line
-            if avail.get("status") == "True":
+            if _available(obj) == "True":
                 return True
         time.sleep(1.0)
     return False
