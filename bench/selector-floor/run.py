@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -53,7 +52,7 @@ def build() -> ModuleType:
     if done.returncode != 0:
         sys.exit(f"cargo build failed (exit {done.returncode})")
     lib = TARGET / "release" / "libselector_floor.so"
-    module = Path(tempfile.mkdtemp()) / "selector_floor.abi3.so"
+    module = TARGET / "selector_floor.abi3.so"
     shutil.copy(lib, module)
     spec = importlib.util.spec_from_file_location("selector_floor", module)
     assert spec is not None and spec.loader is not None
