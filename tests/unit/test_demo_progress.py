@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import msgspec
+
+from cliques.api.cliqueset import CliqueSet
 from cliques.cli.demo_cmd import _available, progress_line
 
+_NOW = "2026-11-22T19:00:00Z"
 
-def _cqs(status: dict[str, Any] | None, replicas: int = 2) -> dict[str, Any]:
-    obj: dict[str, Any] = {"kind": "CliqueSet", "spec": {"replicas": replicas}}
+
+def _cqs(status: dict[str, Any] | None, replicas: int = 2) -> CliqueSet:
+    obj: dict[str, Any] = {
+        "apiVersion": "cliques.dev/v1alpha1",
+        "kind": "CliqueSet",
+        "metadata": {"name": "llama"},
+        "spec": {"replicas": replicas, "template": {"cliques": []}},
+    }
     if status is not None:
         obj["status"] = status
-    return obj
+    return msgspec.json.decode(json.dumps(obj), type=CliqueSet)
+
+
+def _cond(type_: str, status: str, message: str) -> dict[str, str]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": "Test",
+        "message": message,
+        "lastTransitionTime": _NOW,
+    }
 
 
 def test_no_status_yet_says_so_instead_of_zero_of_zero() -> None:
     assert progress_line(_cqs(None)) == "    waiting for the operator's first status"
-    assert progress_line(_cqs({})) == "    waiting for the operator's first status"
     assert _available(_cqs(None)) is None
 
 
@@ -25,17 +45,20 @@ def test_counts_against_the_desired_replicas_and_shows_the_condition() -> None:
         "replicas": 1,
         "readyReplicas": 1,
         "conditions": [
-            {"type": "Progressing", "status": "True"},
-            {"type": "Available", "status": "False", "message": "1/2 gangs available"},
+            _cond("Progressing", "True", "rolling"),
+            _cond("Available", "False", "1/2 gangs available"),
         ],
     }
     line = progress_line(_cqs(status, replicas=2))
     assert line == "    gangs ready 1/2, Available=False (1/2 gangs available)"
-    assert _available(_cqs(status)) == "False"
+    avail = _available(_cqs(status))
+    assert avail is not None and avail.status == "False"
 
 
 def test_a_status_without_the_condition_yet() -> None:
     line = progress_line(_cqs({"replicas": 2, "readyReplicas": 0}, replicas=2))
     assert line == "    gangs ready 0/2, Available=not reported yet"
-    done = {"readyReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]}
-    assert _available(_cqs(done)) == "True"
+    done = _cqs({"readyReplicas": 2, "conditions": [_cond("Available", "True", "")]})
+    avail = _available(done)
+    assert avail is not None and avail.status == "True"
+    assert progress_line(done) == "    gangs ready 2/2, Available=True"

@@ -13,10 +13,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cliques.devcluster import session
 from cliques.devcluster.errors import DevClusterError
+
+if TYPE_CHECKING:  # the API types need msgspec, which `cliques hash` installs do without
+    from cliques.api.cliqueset import CliqueSet
+    from cliques.api.meta import Condition
 
 REPO_DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 
@@ -146,37 +150,31 @@ def _name_of(get_json: str) -> str:
     raise SystemExit("cliques demo: the example holds no CliqueSet")
 
 
-def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    """A CliqueSet's condition of type `type_`; empty if it reports none."""
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == type_:
-            return dict(cond)
-    return {}
+def _available(cqs: CliqueSet) -> Condition | None:
+    """The CliqueSet's Available condition, if it reports one."""
+    from cliques.api.meta import find_condition
+
+    return None if cqs.status is None else find_condition(cqs.status.conditions, "Available")
 
 
-def _available(obj: dict[str, Any]) -> str | None:
-    """The status of a CliqueSet's Available condition, if it reports one."""
-    status = _condition(obj, "Available").get("status")
-    return None if status is None else str(status)
-
-
-def progress_line(obj: dict[str, Any]) -> str:
-    """One line on how far a CliqueSet (as `kubectl get -o json` prints it) has come."""
-    status = obj.get("status")
-    if not status:
+def progress_line(cqs: CliqueSet) -> str:
+    """One line on how far a CliqueSet has come."""
+    if cqs.status is None:
         return "    waiting for the operator's first status"
-    desired = (obj.get("spec") or {}).get("replicas", status.get("replicas", 0))
-    avail = _condition(obj, "Available")
-    message = f" ({avail['message']})" if avail.get("message") else ""
-    return (
-        f"    gangs ready {status.get('readyReplicas', 0)}/{desired}, "
-        f"Available={avail.get('status', 'not reported yet')}{message}"
-    )
+    avail = _available(cqs)
+    message = f" ({avail.message})" if avail and avail.message else ""
+    shown = f"{avail.status}{message}" if avail else "not reported yet"
+    return f"    gangs ready {cqs.status.ready_replicas}/{cqs.spec.replicas}, Available={shown}"
 
 
 def _wait_available(
     kubectl: Any, ns: str, name: str, timeout: float, operator: subprocess.Popen[bytes]
 ) -> bool:
+    import msgspec
+
+    from cliques.api.cliqueset import CliqueSet
+
+    decode = msgspec.json.Decoder(CliqueSet).decode
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
@@ -188,12 +186,13 @@ def _wait_available(
             return False
         done = kubectl("get", "cqs", name, "-n", ns, "-o", "json", check=False)
         if done.returncode == 0:
-            obj = json.loads(done.stdout)
-            line = progress_line(obj)
+            cqs = decode(done.stdout)
+            line = progress_line(cqs)
             if line != last:
                 print(line, flush=True)
                 last = line
-            if _available(obj) == "True":
+            avail = _available(cqs)
+            if avail is not None and avail.status == "True":
                 return True
         time.sleep(1.0)
     return False
