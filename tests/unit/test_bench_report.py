@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cliques.bench import report
 
 
@@ -97,3 +99,56 @@ def test_compare_reads_the_summary_of_a_repeated_run(tmp_path: Path) -> None:
     text = report.compare([path])
     assert "median of 2 rounds" in text
     assert "4.00 (3.00-5.00)" in text
+
+
+def test_save_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
+    doc = {"kind": "scale", "shape": "1x1x1", "runs": [run("cliques-w1", 1, 1.0)]}
+    path = report.save(doc, tmp_path, "scale-x")
+    doc["runs"].append(run("kopf", 1, 5.0))
+    assert report.save(doc, tmp_path, "scale-x") == path
+    assert json.loads(path.read_text())["runs"][1]["operator"] == "kopf"
+    assert [p.name for p in tmp_path.iterdir()] == ["scale-x.json"]
+
+
+def test_compare_marks_an_interrupted_run_as_partial(tmp_path: Path) -> None:
+    doc = {
+        "kind": "scale",
+        "shape": "1x2x2",
+        "complete": False,
+        "runs": [run("cliques-w1", 1, 1.0), run("kopf", 1, 0.0, error="interrupted by SIGTERM")],
+    }
+    text = report.compare([report.save(doc, tmp_path, "scale-partial")])
+    assert "(partial: the run was interrupted)" in text
+    assert "| kopf | **failed**: interrupted by SIGTERM |" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not JSON"),
+        ("[1, 2]", "not a result file of cliques bench"),
+        ('{"kind": "scale"}', "a scale result without its 'runs'"),
+        (b"\xff\xfe", "cannot read it"),
+    ],
+)
+def test_files_that_are_not_results_are_refused_with_the_reason(
+    tmp_path: Path, content: str | bytes, message: str
+) -> None:
+    path = tmp_path / "x.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(report.BadResults, match=message):
+        report.compare([path])
+
+
+def test_bench_report_exits_2_on_a_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cliques.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["bench", "report", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"cliques bench report: {bad}: not JSON")

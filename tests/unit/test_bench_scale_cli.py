@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +58,137 @@ def test_a_fresh_start_stops_the_running_cluster_first(monkeypatch: pytest.Monke
     order.clear()
     session.start("b", 3)
     assert order[0] == "up"
+
+
+# -- bad input is refused before anything starts -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--nodes", "0"], "argument --nodes: must be >= 1, got 0"),
+        (["--repeat", "-2"], "argument --repeat: must be >= 1, got -2"),
+        (["--repeat", "two"], "argument --repeat: 'two' is not a whole number"),
+        (["--steady", "-1"], "argument --steady: must be a positive number of seconds"),
+        (["--timeout", "0"], "argument --timeout: must be a positive number of seconds"),
+        (["--timeout", "nan"], "argument --timeout: must be a positive number of seconds"),
+        (["--timeout", "soon"], "argument --timeout: 'soon' is not a number of seconds"),
+    ],
+)
+def test_option_values_are_checked_by_the_parser(
+    capsys: pytest.CaptureFixture[str], option: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "scale", *option])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if a dev cluster would be started."""
+
+    def start(*a: Any, **kw: Any) -> dict[str, str]:
+        raise AssertionError("a cluster was started for a run that should have been refused")
+
+    monkeypatch.setattr(session, "start", start)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--operators", "kopf,foo"], "unknown operator 'foo'"),
+        (["--operators", "cliques-w0"], "unknown operator 'cliques-w0'"),
+        (["--operators", "cliques-wx"], "unknown operator 'cliques-wx'"),
+        (["--operators", " , "], "no operator to run"),
+        (["--operator-cmd", "no-equals-sign"], "expected NAME=COMMAND"),
+        (["--operator-cmd", "=cmd"], "expected NAME=COMMAND"),
+        (["--shape", "2x0x2"], "every number must be >= 1"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
+    ],
+)
+def test_bad_operators_shapes_and_kubeconfigs_exit_2_without_a_cluster(
+    capsys: pytest.CaptureFixture[str],
+    no_cluster: None,
+    tmp_path: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    args = build_parser().parse_args(["bench", "scale", *argv, "--out", str(tmp_path)])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cliques bench scale: ") and message in err
+    assert not any(tmp_path.iterdir()), "nothing is written for a refused run"
+
+
+def test_operator_names_resolve_worker_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scale_cli.os, "cpu_count", lambda: 6)
+    args = build_parser().parse_args(
+        ["bench", "scale", "--operators", "cliques-w1,cliques-wN,kopf"]
+    )
+    assert scale_cli._operator_names(args) == [("cliques-w1", 1), ("cliques-wN", 6), ("kopf", None)]
+
+
+def test_an_unloadable_kubeconfig_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "scale",
+            "--operators",
+            "cliques-w1",
+            "--kubeconfig",
+            str(kc),
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert args.func(args) == 1
+    assert f"cannot load kubeconfig {kc}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# -- signals: the first stops the run and lets its cleanup finish -------------------------
+
+
+def _send_later(loop: asyncio.AbstractEventLoop, delay: float, sig: int) -> None:
+    loop.call_later(delay, os.kill, os.getpid(), sig)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_the_first_signal_cancels_the_run_and_its_cleanup_completes(sig: int) -> None:
+    steps: list[str] = []
+
+    async def operator_run() -> str:
+        try:
+            await asyncio.sleep(60)
+            return "finished"
+        finally:
+            steps.append("cleanup started")
+            _send_later(asyncio.get_running_loop(), 0.05, sig)  # a second, impatient signal
+            await asyncio.sleep(0.3)  # stopping the operator, deleting its namespace
+            steps.append("cleanup done")
+
+    async def main(signals: scale_cli.Signals) -> Any:
+        _send_later(asyncio.get_running_loop(), 0.1, sig)
+        return await asyncio.wait_for(signals.run(operator_run()), timeout=10)
+
+    before = signal.getsignal(sig)
+    with scale_cli.Signals() as signals:
+        assert asyncio.run(main(signals)) is None
+    assert signals.caught == sig
+    assert steps == ["cleanup started", "cleanup done"]
+    assert signal.getsignal(sig) is before, "the previous handler is restored"
+
+
+def test_without_a_signal_the_result_is_returned() -> None:
+    async def quick() -> str:
+        await asyncio.sleep(0)
+        return "measured"
+
+    with scale_cli.Signals() as signals:
+        assert asyncio.run(signals.run(quick())) == "measured"
+    assert signals.caught is None

@@ -201,10 +201,33 @@ def targets(
 
 
 def save(doc: dict[str, Any], out_dir: Path, stem: str) -> Path:
+    """Write `doc` as `out_dir/stem.json`, atomically: the benchmark saves after every
+    operator, so a run killed while writing must leave the previous file whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(path)
     return path
+
+
+class BadResults(Exception):
+    """A file given to `cliques bench report` is not a saved benchmark run."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A saved run, or BadResults saying why the file is not one."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadResults(f"{path}: cannot read it: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BadResults(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or "kind" not in doc:
+        raise BadResults(f"{path}: not a result file of cliques bench (no 'kind')")
+    if doc["kind"] == "scale" and not isinstance(doc.get("runs"), list):
+        raise BadResults(f"{path}: a scale result without its 'runs'")
+    return doc
 
 
 def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
@@ -272,7 +295,7 @@ def compare(paths: list[Path]) -> str:
     """`cliques bench report`: saved runs side by side."""
     blocks = []
     for path in paths:
-        doc = json.loads(path.read_text())
+        doc = load(path)
         if doc.get("kind") != "scale":
             blocks.append(f"## {path.name}\n\n(not a scale run: kind={doc.get('kind')!r})")
             continue
@@ -280,5 +303,7 @@ def compare(paths: list[Path]) -> str:
         title = f"## {path.name}: shape {doc['shape']}, {doc.get('started', '?')}"
         if rounds > 1:
             title += f", median of {rounds} rounds (min-max)"
+        if doc.get("complete") is False:
+            title += " (partial: the run was interrupted)"
         blocks.append(title + "\n\n" + markdown(doc.get("summary") or doc["runs"]))
     return "\n\n".join(blocks)

@@ -173,8 +173,42 @@ class Settings:
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
-async def run_operator(spec: OperatorSpec, cfg: Settings, progress: Progress) -> OperatorRun:
-    result = OperatorRun(spec.name)
+class ClusterError(Exception):
+    """The cluster cannot run the benchmark (unreachable, bad kubeconfig, no CRDs)."""
+
+
+async def preflight(kubeconfig: str) -> str:
+    """Check, before any operator starts, that the cluster answers and serves the cliques
+    API; return the API server's address. Raises ClusterError with what to do."""
+    try:
+        client = await KubeClient.connect(kubeconfig, qps=0, field_manager="cliques-bench")
+    except Exception as exc:  # kubernetes-asyncio raises ConfigException, OSError, ...
+        raise ClusterError(f"cannot load kubeconfig {kubeconfig}: {exc}") from None
+    try:
+        await client.get_path("/version")
+        try:
+            await client.get_path(f"/apis/{CLIQUESETS.group}/{CLIQUESETS.version}")
+        except errors.NotFound:
+            raise ClusterError(
+                f"the API server at {client.host} does not serve "
+                f"{CLIQUESETS.group}/{CLIQUESETS.version}: install the CRDs first "
+                "(kubectl apply -f deploy/crds)"
+            ) from None
+    except (OSError, TimeoutError, errors.ApiError) as exc:
+        raise ClusterError(f"the API server at {client.host} does not answer: {exc}") from None
+    finally:
+        await client.close()
+    return client.host
+
+
+async def run_operator(
+    spec: OperatorSpec, cfg: Settings, progress: Progress, result: OperatorRun | None = None
+) -> OperatorRun:
+    """One operator through every phase, in a namespace of its own. Failures end up in
+    `result.error`; a cancellation (the benchmark interrupted) still stops the operator's
+    process group, deletes the namespace and keeps the phases measured so far in `result`
+    before it propagates."""
+    result = result if result is not None else OperatorRun(spec.name)
     client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager="cliques-bench")
     ns = f"bench-{spec.name}-{int(time.time()) % 100000}"
     log_path = cfg.log_dir / f"{ns}.log"
@@ -200,13 +234,13 @@ async def run_operator(spec: OperatorSpec, cfg: Settings, progress: Progress) ->
         await _phases(
             client, ns, cfg, observer, sampler, result, progress, proc, port if spec.readyz else 0
         )
-        result.cpu_timeline = sampler.timeline
-        result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
         if sampler is not None:
             await sampler.stop()
+            result.cpu_timeline = sampler.timeline
+            result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
         if proc is not None:
             _stop(proc)
         await observer.stop()

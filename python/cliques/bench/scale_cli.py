@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import datetime as dt
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,26 @@ if TYPE_CHECKING:
     from cliques.bench import scale
 
 REPO = Path(__file__).resolve().parents[3]
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def add_parsers(bench_sub: Any) -> None:
@@ -32,7 +53,7 @@ def add_parsers(bench_sub: Any) -> None:
         default="1x500x2",
         help="SETSxGANGSxPODS: CliqueSets x gangs x pods per gang (default 1x500x2)",
     )
-    p.add_argument("--nodes", type=int, default=100, help="KWOK nodes (default 100)")
+    p.add_argument("--nodes", type=_at_least_one, default=100, help="KWOK nodes (default 100)")
     p.add_argument("--cluster", default="cliques-bench", help="dev cluster name")
     p.add_argument("--kubeconfig", help="use this cluster instead of a dev cluster")
     p.add_argument(
@@ -57,13 +78,13 @@ def add_parsers(bench_sub: Any) -> None:
     )
     p.add_argument(
         "--repeat",
-        type=int,
+        type=_at_least_one,
         default=1,
         help="rounds: every operator runs this many times, interleaved (A B C A B C ...), "
         "and the table and the targets use each phase's median (default 1)",
     )
-    p.add_argument("--steady", type=float, default=30.0, help="steady-state window, s")
-    p.add_argument("--timeout", type=float, default=600.0, help="per-phase limit, s")
+    p.add_argument("--steady", type=_seconds, default=30.0, help="steady-state window, s")
+    p.add_argument("--timeout", type=_seconds, default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     p.set_defaults(func=run_scale)
 
@@ -74,29 +95,55 @@ def add_parsers(bench_sub: Any) -> None:
     r.set_defaults(func=run_report)
 
 
+class UsageError(Exception):
+    """A bad option value, found before anything is started (exit code 2)."""
+
+
+def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
+    """The built-in operators asked for, in order: (name, workers or None for kopf)."""
+    out: list[tuple[str, int | None]] = []
+    for name in [n.strip() for n in args.operators.split(",") if n.strip()]:
+        if name == "kopf":
+            out.append((name, None))
+            continue
+        k = name.removeprefix("cliques-w") if name.startswith("cliques-w") else ""
+        if k == "N":
+            out.append((name, os.cpu_count() or 1))
+        elif k.isdigit() and int(k) >= 1:
+            out.append((name, int(k)))
+        else:
+            raise UsageError(
+                f"unknown operator {name!r}: use kopf, cliques-wN (N = CPU count) or "
+                "cliques-wK with K a number of workers >= 1"
+            )
+    if not out and not args.operator_cmd:
+        raise UsageError("no operator to run: --operators is empty and no --operator-cmd given")
+    return out
+
+
 def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
     from cliques.bench import scale
 
+    names = _operator_names(args)
+    try:
+        custom = [scale.custom_operator(c) for c in args.operator_cmd]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     specs = []
-    for name in [n.strip() for n in args.operators.split(",") if n.strip()]:
-        if name == "kopf":
-            py = subprocess.run(
-                [sys.executable, str(REPO / "bench" / "peers" / "kopf" / "venv.py")],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if py.returncode != 0:
-                raise SystemExit(f"cliques bench: could not prepare the kopf peer:\n{py.stderr}")
-            specs.append(scale.kopf_operator(py.stdout.strip().splitlines()[-1]))
-        elif name.startswith("cliques-w"):
-            k = name.removeprefix("cliques-w")
-            workers = (os.cpu_count() or 1) if k == "N" else int(k)
+    for _name, workers in names:
+        if workers is not None:
             specs.append(scale.cliques_operator(workers))
-        else:
-            raise SystemExit(f"cliques bench: unknown operator {name!r}")
-    specs.extend(scale.custom_operator(c) for c in args.operator_cmd)
-    return specs
+            continue
+        py = subprocess.run(
+            [sys.executable, str(REPO / "bench" / "peers" / "kopf" / "venv.py")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if py.returncode != 0:
+            raise SystemExit(f"cliques bench: could not prepare the kopf peer:\n{py.stderr}")
+        specs.append(scale.kopf_operator(py.stdout.strip().splitlines()[-1]))
+    return specs + custom
 
 
 def _kubeconfig(args: argparse.Namespace) -> str:
@@ -115,43 +162,95 @@ def _kubeconfig(args: argparse.Namespace) -> str:
     return env["KUBECONFIG"]
 
 
+def _check_args(args: argparse.Namespace) -> workload.Shape:
+    """Every option checked before a cluster or an operator is started."""
+    try:
+        shape = workload.Shape.parse(args.shape)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.fresh_cluster and args.kubeconfig:
+        raise UsageError(
+            "--fresh-cluster restarts a dev cluster; it cannot be used with --kubeconfig"
+        )
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
+    _operator_names(args)
+    return shape
+
+
+class Signals:
+    """SIGINT and SIGTERM while the benchmark runs: the first one stops the operator under
+    test (its process group), deletes its namespace and ends the benchmark with what was
+    measured so far saved; later ones only say that the cleanup is under way. Without this,
+    SIGTERM would kill the benchmark and leave the operator running in its own session."""
+
+    def __init__(self) -> None:
+        self.caught: int | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Signals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.caught is not None:
+            print(f"\n{name}: still cleaning up, please wait", file=sys.stderr, flush=True)
+            return
+        self.caught = signum
+        print(
+            f"\n{name}: stopping the operator under test and saving what was measured",
+            file=sys.stderr,
+            flush=True,
+        )
+        if self._task is not None and self._loop is not None and not self._task.done():
+            self._loop.call_soon_threadsafe(self._task.cancel)
+
+    async def run(self, coro: Any) -> Any:
+        """Await `coro` as a task that the first signal cancels; its result, or None when a
+        signal cancelled it (the coroutine's own cleanup has run by then)."""
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.ensure_future(coro)
+        try:
+            return await self._task
+        except asyncio.CancelledError:
+            if self.caught is None:
+                raise
+            return None
+        finally:
+            self._task = None
+
+
 def run_scale(args: argparse.Namespace) -> int:
     from cliques.bench import scale
 
     try:
-        shape = workload.Shape.parse(args.shape)
-    except ValueError as exc:
+        shape = _check_args(args)
+        specs = _specs(args)
+    except UsageError as exc:
         print(f"cliques bench scale: {exc}", file=sys.stderr)
         return 2
-    if args.repeat < 1:
-        print("cliques bench scale: --repeat must be >= 1", file=sys.stderr)
-        return 2
-    if args.fresh_cluster and args.kubeconfig:
-        print(
-            "cliques bench scale: --fresh-cluster restarts a dev cluster; it cannot be used "
-            "with --kubeconfig",
-            file=sys.stderr,
-        )
-        return 2
-    specs = _specs(args)
     kubeconfig = _kubeconfig(args)
+    try:
+        host = asyncio.run(scale.preflight(kubeconfig))
+    except scale.ClusterError as exc:
+        print(f"cliques bench scale: {exc}", file=sys.stderr)
+        return 1
     started = dt.datetime.now(dt.UTC)
     stem = f"scale-{shape}-{started.strftime('%Y%m%dT%H%M%SZ')}"
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     cfg = scale.Settings(
         kubeconfig, shape, steady=args.steady, timeout=args.timeout, log_dir=args.out / "logs"
     )
-    runs = []
-    for rnd in range(1, args.repeat + 1):
-        for spec in specs:
-            of = f", round {rnd}/{args.repeat}" if args.repeat > 1 else ""
-            print(f"==> {spec.name}: {shape} ({shape.total_pods} pods{of})", flush=True)
-            run = asyncio.run(_with_progress(spec, cfg))
-            if run.error:
-                print(f"    {spec.name} failed: {run.error} (log: {run.log})", flush=True)
-            runs.append(scale.as_dict(run) | {"round": rnd})
-    summary = report.summarize(runs) if args.repeat > 1 else runs
-    doc = {
+    runs: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {
         "kind": "scale",
         "shape": str(shape),
         "total_pods": shape.total_pods,
@@ -159,13 +258,40 @@ def run_scale(args: argparse.Namespace) -> int:
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
         "command": " ".join(sys.argv),
+        "api_server": host,
         "repeat": args.repeat,
+        "complete": False,
         "runs": runs,
     }
-    if args.repeat > 1:
-        doc["summary"] = summary
-    path = report.save(doc, args.out, stem)
-    pngs = report.plots(doc, args.out, stem)
+    print(f"cluster {host}; results go to {args.out / stem}.json", flush=True)
+    with Signals() as signals:
+        for rnd in range(1, args.repeat + 1):
+            for spec in specs:
+                if signals.caught is not None:
+                    break
+                of = f", round {rnd}/{args.repeat}" if args.repeat > 1 else ""
+                print(f"==> {spec.name}: {shape} ({shape.total_pods} pods{of})", flush=True)
+                run = scale.OperatorRun(spec.name)
+                asyncio.run(signals.run(_with_progress(spec, cfg, run)))
+                if signals.caught is not None:
+                    run.error = f"interrupted by {signal.Signals(signals.caught).name}"
+                    print(
+                        f"    {spec.name}: {run.error}; operator stopped, namespace deleted "
+                        f"(log: {run.log})",
+                        flush=True,
+                    )
+                elif run.error:
+                    print(f"    {spec.name} failed: {run.error} (log: {run.log})", flush=True)
+                runs.append(scale.as_dict(run) | {"round": rnd})
+                # Saved after every operator: a run killed later keeps what it measured.
+                report.save(doc, args.out, stem)
+        interrupted = signals.caught
+        doc["complete"] = interrupted is None
+        summary = report.summarize(runs) if args.repeat > 1 else runs
+        if args.repeat > 1:
+            doc["summary"] = summary
+        path = report.save(doc, args.out, stem)
+        pngs = report.plots(doc, args.out, stem)
     print()
     if args.repeat > 1:
         print(f"median of {args.repeat} rounds per operator (min-max):\n")
@@ -175,16 +301,22 @@ def run_scale(args: argparse.Namespace) -> int:
     for operator, target, met in report.targets(summary, shape.total_pods, rounds):
         print(f"{'MET ' if met else 'MISS'}  {operator}: {target}")
     print(f"\nsaved {path}" + "".join(f"\n      {p}" for p in pngs))
+    if interrupted is not None:
+        name = signal.Signals(interrupted).name
+        print(f"interrupted by {name}: the results above are partial", file=sys.stderr)
+        return 128 + interrupted
     return 0 if all(not r["error"] for r in runs) else 1
 
 
-async def _with_progress(spec: scale.OperatorSpec, cfg: scale.Settings) -> scale.OperatorRun:
+async def _with_progress(
+    spec: scale.OperatorSpec, cfg: scale.Settings, run: scale.OperatorRun
+) -> scale.OperatorRun:
     from cliques.bench import scale
 
     try:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     except ImportError:
-        return await scale.run_operator(spec, cfg, _plain_progress())
+        return await scale.run_operator(spec, cfg, _plain_progress(), run)
     with Progress(
         TextColumn("{task.description:>16}"),
         BarColumn(),
@@ -199,7 +331,7 @@ async def _with_progress(spec: scale.OperatorSpec, cfg: scale.Settings) -> scale
                 tasks[phase] = bar.add_task(phase, total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
-        return await scale.run_operator(spec, cfg, update)
+        return await scale.run_operator(spec, cfg, update, run)
 
 
 def _plain_progress() -> Any:
@@ -218,5 +350,9 @@ def run_report(args: argparse.Namespace) -> int:
     if missing:
         print(f"cliques bench report: no such file: {missing[0]}", file=sys.stderr)
         return 2
-    print(report.compare(args.files))
+    try:
+        print(report.compare(args.files))
+    except report.BadResults as exc:
+        print(f"cliques bench report: {exc}", file=sys.stderr)
+        return 2
     return 0
