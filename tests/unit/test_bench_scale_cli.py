@@ -192,3 +192,28 @@ def test_without_a_signal_the_result_is_returned() -> None:
     with scale_cli.Signals() as signals:
         assert asyncio.run(signals.run(quick())) == "measured"
     assert signals.caught is None
+
+
+def test_an_api_server_that_does_not_answer_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    args = build_parser().parse_args(
+        ["bench", "scale", "--operators", "cliques-w1", "--kubeconfig", str(kc)]
+        + ["--out", str(tmp_path / "out")]
+    )
+    assert args.func(args) == 1
+    err = capsys.readouterr().err
+    assert f"the API server at https://127.0.0.1:{port} does not answer" in err
+    assert not (tmp_path / "out").exists()
