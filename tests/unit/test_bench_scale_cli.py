@@ -66,12 +66,13 @@ def test_a_fresh_start_stops_the_running_cluster_first(monkeypatch: pytest.Monke
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--nodes", "0"], "argument --nodes: must be >= 1, got 0"),
+        (["--nodes", "0"], "argument --nodes: must be between 1 and 1000, got 0"),
         (["--repeat", "-2"], "argument --repeat: must be >= 1, got -2"),
         (["--repeat", "two"], "argument --repeat: 'two' is not a whole number"),
-        (["--steady", "-1"], "argument --steady: must be a positive number of seconds"),
-        (["--timeout", "0"], "argument --timeout: must be a positive number of seconds"),
-        (["--timeout", "nan"], "argument --timeout: must be a positive number of seconds"),
+        (["--steady", "-1"], "argument --steady: must be a number of seconds > 0, got -1"),
+        (["--timeout", "0"], "argument --timeout: must be a number of seconds > 0, got 0"),
+        (["--timeout", "nan"], "argument --timeout: 'nan' is not a number of seconds"),
+        (["--timeout", "inf"], "argument --timeout: 'inf' is not a number of seconds"),
         (["--timeout", "soon"], "argument --timeout: 'soon' is not a number of seconds"),
     ],
 )
@@ -147,7 +148,7 @@ def test_an_unloadable_kubeconfig_is_a_clear_error(
         ]
     )
     assert args.func(args) == 1
-    assert f"cannot load kubeconfig {kc}" in capsys.readouterr().err
+    assert f"cliques bench scale: cannot load {kc}: " in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
@@ -209,11 +210,16 @@ def test_an_api_server_that_does_not_answer_is_a_clear_error(
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
     )
-    args = build_parser().parse_args(
-        ["bench", "scale", "--operators", "cliques-w1", "--kubeconfig", str(kc)]
-        + ["--out", str(tmp_path / "out")]
-    )
+    out = str(tmp_path / "out")
+    argv = ["bench", "scale", "--operators", "cliques-w1", "--kubeconfig", str(kc), "--out", out]
+    args = build_parser().parse_args(argv)
     assert args.func(args) == 1
     err = capsys.readouterr().err
     assert f"the API server at https://127.0.0.1:{port} does not answer" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_node_limit_is_the_dev_clusters() -> None:
+    from cliques.devcluster import kwok
+
+    assert scale_cli.MAX_NODES == kwok.MAX_NODES

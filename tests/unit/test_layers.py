@@ -15,6 +15,7 @@ RANK = {
     "_core": 0,
     "api": 0,
     "hashing": 0,
+    "argtypes": 0,
     "metrics": 0,
     "kube": 1,
     "controllers": 2,

@@ -3,6 +3,8 @@ line ends up in the worker's Config unchanged."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cliques.cli import build_parser
@@ -63,18 +65,73 @@ def test_worker_inherits_every_tuning_flag() -> None:
 @pytest.mark.parametrize(
     ("flag", "field", "default", "refused", "why"),
     [
-        ("--status-hold", "status_hold", 10.0, "-1", "--status-hold must be >= 0"),
-        ("--request-timeout", "request_timeout", 90.0, "0", "--request-timeout must be > 0"),
+        ("--status-hold", "status_hold", 10.0, "-1", "must be a number of seconds >= 0"),
+        ("--request-timeout", "request_timeout", 90.0, "0", "must be a number of seconds > 0"),
+        ("--resync-period", "resync_period", 0.0, "-5", "must be a number of seconds >= 0"),
+        ("--expectations-ttl", "expectations_ttl", 60.0, "nan", "'nan' is not a number"),
+        ("--concurrency", "concurrency", 16, "0", "must be >= 1, got 0"),
+        ("--burst", "burst", 400, "-1", "must be >= 1, got -1"),
+        ("--shards", "shards", 16, "0", "must be >= 1, got 0"),
+        ("--lease-duration", "lease_duration", 15.0, "-1", "must be a number of seconds > 0"),
     ],
 )
 def test_flag_default_and_refused_value(
-    flag: str, field: str, default: float, refused: str, why: str
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    field: str,
+    default: float,
+    refused: str,
+    why: str,
 ) -> None:
     parser = build_parser()
     assert getattr(config_from_args(parser.parse_args(["operator"])), field) == default
-    args = parser.parse_args(["operator", flag, refused])
-    with pytest.raises(SystemExit, match=why):
-        args.func(args)
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args(["operator", flag, refused])
+    assert exit_.value.code == 2
+    assert f"argument {flag}: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--workers", "0"], "argument --workers: must be >= 1, got 0"),
+        (["--workers", "many"], "argument --workers: 'many' is not a whole number"),
+        (["--metrics-port", "70000"], "argument --metrics-port: must be between 0 and 65535"),
+    ],
+)
+def test_process_flags_are_refused_by_the_parser(
+    capsys: pytest.CaptureFixture[str], argv: list[str], why: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["operator", *argv])
+    assert exit_.value.code == 2
+    assert why in capsys.readouterr().err
+
+
+def test_lease_timings_that_cannot_work_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["operator", "--leases", "--lease-duration", "5"])
+    assert args.func(args) == 2
+    assert "need --retry-period < --renew-deadline < --lease-duration, got 2 / 10 / 5" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_missing_kubeconfig_stops_the_operator_before_any_worker_starts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from cliques.operator import supervisor
+
+    def never(*a: object, **kw: object) -> None:
+        raise AssertionError("a supervisor was started")
+
+    monkeypatch.setattr(supervisor, "Supervisor", never)
+    args = build_parser().parse_args(
+        ["operator", "--workers", "2", "--kubeconfig", str(tmp_path / "nope.yaml")]
+    )
+    assert args.func(args) == 1
+    assert capsys.readouterr().err == (
+        f"cliques operator: kubeconfig {tmp_path / 'nope.yaml'}: no such readable file\n"
+    )
 
 
 def test_cli_request_timeout_default_is_the_clients() -> None:

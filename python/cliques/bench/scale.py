@@ -36,6 +36,7 @@ from cliques.bench import apimetrics, opmetrics, procstats, workload
 from cliques.bench.observer import Observer
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
+from cliques.kube.kubeconfig import ConfigError
 from cliques.kube.resources import CLIQUESETS, NAMESPACES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -182,8 +183,8 @@ async def preflight(kubeconfig: str) -> str:
     API; return the API server's address. Raises ClusterError with what to do."""
     try:
         client = await KubeClient.connect(kubeconfig, qps=0, field_manager="cliques-bench")
-    except Exception as exc:  # kubernetes-asyncio raises ConfigException, OSError, ...
-        raise ClusterError(f"cannot load kubeconfig {kubeconfig}: {exc}") from None
+    except ConfigError as exc:
+        raise ClusterError(str(exc)) from None
     try:
         await client.get_path("/version")
         try:

@@ -13,32 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cliques import argtypes
 from cliques.bench import report, workload
 
 if TYPE_CHECKING:
     from cliques.bench import scale
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+MAX_NODES = 1000  # the dev cluster's limit (cliques.devcluster.kwok.MAX_NODES)
 
 
 def add_parsers(bench_sub: Any) -> None:
@@ -53,7 +35,12 @@ def add_parsers(bench_sub: Any) -> None:
         default="1x500x2",
         help="SETSxGANGSxPODS: CliqueSets x gangs x pods per gang (default 1x500x2)",
     )
-    p.add_argument("--nodes", type=_at_least_one, default=100, help="KWOK nodes (default 100)")
+    p.add_argument(
+        "--nodes",
+        type=argtypes.int_at_least(1, MAX_NODES),
+        default=100,
+        help="KWOK nodes (default 100)",
+    )
     p.add_argument("--cluster", default="cliques-bench", help="dev cluster name")
     p.add_argument("--kubeconfig", help="use this cluster instead of a dev cluster")
     p.add_argument(
@@ -78,13 +65,13 @@ def add_parsers(bench_sub: Any) -> None:
     )
     p.add_argument(
         "--repeat",
-        type=_at_least_one,
+        type=argtypes.int_at_least(1),
         default=1,
         help="rounds: every operator runs this many times, interleaved (A B C A B C ...), "
         "and the table and the targets use each phase's median (default 1)",
     )
-    p.add_argument("--steady", type=_seconds, default=30.0, help="steady-state window, s")
-    p.add_argument("--timeout", type=_seconds, default=600.0, help="per-phase limit, s")
+    p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
+    p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
     p.set_defaults(func=run_scale)
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cliques import argtypes
+
 
 @dataclass(frozen=True, slots=True)
 class Benchmark:
@@ -30,9 +32,17 @@ class Benchmark:
 
 def _hash_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--rounds", type=int, default=7, help="timed rounds per case (median reported)"
+        "--rounds",
+        type=argtypes.int_at_least(1),
+        default=7,
+        help="timed rounds per case (median reported)",
     )
-    parser.add_argument("--round-ms", type=int, default=200, help="target duration of one round")
+    parser.add_argument(
+        "--round-ms",
+        type=argtypes.int_at_least(1),
+        default=200,
+        help="target duration of one round, ms",
+    )
     parser.add_argument("--no-go", action="store_true", help="skip the Go DeepHashObject baseline")
     parser.add_argument(
         "--results", type=Path, default=None, help="directory for the JSON (bench/results)"

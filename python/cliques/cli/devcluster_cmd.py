@@ -20,6 +20,7 @@ import argparse
 import sys
 from typing import Any
 
+from cliques import argtypes
 from cliques.devcluster import build, cluster, kwok, progress
 from cliques.devcluster.errors import DevClusterError
 
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
     up = named("up", "start a dev cluster (or reuse the running one) and wait until it is ready")
     up.add_argument(
         "--nodes",
-        type=int,
+        type=argtypes.int_at_least(0, kwok.MAX_NODES),
         default=None,
         help=f"fake GPU nodes to have (default {kwok.DEFAULT_NODES} for a new cluster; "
         "an existing cluster keeps its nodes unless given)",
@@ -55,7 +56,10 @@ def register(subparsers: Any) -> None:
         help="turn off API server inflight limits and client QPS limits (for benchmarks)",
     )
     up.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds to wait for readiness (default 120)"
+        "--timeout",
+        type=argtypes.seconds(),
+        default=120.0,
+        help="seconds to wait for readiness (default 120)",
     )
     up.add_argument(
         "--dry-run",

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
+
+from cliques import argtypes
 
 
 def register(sub: Any) -> None:
@@ -24,13 +27,13 @@ def register(sub: Any) -> None:
     p.add_argument("--namespace", help="watch only this namespace (default: all)")
     p.add_argument(
         "--workers",
-        type=int,
+        type=argtypes.int_at_least(1),
         default=os.cpu_count() or 1,
         help="worker processes splitting the 256 buckets (default: CPU count)",
     )
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=argtypes.int_at_least(0, 65535),
         default=8080,
         help="port of /metrics, /healthz, /readyz (0 = off; default 8080)",
     )
@@ -40,10 +43,15 @@ def register(sub: Any) -> None:
         default=200.0,
         help="client-side request rate limit (<= 0: no limit; default 200)",
     )
-    p.add_argument("--burst", type=int, default=400, help="client-side burst (default 400)")
+    p.add_argument(
+        "--burst",
+        type=argtypes.int_at_least(1),
+        default=400,
+        help="client-side burst (default 400)",
+    )
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=argtypes.int_at_least(1),
         default=16,
         help="reconciles in flight per controller (default 16)",
     )
@@ -51,27 +59,27 @@ def register(sub: Any) -> None:
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument(
         "--expectations-ttl",
-        type=float,
+        type=argtypes.seconds(),
         default=60.0,
         help="seconds an unconfirmed create/delete holds an owner back (default 60)",
     )
     p.add_argument(
         "--status-hold",
-        type=float,
+        type=argtypes.seconds(zero=True),
         default=10.0,
         help="seconds a Clique status that only shows pods on their way to Ready may wait "
         "for them, so that one write reports both (0 = write at once; default 10)",
     )
     p.add_argument(
         "--request-timeout",
-        type=float,
+        type=argtypes.seconds(),
         default=90.0,
         help="seconds an API request may take before it fails and is retried (default 90; "
         "the API server ends its own after 60)",
     )
     p.add_argument(
         "--resync-period",
-        type=float,
+        type=argtypes.seconds(zero=True),
         default=0.0,
         help="relist every informer this often, in seconds (0 = never)",
     )
@@ -84,15 +92,23 @@ def register(sub: Any) -> None:
         "each other.",
     )
     g.add_argument("--leases", action="store_true", help="split buckets between replicas")
-    g.add_argument("--shards", type=int, default=16, help="bucket groups (default 16)")
+    g.add_argument(
+        "--shards", type=argtypes.int_at_least(1), default=16, help="bucket groups (default 16)"
+    )
     g.add_argument(
         "--lease-namespace",
         default=os.environ.get("POD_NAMESPACE", "cliques-system"),
         help="namespace of the Leases (default: $POD_NAMESPACE or cliques-system)",
     )
-    g.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    g.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
-    g.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
+    g.add_argument(
+        "--lease-duration", type=argtypes.seconds(), default=15.0, help="seconds (default 15)"
+    )
+    g.add_argument(
+        "--renew-deadline", type=argtypes.seconds(), default=10.0, help="seconds (default 10)"
+    )
+    g.add_argument(
+        "--retry-period", type=argtypes.seconds(), default=2.0, help="seconds (default 2)"
+    )
     g.add_argument(
         "--identity",
         default="",
@@ -136,6 +152,19 @@ def config_from_args(args: argparse.Namespace) -> Any:
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
     )
+
+
+def check_cluster_config(kubeconfig: str | None, context: str | None) -> str:
+    """Why the cluster configuration cannot be loaded, or "" when it can (files only)."""
+    import asyncio
+
+    from cliques.kube import kubeconfig as kc
+
+    try:
+        asyncio.run(kc.load(kubeconfig, context))
+    except kc.ConfigError as exc:
+        return str(exc)
+    return ""
 
 
 def _parse_buckets(text: str) -> list[int]:
@@ -188,12 +217,18 @@ def run(args: argparse.Namespace) -> int:
     # set PROMETHEUS_MULTIPROC_DIR (it reads the variable when it is imported).
     from cliques.operator import logs
 
-    if args.workers < 1:
-        raise SystemExit("cliques operator: --workers must be >= 1")
-    if args.status_hold < 0:
-        raise SystemExit("cliques operator: --status-hold must be >= 0")
-    if args.request_timeout <= 0:
-        raise SystemExit("cliques operator: --request-timeout must be > 0")
+    if args.leases and not args.retry_period < args.renew_deadline < args.lease_duration:
+        print(
+            "cliques operator: need --retry-period < --renew-deadline < --lease-duration, got "
+            f"{args.retry_period:g} / {args.renew_deadline:g} / {args.lease_duration:g}",
+            file=sys.stderr,
+        )
+        return 2
+    problem = check_cluster_config(args.kubeconfig, args.context)
+    if problem:
+        # Before any worker starts: a worker would only crash-loop on it.
+        print(f"cliques operator: {problem}", file=sys.stderr)
+        return 1
     if args.workers == 1:
         from cliques.operator import process
 

@@ -25,10 +25,10 @@ from typing import Any, Literal, TypeVar
 import aiohttp
 import msgspec
 from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 
 from cliques import metrics
 from cliques.kube import errors, ratelimit
+from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -199,17 +199,9 @@ class KubeClient:
         max_connections: int = 64,
         request_timeout: float = REQUEST_TIMEOUT,
     ) -> KubeClient:
-        """Load the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-        cfg = k8s_client.Configuration()
-        if kubeconfig is None:
-            try:
-                k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            except k8s_config.ConfigException:
-                await k8s_config.load_kube_config(context=context, client_configuration=cfg)
-        else:
-            await k8s_config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=cfg
-            )
+        """Load the kubeconfig (explicit path, in-cluster, $KUBECONFIG, ~/.kube/config);
+        raises `kubeconfig.ConfigError` when it cannot be loaded."""
+        cfg = await kubeconfig_.load(kubeconfig, context)
         cfg.connection_pool_maxsize = max_connections
         api = k8s_client.ApiClient(cfg)
         return cls(

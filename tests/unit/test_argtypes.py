@@ -1,0 +1,45 @@
+"""The shared argparse value types, and the `cliques bench hash` flags that use them."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from cliques import argtypes
+from cliques.cli import build_parser
+
+
+def test_int_at_least_accepts_the_bounds_and_refuses_beyond() -> None:
+    port = argtypes.int_at_least(0, 65535)
+    assert (port("0"), port("65535")) == (0, 65535)
+    for bad, why in (("-1", "between 0 and 65535"), ("65536", "got 65536"), ("1.5", "whole")):
+        with pytest.raises(argparse.ArgumentTypeError, match=why):
+            port(bad)
+
+
+def test_seconds_zero_only_when_allowed_and_never_nan_or_inf() -> None:
+    assert argtypes.seconds(zero=True)("0") == 0.0
+    assert argtypes.seconds()("0.25") == 0.25
+    for parse, bad in ((argtypes.seconds(), "0"), (argtypes.seconds(zero=True), "-0.1")):
+        with pytest.raises(argparse.ArgumentTypeError, match="must be a number of seconds"):
+            parse(bad)
+    for bad in ("nan", "inf", "-inf", "soon"):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not a number of seconds"):
+            argtypes.seconds(zero=True)(bad)
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--rounds", "0"], "argument --rounds: must be >= 1, got 0"),
+        (["--round-ms", "-5"], "argument --round-ms: must be >= 1, got -5"),
+    ],
+)
+def test_bench_hash_refuses_rounds_that_measure_nothing(
+    capsys: pytest.CaptureFixture[str], argv: list[str], why: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "hash", *argv])
+    assert exit_.value.code == 2
+    assert why in capsys.readouterr().err
