@@ -352,3 +352,31 @@ async def test_410_gone_relists_and_delivers_only_the_differences(
         await client.create(CONFIGMAPS, ns, configmap("marker-2"), ConfigMap)
         await wait_for(lambda: f"{ns}/marker-2" in informer.store, timeout=60, what="marker-2")
         assert [(e.kind, e.name) for e in recorder.take()] == [("ADDED", "marker-2")]
+
+
+async def test_an_unserved_custom_resource_is_retried_with_a_hint(
+    client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A list of a type nobody serves (its CRD not installed yet) is retried, and the log
+    says what to install rather than only "404 page not found"."""
+    missing = Resource("nothing.cliques.dev", "v1", "ghosts", "Ghost")
+    informer = Informer(client, missing, ConfigMap)
+    caplog.set_level("WARNING", logger="cliques.kube.informer")
+    task = asyncio.create_task(informer.run())
+    try:
+        await wait_for(
+            lambda: sum("ghosts" in r.getMessage() for r in caplog.records) >= 2,
+            timeout=30,
+            what="two failed lists of ghosts",
+        )
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    message = next(r.getMessage() for r in caplog.records if "ghosts" in r.getMessage())
+    assert "404 Not Found" in message
+    assert (
+        "does not serve ghosts.nothing.cliques.dev/v1: is its CustomResourceDefinition "
+        "installed?" in message
+    )
+    assert not informer.synced.is_set()

@@ -29,3 +29,10 @@ def test_status_codes() -> None:
 def test_non_json_body_kept_in_message() -> None:
     err = errors.from_response(500, b"<html>bad gateway</html>", verb="get", path="/api/v1/pods")
     assert "bad gateway" in str(err) and "/api/v1/pods" in str(err)
+
+
+def test_a_plain_text_answer_gets_the_http_reason_phrase() -> None:
+    err = errors.from_response(404, b"404 page not found", verb="list", path="/apis/x.io/v1/ys")
+    assert isinstance(err, errors.NotFound)
+    assert str(err) == "list /apis/x.io/v1/ys: 404 Not Found: 404 page not found"
+    assert errors.from_response(599, b"odd").reason == "599"

@@ -6,6 +6,8 @@ from a double create is harmless, NotFound on delete is success, Conflict means 
 
 from __future__ import annotations
 
+import http
+
 import msgspec
 
 
@@ -74,7 +76,9 @@ def from_response(status: int, body: bytes, *, verb: str = "", path: str = "") -
         st = _STATUS.decode(body) if body else Status()
     except (msgspec.DecodeError, msgspec.ValidationError):
         st = Status(message=body[:500].decode("utf-8", "replace"))
-    reason = st.reason or str(status)
+    # A body that is not a Status (a 404 for an API group nobody serves is plain text) gets
+    # the HTTP reason phrase, so a message reads "404 Not Found: 404 page not found".
+    reason = st.reason or _phrase(status)
     cls: type[ApiError]
     if status == 409:
         cls = AlreadyExists if st.reason == "AlreadyExists" else Conflict
@@ -89,3 +93,10 @@ def from_response(status: int, body: bytes, *, verb: str = "", path: str = "") -
             429: TooManyRequests,
         }.get(status, ServerError if status >= 500 else ApiError)
     return cls(status, reason, st.message, verb=verb, path=path)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return str(status)

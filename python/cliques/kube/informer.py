@@ -166,7 +166,7 @@ class Informer(Generic[T]):
                     aiohttp.ClientError,  # a dropped connection, a truncated stream
                     msgspec.DecodeError,
                 ) as exc:
-                    log.warning("%r: %s; retrying in %.1fs", self, exc, backoff)
+                    log.warning("%r: %s%s; retrying in %.1fs", self, exc, self._hint(exc), backoff)
                     await asyncio.sleep(backoff * (0.5 + random.random()))
                     backoff = min(backoff * 2, 30.0)
                     if isinstance(exc, errors.ApiError) and exc.status in (401, 403, 404):
@@ -177,6 +177,21 @@ class Informer(Generic[T]):
                 delayer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await delayer
+
+    def _hint(self, exc: BaseException) -> str:
+        """What a person can do about a failure the informer keeps retrying."""
+        if isinstance(exc, errors.NotFound) and self.resource.group:
+            # A list or watch of a whole collection is only 404 when nobody serves its type.
+            r = self.resource
+            return (
+                f" (the API server does not serve {r.plural}.{r.group}/{r.version}: "
+                "is its CustomResourceDefinition installed?)"
+            )
+        if isinstance(exc, errors.Unauthorized):
+            return (
+                f" (check the RBAC of this operator's service account for {self.resource.plural})"
+            )
+        return ""
 
     async def _relist(self, reason: str) -> None:
         metrics.INFORMER_RELISTS.labels(self.resource.plural, reason).inc()
