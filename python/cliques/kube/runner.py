@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import aiohttp
+
 from cliques import metrics
 from cliques.kube import errors
 from cliques.kube.workqueue import ShutDown, WorkQueue
@@ -105,7 +107,7 @@ class Runner:
                 key,
                 exc,
                 delay,
-                exc_info=not isinstance(exc, errors.ApiError),
+                exc_info=not _expected(exc),
             )
         else:
             self.queue.forget(key)
@@ -119,3 +121,14 @@ class Runner:
             self._duration.observe(ended - started)
             if self.trace is not None:
                 self.trace(self.name, key, started, ended)
+
+
+def _expected(exc: BaseException | None) -> bool:
+    """A failure that is part of talking to an API server (an error answer, a dropped
+    connection, a timeout), directly or as the cause of a wrapper such as a plan's failed
+    writes: logged as one line. Anything else is a bug, logged with its traceback."""
+    while exc is not None:
+        if isinstance(exc, (errors.ApiError, OSError, TimeoutError, aiohttp.ClientError)):
+            return True
+        exc = exc.__cause__
+    return False
