@@ -128,3 +128,56 @@ async def test_clique_ready_within_the_hold_gets_one_ready_status(
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert all(status == "True" for _, status, _ in seen), seen
+
+
+async def test_a_pod_the_api_server_refuses_is_reported_until_the_template_is_fixed(
+    cluster: Cluster, crds: str
+) -> None:
+    """An invalid container name passes the CRD but not pod validation: each Clique reports
+    ReplicaFailure (FailedCreate, the API server's message) and the CliqueSet names the
+    first one; once the template is fixed the gangs come up and the condition is gone."""
+    body = cliqueset(replicas=2, workers=1)
+    for clique in body["spec"]["template"]["cliques"]:
+        clique["template"]["spec"]["containers"][0]["name"] = "Main_Bad"
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(body)
+
+        async def refused() -> list[Clique] | None:
+            found = [
+                c
+                for c in await cluster.cliques()
+                if c.status is not None
+                and (f := find_condition(c.status.conditions, "ReplicaFailure")) is not None
+                and f.status == "True"
+            ]
+            return found if len(found) == 4 else None
+
+        failing = await wait_for(refused, timeout=60, what="ReplicaFailure on all 4 Cliques")
+        for c in failing:
+            assert c.status is not None
+            f = find_condition(c.status.conditions, "ReplicaFailure")
+            assert f is not None and f.reason == "FailedCreate"
+            assert f'Pod "{c.metadata.name}-0" is invalid' in f.message
+            assert 'Invalid value: "Main_Bad"' in f.message
+
+        async def set_reports() -> Any:
+            cond = await cluster.condition("llama", "ReplicaFailure")
+            return cond if cond is not None and "and 3 more Cliques" in cond.message else None
+
+        cond = await wait_for(set_reports, timeout=30, what="the CliqueSet's ReplicaFailure")
+        assert cond.status == "True" and cond.reason == "FailedCreate"
+        assert cond.message.startswith('llama-0-leader: Pod "llama-0-leader-0" is invalid')
+        assert not await cluster.pods()
+
+        await cluster.apply(cliqueset(replicas=2, workers=1))
+        await cluster.wait_available("llama")
+
+        async def cleared() -> bool:
+            cliques = await cluster.cliques()
+            return await cluster.condition("llama", "ReplicaFailure") is None and all(
+                c.status is not None
+                and find_condition(c.status.conditions, "ReplicaFailure") is None
+                for c in cliques
+            )
+
+        await wait_for(cleared, timeout=30, what="ReplicaFailure removed everywhere")

@@ -24,6 +24,10 @@ ConditionStatus = Literal["True", "False", "Unknown"]
 CONDITION_TRUE: Final = "True"
 CONDITION_FALSE: Final = "False"
 CONDITION_UNKNOWN: Final = "Unknown"
+#: Present (True) on a Clique or CliqueSet while the API server refuses its writes for a
+#: reason a person must fix; reason FailedCreate, FailedDelete or FailedUpdate (as on a
+#: ReplicaSet), message the API server's. Absent otherwise.
+CONDITION_REPLICA_FAILURE: Final = "ReplicaFailure"
 
 
 class OwnerReference(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

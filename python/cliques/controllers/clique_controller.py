@@ -26,8 +26,8 @@ from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
-from cliques.controllers import clique_planner
-from cliques.controllers.executor import Executor
+from cliques.controllers import clique_planner, failures
+from cliques.controllers.executor import ExecutionError, Executor
 from cliques.controllers.revision import Hasher
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -70,6 +70,8 @@ class CliqueController:
         self._held: dict[str, asyncio.TimerHandle] = {}
         #: Cliques whose last reconcile found creates or deletes not yet seen
         self._blocked: set[str] = set()
+        #: Cliques whose pod writes the API server refuses (their ReplicaFailure condition)
+        self.failures = failures.FailureMemo()
         self.cliques = cliques
         self.pods = pods
         self.executor = executor
@@ -91,6 +93,7 @@ class CliqueController:
             self.expectations.forget(new.metadata.uid)
             self._release(key_of(new))
             self._blocked.discard(key_of(new))
+            self.failures.clear(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
             # A status-only change is this controller's own write: nothing new to plan.
             self.queue.add(key_of(new))
@@ -165,6 +168,7 @@ class CliqueController:
             template_hash=desired,
             algorithm=self.hasher.algorithm,
             now=format_now(),
+            failure=self.failures.current(key_of(clique), clique.metadata.generation),
         )
 
     async def reconcile(self, key: str) -> Result:
@@ -186,7 +190,14 @@ class CliqueController:
                 len(plan.patches),
                 extra={"key": key, "controller": NAME},
             )
-        await self.executor.execute(plan, _ref(clique))
+        try:
+            await self.executor.execute(plan, _ref(clique))
+        except ExecutionError as exc:
+            gen = clique.metadata.generation
+            await self.failures.report(key, gen, exc, lambda: self._publish(key, clique))
+            raise
+        if plan.writes:
+            self.failures.clear(key)
         # A plan that wrote leaves its status to a later reconcile, woken by the watch
         # events of those writes (pods) or by the status hold's timer (armed by them): that
         # one sees their outcome, this one would only publish a state already on its way
@@ -200,6 +211,13 @@ class CliqueController:
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)
         return Result()
+
+    async def _publish(self, key: str, clique: Clique) -> None:
+        """Write the Clique's status now (with a newly recorded failure), past any hold."""
+        status = clique_planner.plan(self.snapshot(clique)).status
+        if status is not None:
+            self._release(key)
+            await self._write_status(clique, status)
 
     def _hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
         """Whether to hold `new` back instead of writing it now.

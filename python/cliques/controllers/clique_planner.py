@@ -15,9 +15,10 @@ Rules, in the order they are applied:
 
 Status: replicas, readyReplicas, updatedReplicas, templateHash and the conditions
 `Started` and `Ready` (Ready=False with reason BelowMinAvailable once a Ready clique drops
-below minAvailable: the CliqueSet reports that gang Degraded). `progress_only` tells a new
-status that only reports pods on their way to Ready (the controller may hold it back
-briefly) from one that carries news.
+below minAvailable: the CliqueSet reports that gang Degraded), and `ReplicaFailure` while
+the API server refuses the Clique's pod writes (`snap.failure`, see `failures`).
+`progress_only` tells a new status that only reports pods on their way to Ready (the
+controller may hold it back briefly) from one that carries news.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from dataclasses import dataclass, field
 
 from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
-from cliques.api.meta import find_condition, same_marks
+from cliques.api.meta import CONDITION_REPLICA_FAILURE, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import conditions, podbuilder
+from cliques.controllers import conditions, failures, podbuilder
 from cliques.controllers.actions import Create, Delete, Patch, Plan
 from cliques.kube.resources import PODS
 
@@ -45,6 +46,8 @@ class CliqueSnapshot:
     template_hash: str = ""
     algorithm: int = 1
     now: str = "1970-01-01T00:00:00Z"
+    #: the API server's refusal of this Clique's last writes, until a write succeeds
+    failure: failures.Failure | None = None
 
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
@@ -139,12 +142,18 @@ def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
     True when the Clique has started and stays not Ready for the same reason, and no pod
     stopped being ready: pods created, scheduled or updated while Ready is still False. Any
     condition change (a Clique that starts, turns Ready, drops below minAvailable, begins
-    an update) and a lower readyReplicas are news, never progress.
+    an update, has its writes refused or accepted again) and a lower readyReplicas are
+    news, never progress.
     """
     ready = find_condition(new.conditions, CONDITION_READY)
     started = find_condition(new.conditions, CONDITION_STARTED)
     if ready is None or ready.status != "False" or started is None or started.status != "True":
         return False
+    failing = find_condition(new.conditions, CONDITION_REPLICA_FAILURE) is not None
+    if old is not None and failing != (
+        find_condition(old.conditions, CONDITION_REPLICA_FAILURE) is not None
+    ):
+        return False  # writes refused, or accepted again: news
     if old is None:
         return new.ready_replicas == 0
     old_ready = find_condition(old.conditions, CONDITION_READY)
@@ -257,7 +266,11 @@ def _status(
         template_hash=desired,
         hash_algorithm=snap.algorithm,
         selector=_selector(clique),
-        conditions=[started_c, ready_c],
+        conditions=[
+            started_c,
+            ready_c,
+            *failures.condition(old.conditions, snap.failure, now=snap.now, generation=gen),
+        ],
     )
 
 

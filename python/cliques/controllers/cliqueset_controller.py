@@ -20,8 +20,8 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner
-from cliques.controllers.executor import Executor
+from cliques.controllers import cliqueset_planner, failures
+from cliques.controllers.executor import ExecutionError, Executor
 from cliques.controllers.revision import Hasher
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -66,6 +66,8 @@ class CliqueSetController:
         self._hash_memo: dict[tuple[str, int], dict[str, str]] = {}
         #: CliqueSet UID -> the verdicts of its last plan, per gang
         self._gang_memo: dict[str, cliqueset_planner.GangMemo] = {}
+        #: CliqueSets whose writes the API server refuses (their ReplicaFailure condition)
+        self.failures = failures.FailureMemo()
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
@@ -81,6 +83,7 @@ class CliqueSetController:
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
             self._plan_cost.pop(key_of(new), None)
             self._gang_memo.pop(meta.uid, None)
+            self.failures.clear(key_of(new))
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -147,6 +150,7 @@ class CliqueSetController:
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
             memo=gang_memo,
+            failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
         )
 
     async def reconcile(self, key: str) -> Result:
@@ -172,7 +176,14 @@ class CliqueSetController:
                 len(plan.patches),
                 extra={"key": key, "controller": NAME},
             )
-        await self.executor.execute(plan, ref)
+        try:
+            await self.executor.execute(plan, ref)
+        except ExecutionError as exc:
+            gen = cqs.metadata.generation
+            await self.failures.report(key, gen, exc, lambda: self._publish(cqs))
+            raise
+        if plan.writes:
+            self.failures.clear(key)
         # A plan that wrote leaves its status for the reconcile that the watch events of
         # those writes (Cliques and Services) bring: that one sees their outcome, this one
         # would only publish a state already on its way out (and cost a request).
@@ -181,6 +192,12 @@ class CliqueSetController:
         if not snap.expectations_satisfied:
             return Result(requeue_after=self.expectations.ttl + 1)
         return Result()
+
+    async def _publish(self, cqs: CliqueSet) -> None:
+        """Write the CliqueSet's status now, with a newly recorded failure of its writes."""
+        status = cliqueset_planner.plan(self.snapshot(cqs)).status
+        if status is not None:
+            await self._write_status(cqs, status)
 
     async def _invalid(self, cqs: CliqueSet, message: str) -> Result:
         snap = cliqueset_planner.CliqueSetSnapshot(cliqueset=cqs, cliques=[], now=format_now())

@@ -37,9 +37,16 @@ from cliques.api.cliqueset import (
     CliqueSetStatus,
     CliqueTemplate,
 )
-from cliques.api.meta import find_condition
+from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
 from cliques.api.service import Service
-from cliques.controllers import clique_planner, conditions, podbuilder, revision, startup
+from cliques.controllers import (
+    clique_planner,
+    conditions,
+    failures,
+    podbuilder,
+    revision,
+    startup,
+)
 from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
 from cliques.kube.resources import CLIQUES, SERVICES
 
@@ -58,6 +65,8 @@ class CliqueSetSnapshot:
     now: str = "1970-01-01T00:00:00Z"
     #: the verdicts of this CliqueSet's previous plan (kept by the controller), or None
     memo: GangMemo | None = None
+    #: the API server's refusal of this CliqueSet's last writes, until a write succeeds
+    failure: failures.Failure | None = None
 
 
 def plan(snap: CliqueSetSnapshot) -> Plan:
@@ -359,9 +368,14 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: _Context) -> _GangFa
     ready_true: set[str] = set()
     for role, clique in members.items():
         status = clique.status
-        cond = find_condition(status.conditions, CONDITION_READY) if status else None
+        if status is None:
+            continue
+        cond = find_condition(status.conditions, CONDITION_READY)
         if cond is None:
             continue
+        refused = find_condition(status.conditions, CONDITION_REPLICA_FAILURE)
+        if refused is not None and refused.status == "True":
+            facts.failing.append((clique.metadata.name, refused))
         if cond.status == "True":
             ready_true.add(role)
         elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
@@ -416,6 +430,8 @@ class _GangFacts:
     updated: bool = False
     #: `gang/clique` of the Cliques below minAvailable
     degraded: list[str] = field(default_factory=list)
+    #: (Clique name, its ReplicaFailure condition) of the Cliques whose writes are refused
+    failing: list[tuple[str, Condition]] = field(default_factory=list)
 
 
 def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
@@ -675,8 +691,26 @@ def _status(
         template_hash=_set_hash(snap),
         hash_algorithm=snap.algorithm,
         selector=f"{labels.LABEL_CLIQUESET}={meta.name}",
-        conditions=[avail_c, prog_c, deg_c],
+        conditions=[
+            avail_c,
+            prog_c,
+            deg_c,
+            *failures.condition(
+                conds, snap.failure or _clique_failure(facts), now=now, generation=gen
+            ),
+        ],
     )
+
+
+def _clique_failure(facts: list[_GangFacts]) -> failures.Failure | None:
+    """The CliqueSet's ReplicaFailure for refused writes of its Cliques: the first one by
+    name, with its reason and message, and how many more there are."""
+    failing = sorted((name, cond) for f in facts for name, cond in f.failing)
+    if not failing:
+        return None
+    name, cond = failing[0]
+    more = f" (and {len(failing) - 1} more Cliques)" if len(failing) > 1 else ""
+    return failures.Failure(cond.reason, f"{name}: {cond.message}{more}")
 
 
 def invalid_status(snap: CliqueSetSnapshot, message: str) -> CliqueSetStatus:

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 STATUS_RETRIES = 3
+MAX_DETAIL = 1024  # characters of an API error kept in a condition's message
 
 
 class _Ignore(msgspec.Struct):
@@ -43,7 +44,35 @@ class _Ignore(msgspec.Struct):
 
 
 class ExecutionError(Exception):
-    """Some writes of a plan failed; the reconcile is retried with backoff."""
+    """Some writes of a plan failed; the reconcile is retried with backoff.
+
+    `reason` names the kind of write that failed first, as a ReplicaSet's ReplicaFailure
+    condition does (FailedCreate, FailedDelete, FailedUpdate); `first` is its error.
+    """
+
+    def __init__(self, message: str, *, reason: str, first: BaseException) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.first = first
+
+    @property
+    def reportable(self) -> bool:
+        """The API server refused the write for a reason a person has to fix (an invalid
+        pod, a quota, an admission webhook, RBAC): worth a condition in status. Conflicts,
+        throttling, server errors and timeouts are retried without one."""
+        first = self.first
+        return (
+            isinstance(first, errors.ApiError)
+            and 400 <= first.status < 500
+            and first.status not in (409, 429)
+        )
+
+    @property
+    def detail(self) -> str:
+        """The API server's own message (or the error), for a condition's message."""
+        first = self.first
+        text = first.message if isinstance(first, errors.ApiError) and first.message else str(first)
+        return text[:MAX_DETAIL]
 
 
 class Executor:
@@ -66,6 +95,7 @@ class Executor:
         """Run every write of `plan` for the owner `ref` (events recorded too)."""
         ns = ref.namespace
         failures: list[BaseException] = []
+        reasons: list[str] = []  # the kind of write of each failure, in order
         if self.recorder is not None:
             for ev in plan.events:
                 self.recorder.record(ref, ev.type, ev.reason, ev.message)
@@ -74,6 +104,7 @@ class Executor:
             self.expectations.expect_deletes(ref.uid, [d.name for d in plan.deletes])
             results = await self._bounded([self._delete(ns, d) for d in plan.deletes])
             failures.extend(r for r in results if isinstance(r, BaseException))
+            reasons += ["FailedDelete"] * (len(failures) - len(reasons))
 
         if plan.patches:
             tokens = [p.expect for p in plan.patches if p.expect]
@@ -84,9 +115,11 @@ class Executor:
                 if action.expect and isinstance(result, BaseException):
                     self.expectations.created(ref.uid, action.expect)
             failures.extend(r for r in results if isinstance(r, BaseException))
+            reasons += ["FailedUpdate"] * (len(failures) - len(reasons))
 
         if plan.creates and not failures:
             failures.extend(await self._slow_start(ns, plan.creates, ref))
+            reasons += ["FailedCreate"] * (len(failures) - len(reasons))
 
         if failures:
             conflicts = [f for f in failures if isinstance(f, errors.Conflict)]
@@ -96,7 +129,9 @@ class Executor:
             if self.recorder is not None and not isinstance(first, errors.Conflict):
                 self.recorder.record(ref, "Warning", "WriteFailed", str(first))
             raise ExecutionError(
-                f"{len(failures)} write(s) failed for {ns}/{ref.name}: {first}"
+                f"{len(failures)} write(s) failed for {ns}/{ref.name}: {first}",
+                reason=reasons[0],
+                first=first,
             ) from first
 
     async def _bounded(self, coros: list[Awaitable[None]]) -> list[BaseException | None]:

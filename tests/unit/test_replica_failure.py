@@ -1,0 +1,184 @@
+"""The ReplicaFailure condition (pure parts): which write failures are worth reporting,
+how a Clique and a CliqueSet show them, and the memo that keeps one per generation."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques.api.clique import CliqueStatus
+from cliques.api.meta import Condition, find_condition
+from cliques.controllers import clique_planner, cliqueset_planner, failures
+from cliques.controllers.actions import Create, Delete, Patch, Plan
+from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
+from cliques.controllers.executor import ExecutionError, Executor
+from cliques.kube import errors
+from cliques.kube.events import ObjectRef
+from cliques.kube.expectations import Expectations
+from cliques.kube.resources import PODS
+
+from .planner_fixtures import NOW, clique, cliqueset, pod
+
+REFUSED = failures.Failure("FailedCreate", 'Pod "llama-0-worker-0" is invalid: bad name')
+
+
+def api_error(status: int, message: str = "no") -> errors.ApiError:
+    return errors.from_response(status, msgspec.json.encode({"message": message}))
+
+
+@pytest.mark.parametrize(
+    ("first", "reportable"),
+    [
+        (api_error(422), True),  # invalid pod
+        (api_error(403), True),  # quota exceeded, RBAC
+        (api_error(400), True),  # admission webhook denial
+        (api_error(404), True),  # namespace being deleted
+        (api_error(409), False),  # conflict: re-read and retry
+        (api_error(429), False),  # throttled
+        (api_error(500), False),  # the server's trouble
+        (TimeoutError("no answer"), False),
+        (KeyError("bug"), False),
+    ],
+)
+def test_only_refusals_a_person_must_fix_are_reportable(
+    first: BaseException, reportable: bool
+) -> None:
+    exc = ExecutionError("1 write(s) failed", reason="FailedCreate", first=first)
+    assert exc.reportable is reportable
+
+
+def test_the_detail_is_the_api_servers_message_cut_to_a_kilobyte() -> None:
+    exc = ExecutionError("x", reason="FailedCreate", first=api_error(422, "é" * 5000))
+    assert exc.detail == "é" * 1024
+    assert ExecutionError("x", reason="FailedDelete", first=OSError("reset")).detail == "reset"
+
+
+def clique_snap(**kw: Any) -> CliqueSnapshot:
+    c = clique(0, "worker", replicas=1, ready=False)
+    kw.setdefault("template_hash", "h1")
+    return CliqueSnapshot(clique=c, pods=[pod(c, 0, ready=False)], now=NOW, **kw)
+
+
+def test_a_clique_reports_its_failure_and_drops_it_once_cleared() -> None:
+    status = clique_planner.plan(clique_snap(failure=REFUSED)).status
+    assert status is not None
+    cond = find_condition(status.conditions, "ReplicaFailure")
+    assert cond is not None
+    assert (cond.status, cond.reason, cond.message) == ("True", REFUSED.reason, REFUSED.message)
+    assert [c.type for c in status.conditions] == ["Started", "Ready", "ReplicaFailure"]
+    without = clique_planner.plan(clique_snap()).status or CliqueStatus()
+    assert find_condition(without.conditions, "ReplicaFailure") is None
+
+
+def test_a_failure_appearing_or_clearing_is_news_not_progress() -> None:
+    held = clique_planner.plan(clique_snap()).status
+    failing = clique_planner.plan(clique_snap(failure=REFUSED)).status
+    assert held is not None and failing is not None
+    assert clique_planner.progress_only(held, held)  # the hold applies to plain progress
+    assert not clique_planner.progress_only(held, failing)
+    assert not clique_planner.progress_only(failing, held)
+
+
+def failing_clique(gang: int, role: str, message: str) -> Any:
+    c = clique(gang, role, replicas=1, ready=False)
+    c.status.conditions.append(
+        Condition(
+            type="ReplicaFailure",
+            status="True",
+            reason="FailedCreate",
+            message=message,
+            last_transition_time=NOW,
+        )
+    )
+    return c
+
+
+def set_status(cliques: list[Any], **kw: Any) -> Any:
+    snap = CliqueSetSnapshot(
+        cliqueset=cliqueset(replicas=2),
+        cliques=cliques,
+        hashes={"leader": "h1", "worker": "h1"},
+        now=NOW,
+        **kw,
+    )
+    return cliqueset_planner.plan(snap).status
+
+
+def test_a_cliqueset_names_its_first_refused_clique_and_counts_the_rest() -> None:
+    cliques = [
+        clique(0, "leader"),
+        failing_clique(0, "worker", "bad name 0"),
+        clique(1, "leader"),
+        failing_clique(1, "worker", "bad name 1"),
+    ]
+    cond = find_condition(set_status(cliques).conditions, "ReplicaFailure")
+    assert cond is not None and (cond.status, cond.reason) == ("True", "FailedCreate")
+    assert cond.message == "llama-0-worker: bad name 0 (and 1 more Cliques)"
+
+
+def test_a_cliquesets_own_refused_write_comes_first() -> None:
+    own = failures.Failure("FailedCreate", 'services "llama-1" is forbidden: exceeded quota')
+    cliques = [clique(0, "leader"), failing_clique(0, "worker", "bad name 0")]
+    cond = find_condition(set_status(cliques, failure=own).conditions, "ReplicaFailure")
+    assert cond is not None and cond.message == own.message
+
+
+def test_a_healthy_cliqueset_has_no_replica_failure() -> None:
+    cliques = [clique(g, r, replicas=1) for g in (0, 1) for r in ("leader", "worker")]
+    assert find_condition(set_status(cliques).conditions, "ReplicaFailure") is None
+
+
+def test_the_memo_keeps_one_failure_per_key_for_its_generation() -> None:
+    memo = failures.FailureMemo()
+    assert memo.record("ns/a", 1, REFUSED) is True
+    assert memo.record("ns/a", 1, REFUSED) is False, "the same failure is reported once"
+    other = failures.Failure("FailedCreate", "quota")
+    assert memo.record("ns/a", 1, other) is True
+    assert memo.current("ns/a", 1) == other
+    assert memo.current("ns/a", 2) is None, "a new spec starts clean"
+    memo.clear("ns/a")
+    assert memo.current("ns/a", 1) is None
+
+
+class Refusing:
+    """A client whose every write is refused with `error` (the executor's bookkeeping is
+    what is tested here; the real refusal is in tests/integration/test_operator_status)."""
+
+    def __init__(self, error: errors.ApiError) -> None:
+        self.error = error
+
+    async def create(self, *a: Any, **kw: Any) -> Any:
+        raise self.error
+
+    async def delete(self, *a: Any, **kw: Any) -> Any:
+        raise self.error
+
+    async def patch(self, *a: Any, **kw: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("plan", "reason"),
+    [
+        (Plan(creates=[Create(PODS, "p-0", {}, "uid")]), "FailedCreate"),
+        (Plan(deletes=[Delete(PODS, "p-0", "pod-uid", "uid")]), "FailedDelete"),
+        (Plan(patches=[Patch(PODS, "p-0", {})]), "FailedUpdate"),
+    ],
+    ids=["create", "delete", "patch"],
+)
+def test_the_executor_names_the_kind_of_write_that_failed(plan: Plan, reason: str) -> None:
+    refused = api_error(403, "exceeded quota")
+    executor = Executor(Refusing(refused), Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "p", "uid")
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(plan, ref))
+    assert (err.value.reason, err.value.first, err.value.detail) == (
+        reason,
+        refused,
+        "exceeded quota",
+    )
+    assert err.value.reportable
