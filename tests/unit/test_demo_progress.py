@@ -62,3 +62,13 @@ def test_a_status_without_the_condition_yet() -> None:
     avail = _available(done)
     assert avail is not None and avail.status == "True"
     assert progress_line(done) == "    gangs ready 2/2, Available=True"
+
+
+def test_a_refused_write_is_shown_with_the_api_servers_reason() -> None:
+    refused = {**_cond("ReplicaFailure", "True", 'llama-0-leader: Pod "x" is invalid')}
+    refused["reason"] = "FailedCreate"
+    status = {"readyReplicas": 0, "conditions": [_cond("Available", "False", "0/2"), refused]}
+    assert progress_line(_cqs(status)) == (
+        "    gangs ready 0/2, Available=False (0/2)\n"
+        '    the API server refuses writes (FailedCreate): llama-0-leader: Pod "x" is invalid'
+    )

@@ -152,9 +152,13 @@ def _name_of(get_json: str) -> str:
 
 def _available(cqs: CliqueSet) -> Condition | None:
     """The CliqueSet's Available condition, if it reports one."""
+    return _condition(cqs, "Available")
+
+
+def _condition(cqs: CliqueSet, type_: str) -> Condition | None:
     from cliques.api.meta import find_condition
 
-    return None if cqs.status is None else find_condition(cqs.status.conditions, "Available")
+    return None if cqs.status is None else find_condition(cqs.status.conditions, type_)
 
 
 def progress_line(cqs: CliqueSet) -> str:
@@ -164,7 +168,11 @@ def progress_line(cqs: CliqueSet) -> str:
     avail = _available(cqs)
     message = f" ({avail.message})" if avail and avail.message else ""
     shown = f"{avail.status}{message}" if avail else "not reported yet"
-    return f"    gangs ready {cqs.status.ready_replicas}/{cqs.spec.replicas}, Available={shown}"
+    line = f"    gangs ready {cqs.status.ready_replicas}/{cqs.spec.replicas}, Available={shown}"
+    refused = _condition(cqs, "ReplicaFailure")
+    if refused is not None and refused.status == "True":
+        line += f"\n    the API server refuses writes ({refused.reason}): {refused.message}"
+    return line
 
 
 def _wait_available(
