@@ -4,7 +4,9 @@
 process of its own, started with a fixed range of buckets (`--buckets a-b`); it watches only
 the children labelled with those buckets. A worker that dies is restarted with exponential
 backoff, and its buckets go to the new process only after the old one has exited (the
-supervisor waits for it), so two processes never reconcile the same bucket.
+supervisor waits for it), so two processes never reconcile the same bucket. A worker that
+keeps dying before its caches sync (MAX_FAILED_STARTS in a row) stops the whole operator
+with exit 1, for the kubelet to see and restart.
 
 Metrics: the supervisor points every worker at one PROMETHEUS_MULTIPROC_DIR and serves the
 aggregate on one port; `/readyz` is ready only when every worker has written its ready file
@@ -30,6 +32,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 READY_FILE = "ready-{pid}"
+#: A worker that exits this many times in a row before its caches synced stops the operator
+#: (exit 1): a start-up failure is not fixed by restarting, and a supervisor that retries it
+#: for ever hides it from the kubelet (no CrashLoopBackOff, only a pod that is never ready).
+MAX_FAILED_STARTS = 5
 
 
 @dataclass
@@ -42,6 +48,8 @@ class Worker:
     started_at: float = 0.0
     backoff: float = 1.0
     pids: list[int] = field(default_factory=list)
+    #: exits in a row before the worker's caches synced (its ready file written)
+    failed_starts: int = 0
 
     @property
     def bucket_arg(self) -> str:
@@ -57,8 +65,11 @@ class Supervisor:
         metrics_port: int,
         runtime_dir: Path | None = None,
         total_buckets: int = 256,
+        max_failed_starts: int = MAX_FAILED_STARTS,
     ) -> None:
         from cliques.operator import buckets
+
+        self.max_failed_starts = max_failed_starts
 
         self.runtime_dir = runtime_dir or Path(tempfile.mkdtemp(prefix="cliques-operator-"))
         self.metrics_dir = self.runtime_dir / "metrics"
@@ -102,6 +113,8 @@ class Supervisor:
         log.info("worker-%d started (pid %d, buckets %s)", w.index, w.proc.pid, w.bucket_arg)
 
     async def run(self) -> int:
+        """Run the workers until SIGTERM/SIGINT (exit 0) or a worker that keeps failing to
+        start (exit 1)."""
         from cliques import metrics
         from cliques.operator.health import HealthServer
 
@@ -115,6 +128,7 @@ class Supervisor:
             await health.start()
         for w in self.workers:
             self._spawn(w)
+        exit_code = 0
         try:
             while not stop.is_set():
                 for w in self.workers:
@@ -124,7 +138,20 @@ class Supervisor:
                         if time.monotonic() - w.started_at > 60:
                             w.backoff = 1.0  # ran long enough: reset its backoff
                         continue
+                    synced = (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
+                    w.failed_starts = 0 if synced else w.failed_starts + 1
                     self._mark_dead(w.proc.pid)
+                    if w.failed_starts >= self.max_failed_starts:
+                        log.error(
+                            "worker-%d exited %d times in a row before its caches synced "
+                            "(last: %s); stopping the operator",
+                            w.index,
+                            w.failed_starts,
+                            _describe(code),
+                        )
+                        exit_code = 1
+                        stop.set()
+                        break
                     w.restarts += 1
                     metrics.WORKER_RESTARTS.labels(f"worker-{w.index}").inc()
                     log.warning(
@@ -148,7 +175,7 @@ class Supervisor:
             if health is not None:
                 await health.stop()
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
-        return 0
+        return exit_code
 
     async def _stop_all(self, grace: float = 60.0) -> None:
         log.info("stopping %d worker(s)", len(self.workers))
