@@ -45,3 +45,8 @@ def seconds(*, zero: bool = False) -> Callable[[str], float]:
 
     parse.__name__ = "seconds"
     return parse
+
+
+def number(text: str) -> float:
+    """Any finite number (a rate, where <= 0 may mean "no limit")."""
+    return float(_number(text, float, "a finite number"))

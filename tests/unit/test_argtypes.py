@@ -29,6 +29,13 @@ def test_seconds_zero_only_when_allowed_and_never_nan_or_inf() -> None:
             argtypes.seconds(zero=True)(bad)
 
 
+def test_number_is_any_finite_number() -> None:
+    assert (argtypes.number("-1"), argtypes.number("0"), argtypes.number("2.5")) == (-1, 0, 2.5)
+    for bad in ("nan", "inf", "fast"):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not a finite number"):
+            argtypes.number(bad)
+
+
 @pytest.mark.parametrize(
     ("argv", "why"),
     [

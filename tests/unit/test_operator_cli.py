@@ -97,6 +97,7 @@ def test_flag_default_and_refused_value(
         (["--workers", "0"], "argument --workers: must be >= 1, got 0"),
         (["--workers", "many"], "argument --workers: 'many' is not a whole number"),
         (["--metrics-port", "70000"], "argument --metrics-port: must be between 0 and 65535"),
+        (["--qps", "nan"], "argument --qps: 'nan' is not a finite number"),
     ],
 )
 def test_process_flags_are_refused_by_the_parser(

@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--qps",
-        type=float,
+        type=argtypes.number,
         default=200.0,
         help="client-side request rate limit (<= 0: no limit; default 200)",
     )
