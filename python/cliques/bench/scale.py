@@ -193,7 +193,7 @@ async def preflight(kubeconfig: str) -> str:
             raise ClusterError(
                 f"the API server at {client.host} does not serve "
                 f"{CLIQUESETS.group}/{CLIQUESETS.version}: install the CRDs first "
-                "(kubectl apply -f deploy/crds)"
+                "(kubectl apply --server-side -f deploy/crds/)"
             ) from None
     except (OSError, TimeoutError, errors.ApiError) as exc:
         raise ClusterError(f"the API server at {client.host} does not answer: {exc}") from None
