@@ -15,6 +15,7 @@ signal in its JSON, marked partial.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from cliques.bench import scale
+from cliques.kube.resources import Resource
 
 from .kubectl_support import Kubectl
 
@@ -212,3 +216,17 @@ def test_sigterm_stops_the_operator_removes_its_namespace_and_keeps_the_deploy(
     assert [p["phase"] for p in run["phases"]] == DEPLOY
     assert all(p["completed"] for p in run["phases"])
     assert os.path.exists(run["log"])
+
+
+def test_preflight_names_an_api_the_cluster_does_not_serve(crds: str) -> None:
+    """The check `cliques bench scale` runs before any operator: a served API passes; one
+    whose CRDs are not installed is refused with the command that installs them."""
+    host = asyncio.run(scale.preflight(crds))
+    assert host.startswith("https://127.0.0.1:")
+    missing = Resource("nothing.cliques.dev", "v1", "ghosts", "Ghost")
+    with pytest.raises(scale.ClusterError) as err:
+        asyncio.run(scale.preflight(crds, missing))
+    assert str(err.value) == (
+        f"the API server at {host} does not serve nothing.cliques.dev/v1: install the CRDs "
+        "first (kubectl apply --server-side -f deploy/crds/)"
+    )

@@ -37,7 +37,7 @@ from cliques.bench.observer import Observer
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.kubeconfig import ConfigError
-from cliques.kube.resources import CLIQUESETS, NAMESPACES
+from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -178,9 +178,10 @@ class ClusterError(Exception):
     """The cluster cannot run the benchmark (unreachable, bad kubeconfig, no CRDs)."""
 
 
-async def preflight(kubeconfig: str) -> str:
+async def preflight(kubeconfig: str, api: Resource = CLIQUESETS) -> str:
     """Check, before any operator starts, that the cluster answers and serves the cliques
-    API; return the API server's address. Raises ClusterError with what to do."""
+    API (`api`'s group and version); return the API server's address. Raises ClusterError
+    with what to do."""
     try:
         client = await KubeClient.connect(kubeconfig, qps=0, field_manager="cliques-bench")
     except ConfigError as exc:
@@ -188,11 +189,11 @@ async def preflight(kubeconfig: str) -> str:
     try:
         await client.get_path("/version")
         try:
-            await client.get_path(f"/apis/{CLIQUESETS.group}/{CLIQUESETS.version}")
+            await client.get_path(f"/apis/{api.group}/{api.version}")
         except errors.NotFound:
             raise ClusterError(
                 f"the API server at {client.host} does not serve "
-                f"{CLIQUESETS.group}/{CLIQUESETS.version}: install the CRDs first "
+                f"{api.group}/{api.version}: install the CRDs first "
                 "(kubectl apply --server-side -f deploy/crds/)"
             ) from None
     except (OSError, TimeoutError, errors.ApiError) as exc:
