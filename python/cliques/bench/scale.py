@@ -196,7 +196,7 @@ async def preflight(kubeconfig: str, api: Resource = CLIQUESETS) -> str:
                 f"{api.group}/{api.version}: install the CRDs first "
                 "(kubectl apply --server-side -f deploy/crds/)"
             ) from None
-    except (OSError, TimeoutError, errors.ApiError) as exc:
+    except errors.API_FAILURES as exc:
         raise ClusterError(f"the API server at {client.host} does not answer: {exc}") from None
     finally:
         await client.close()

@@ -705,7 +705,7 @@ def _status(
 def _clique_failure(facts: list[_GangFacts]) -> failures.Failure | None:
     """The CliqueSet's ReplicaFailure for refused writes of its Cliques: the first one by
     name, with its reason and message, and how many more there are."""
-    failing = sorted((name, cond) for f in facts for name, cond in f.failing)
+    failing = sorted((pair for f in facts for pair in f.failing), key=lambda pair: pair[0])
     if not failing:
         return None
     name, cond = failing[0]

@@ -68,7 +68,7 @@ class FailureMemo:
             return
         try:
             await publish()
-        except (errors.ApiError, OSError, TimeoutError) as write_exc:
+        except errors.API_FAILURES as write_exc:
             self.clear(key)
             log.warning("%s: could not report the failure in status: %s", key, write_exc)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http
 
+import aiohttp
 import msgspec
 
 
@@ -68,6 +69,12 @@ class TooManyRequests(ApiError):
 
 class ServerError(ApiError):
     """5xx."""
+
+
+#: What talking to an API server can fail with, bugs aside: an error answer, a dropped
+#: connection or truncated stream, a timeout. Retried (and logged as one line) by whoever
+#: talks to it; anything else is a bug.
+API_FAILURES: tuple[type[Exception], ...] = (ApiError, OSError, TimeoutError, aiohttp.ClientError)
 
 
 def from_response(status: int, body: bytes, *, verb: str = "", path: str = "") -> ApiError:

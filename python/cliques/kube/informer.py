@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-import aiohttp
 import msgspec
 
 from cliques import metrics
@@ -75,6 +74,10 @@ def _newer(a: str, b: str, *, default: bool) -> bool:
         return int(a) > int(b)
     except ValueError:
         return default
+
+
+#: Failures a list or watch retries with backoff: the API server's, and a garbled event.
+_RETRIED: tuple[type[Exception], ...] = (*errors.API_FAILURES, msgspec.DecodeError)
 
 
 class Informer(Generic[T]):
@@ -159,13 +162,7 @@ class Informer(Generic[T]):
                     log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)
                     self.resource_version = ""
                     reason = "gone"
-                except (
-                    errors.ApiError,
-                    OSError,
-                    TimeoutError,
-                    aiohttp.ClientError,  # a dropped connection, a truncated stream
-                    msgspec.DecodeError,
-                ) as exc:
+                except _RETRIED as exc:
                     log.warning("%r: %s%s; retrying in %.1fs", self, exc, self._hint(exc), backoff)
                     await asyncio.sleep(backoff * (0.5 + random.random()))
                     backoff = min(backoff * 2, 30.0)

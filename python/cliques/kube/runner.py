@@ -15,8 +15,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import aiohttp
-
 from cliques import metrics
 from cliques.kube import errors
 from cliques.kube.workqueue import ShutDown, WorkQueue
@@ -128,7 +126,7 @@ def _expected(exc: BaseException | None) -> bool:
     connection, a timeout), directly or as the cause of a wrapper such as a plan's failed
     writes: logged as one line. Anything else is a bug, logged with its traceback."""
     while exc is not None:
-        if isinstance(exc, (errors.ApiError, OSError, TimeoutError, aiohttp.ClientError)):
+        if isinstance(exc, errors.API_FAILURES):
             return True
         exc = exc.__cause__
     return False
