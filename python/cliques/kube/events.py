@@ -109,7 +109,7 @@ class EventRecorder:
             try:
                 ns = event["metadata"]["namespace"]  # type: ignore[index]
                 await self.client.create(EVENTS, str(ns), event, dict)
-            except (errors.ApiError, OSError) as exc:
+            except errors.API_FAILURES as exc:
                 log.info("could not record event: %s", exc)
             finally:
                 self._queue.task_done()

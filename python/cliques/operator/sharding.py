@@ -134,7 +134,7 @@ class ShardCoordinator:
             while not self._stop.is_set():
                 try:
                     await self.tick()
-                except (errors.ApiError, OSError) as exc:
+                except errors.API_FAILURES as exc:
                     log.warning("shard coordination: %s", exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), timeout=self.timings.retry_period)
@@ -323,11 +323,20 @@ class ShardCoordinator:
             return
         shards = sorted(self.owned)
         leases: dict[str, Lease] = {}
-        with contextlib.suppress(errors.ApiError, OSError):
+        with contextlib.suppress(*errors.API_FAILURES):
             leases = await self._list()
         for shard in shards:
-            await self._release(shard, leases.get(self.lease_name(shard)))
-        with contextlib.suppress(errors.ApiError, OSError):
+            # Every shard is drained; a lease that cannot be handed back expires by itself.
+            try:
+                await self._release(shard, leases.get(self.lease_name(shard)))
+            except errors.API_FAILURES as exc:
+                log.warning(
+                    "could not hand back shard %d (its lease expires in %gs): %s",
+                    shard,
+                    self.timings.lease_duration,
+                    exc,
+                )
+        with contextlib.suppress(*errors.API_FAILURES):
             await self.client.delete(LEASES, self.namespace, self.member_name())
         log.info("released shards %s", shards)
 
