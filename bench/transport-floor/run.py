@@ -98,8 +98,7 @@ class Floor:
         self.set_status: dict[str, dict[str, Any]] = {}
         self.started: set[str] = set()  # cliques whose pods were sent
         self.ready_pods: dict[str, set[str]] = defaultdict(set)  # clique -> ready pod names
-        self.cliques_written: dict[str, int] = defaultdict(int)  # set -> cliques written
-        self.ready_sets: dict[str, int] = defaultdict(int)  # set -> cliques with pods Ready
+        self.cliques_done: dict[str, int] = defaultdict(int)  # set -> Cliques done
         self.status_sent: set[str] = set()
         self.writes = 0
         self.done = asyncio.Event()
@@ -247,40 +246,29 @@ class Floor:
         if len(ready) == len(self.pods_of[clique]):
             self.status_sent.add(clique)
             if self.peer_work:
-                set_name = clique.rsplit("-", 2)[0]
-                self.ready_sets[set_name] += 1
-                if self.ready_sets[set_name] == len(self.cliques_of[set_name]):
-                    self._spawn(self._set_status(set_name))
+                self._clique_done(clique)
             else:
-                self._spawn(self._status(clique))
+                self._spawn(self._write_clique_status(clique))
 
-    async def _status(self, clique: str) -> None:
-        await self._write(
-            self.cq_inf,
-            lambda: self.client.patch(
-                CLIQUES,
-                self.ns,
-                clique,
-                {"status": self.clique_status[clique]},
-                msgspec.Raw,
-                sub="status",
-            ),
-        )
+    async def _write_clique_status(self, clique: str) -> None:
+        await self._patch_status(self.cq_inf, CLIQUES, clique, self.clique_status[clique])
+        self._clique_done(clique)
+
+    def _clique_done(self, clique: str) -> None:
+        """One more Clique of its set is done: the set's status goes once all are."""
         set_name = clique.rsplit("-", 2)[0]
-        self.cliques_written[set_name] += 1
-        if self.cliques_written[set_name] == len(self.cliques_of[set_name]):
-            self._spawn(self._set_status(set_name))
+        self.cliques_done[set_name] += 1
+        if self.cliques_done[set_name] == len(self.cliques_of[set_name]):
+            status = self.set_status[set_name]
+            self._spawn(self._patch_status(self.cqs_inf, CLIQUESETS, set_name, status))
 
-    async def _set_status(self, set_name: str) -> None:
+    async def _patch_status(
+        self, inf: Informer[Any], resource: Any, name: str, status: dict[str, Any]
+    ) -> None:
         await self._write(
-            self.cqs_inf,
+            inf,
             lambda: self.client.patch(
-                CLIQUESETS,
-                self.ns,
-                set_name,
-                {"status": self.set_status[set_name]},
-                msgspec.Raw,
-                sub="status",
+                resource, self.ns, name, {"status": status}, msgspec.Raw, sub="status"
             ),
         )
 
