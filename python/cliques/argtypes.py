@@ -50,3 +50,16 @@ def seconds(*, zero: bool = False) -> Callable[[str], float]:
 def number(text: str) -> float:
     """Any finite number (a rate, where <= 0 may mean "no limit")."""
     return float(_number(text, float, "a finite number"))
+
+
+def bind_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` (all addresses) or `[v6]:PORT`; port 0..65535."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    host = host.strip("[]") or "0.0.0.0"
+    port = int_at_least(0, 65535)(port_text)
+    return host, port
+
+
+bind_address.__name__ = "address"

@@ -21,7 +21,7 @@ import pytest
 
 from cliques import _core
 from cliques.operator.manager import Config
-from cliques.operator.sharded import ShardedOperator
+from cliques.operator.shard_managers import ShardedOperator
 
 from .operator_support import Cluster, PodTracker, cliqueset, wait_for
 

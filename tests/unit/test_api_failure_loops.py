@@ -16,7 +16,7 @@ import aiohttp
 
 from cliques.kube import errors
 from cliques.kube.events import EventRecorder, ObjectRef
-from cliques.operator.sharding import Lease, LeaseMeta, LeaseSpec, ShardCoordinator, Timings
+from cliques.operator.shard_leases import Lease, LeaseMeta, LeaseSpec, ShardCoordinator, Timings
 
 DROPPED = aiohttp.ServerDisconnectedError()
 
@@ -55,7 +55,7 @@ async def test_the_event_recorder_records_again_after_a_dropped_connection() -> 
 
 
 def _make(cls: type[ShardCoordinator], **kw: Any) -> ShardCoordinator:
-    async def nothing(_shard: int) -> None:
+    async def nothing(_shard: int, *_: Any) -> None:
         return None
 
     defaults: dict[str, Any] = {
@@ -87,7 +87,11 @@ async def test_the_coordination_loop_goes_on_after_a_dropped_connection() -> Non
 
 def _lease(shard: int) -> Lease:
     return Lease(
-        metadata=LeaseMeta(name=f"cliques-shard-{shard}", resource_version="1"),
+        metadata=LeaseMeta(
+            name=f"cliques-shard-{shard}",
+            resource_version="1",
+            annotations={"cliques.dev/instance": "me-1"},
+        ),
         spec=LeaseSpec(holder_identity="me"),
     )
 
@@ -97,7 +101,8 @@ async def test_shutdown_drains_every_shard_when_a_lease_cannot_be_handed_back() 
     deleted: list[str] = []
     lists = 0
 
-    async def stop_shard(shard: int) -> None:
+    async def stop_shard(shard: int, hard: bool, _grace: float) -> None:
+        assert not hard  # a hand-back drains
         stopped.append(shard)
 
     class Client:
@@ -108,17 +113,18 @@ async def test_shutdown_drains_every_shard_when_a_lease_cannot_be_handed_back() 
         async def _list(self) -> dict[str, Lease]:
             nonlocal lists
             lists += 1
-            if lists == 2:  # the re-read inside the first shard's hand-back
+            if lists == 1:  # the re-read inside the first shard's hand-back
                 raise DROPPED
             return {lease.metadata.name: lease for lease in (_lease(0), _lease(1))}
 
         async def _update(self, lease: Lease, *, holder: str | None, acquire: bool = False) -> bool:
             return True
 
-    coord = _make(Coordinator, stop_shard=stop_shard, client=Client())
-    coord.owned = {0: 0.0, 1: 0.0}
+    coord = _make(Coordinator, stop_shard=stop_shard, client=Client(), instance="me-1")
+    coord.owned = {0: coord.clock(), 1: coord.clock()}
+    coord._member_written = True
     await coord.release_all()
-    assert stopped == [0, 1]
-    assert lists == 3  # shard 1 was handed back after shard 0 failed
+    assert sorted(stopped) == [0, 1]
+    assert lists == 2  # shard 1 was handed back although shard 0's hand-back failed
     assert deleted == ["cliques-member-me"]
     assert coord.owned == {}

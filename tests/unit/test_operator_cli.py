@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cliques.cli import build_parser
-from cliques.cli.operator_cmd import _worker_args, config_from_args
+from cliques.cli.operator_cmd import _worker_args, config_from_args, metrics_address
 
 SUPERVISOR = [
     "operator",
@@ -143,3 +143,96 @@ def test_cli_request_timeout_default_is_the_clients() -> None:
 
     args = build_parser().parse_args(["operator"])
     assert args.request_timeout == REQUEST_TIMEOUT == Config.request_timeout
+
+
+def test_workers_inherit_the_lease_flags_and_get_their_own_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POD_NAME", "cliques-operator-7d9f-abcde")
+    parser = build_parser()
+    sup = parser.parse_args(
+        [
+            "operator",
+            "--leases",
+            "--shards",
+            "8",
+            "--lease-namespace",
+            "ops",
+            "--lease-duration",
+            "20",
+            "--renew-deadline",
+            "12",
+            "--retry-period",
+            "3",
+        ]
+    )
+    configs = [
+        config_from_args(
+            parser.parse_args(["operator", *_worker_args(sup), "--worker-name", f"worker-{n}"])
+        )
+        for n in range(2)
+    ]
+    for n, cfg in enumerate(configs):
+        assert cfg.leases and cfg.shards == 8 and cfg.lease_namespace == "ops"
+        assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (20, 12, 3)
+        assert cfg.identity == f"cliques-operator-7d9f-abcde-worker-{n}"
+    alone = config_from_args(parser.parse_args(["operator", "--leases", "--identity", "x"]))
+    assert alone.identity == "x-worker-0"
+
+
+def test_without_leases_no_lease_flag_reaches_the_workers() -> None:
+    sup = build_parser().parse_args(["operator"])
+    assert "--leases" not in _worker_args(sup)
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        ([], ("0.0.0.0", 8080)),
+        (["--metrics-bind-address", "127.0.0.1:9090"], ("127.0.0.1", 9090)),
+        (["--metrics-bind-address", ":9090"], ("0.0.0.0", 9090)),
+        (["--metrics-bind-address", "[::1]:9090"], ("::1", 9090)),
+        (["--metrics-port", "0"], ("0.0.0.0", 0)),
+    ],
+)
+def test_metrics_address(argv: list[str], want: tuple[str, int]) -> None:
+    assert metrics_address(build_parser().parse_args(["operator", *argv])) == want
+
+
+def test_a_bad_metrics_address_is_refused_by_the_parser(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["operator", "--metrics-bind-address", "localhost"])
+    assert exit_.value.code == 2
+    assert "argument --metrics-bind-address: 'localhost' is not HOST:PORT" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_metrics_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        for workers in ("1", "2"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "cliques", "operator", "--kubeconfig", str(kubeconfig),
+                 "--workers", workers, "--metrics-bind-address", f"127.0.0.1:{port}"],
+                check=False, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert proc.returncode == 1, proc.stderr
+            assert f"the metrics address 127.0.0.1:{port} is in use" in proc.stderr
+            assert "--metrics-bind-address" in proc.stderr
+            assert "Traceback" not in proc.stderr

@@ -28,14 +28,23 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--workers",
         type=argtypes.int_at_least(1),
-        default=os.cpu_count() or 1,
-        help="worker processes splitting the 256 buckets (default: CPU count)",
+        default=None,
+        help="worker processes splitting the 256 buckets (default: the CPUs this process may "
+        "use: its CPU affinity, capped by the cgroup's CPU quota)",
+    )
+    p.add_argument(
+        "--metrics-bind-address",
+        type=argtypes.bind_address,
+        default=None,
+        metavar="HOST:PORT",
+        help="address of /metrics, /healthz, /readyz (default 0.0.0.0:8080; port 0 = off)",
     )
     p.add_argument(
         "--metrics-port",
         type=argtypes.int_at_least(0, 65535),
-        default=8080,
-        help="port of /metrics, /healthz, /readyz (0 = off; default 8080)",
+        default=None,
+        help="port of /metrics, /healthz, /readyz on all addresses (0 = off); "
+        "--metrics-bind-address sets the host too",
     )
     p.add_argument(
         "--qps",
@@ -112,7 +121,8 @@ def register(sub: Any) -> None:
     g.add_argument(
         "--identity",
         default="",
-        help="this process's name in the Leases (default: $POD_NAME or host-pid)",
+        help="this operator's name in the Leases; each worker holds leases as "
+        "<identity>-worker-<n> (default: $POD_NAME, else the host name)",
     )
     # Set by the supervisor for its worker processes.
     p.add_argument("--buckets", default="", help=argparse.SUPPRESS)
@@ -146,12 +156,19 @@ def config_from_args(args: argparse.Namespace) -> Any:
         buckets=BucketSet(_parse_buckets(args.buckets)) if args.buckets else BucketSet(),
         leases=args.leases,
         lease_namespace=args.lease_namespace,
-        identity=(args.identity + (f"-{args.worker_name}" if args.worker_name else "")),
+        identity=worker_identity(args.identity, args.worker_name),
         shards=args.shards,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
     )
+
+
+def worker_identity(identity: str, worker_name: str) -> str:
+    """`<identity or $POD_NAME or hostname>-<worker name>` (`worker-0` for a lone process)."""
+    from cliques.operator.shard_managers import default_identity
+
+    return f"{identity or default_identity()}-{worker_name or 'worker-0'}"
 
 
 def check_cluster_config(kubeconfig: str | None, context: str | None) -> str:
@@ -165,6 +182,14 @@ def check_cluster_config(kubeconfig: str | None, context: str | None) -> str:
     except kc.ConfigError as exc:
         return str(exc)
     return ""
+
+
+def metrics_address(args: argparse.Namespace) -> tuple[str, int]:
+    """(host, port) of the health and metrics endpoint from the two flags."""
+    host, port = args.metrics_bind_address or ("0.0.0.0", 8080)
+    if args.metrics_port is not None:
+        port = args.metrics_port
+    return host, port
 
 
 def _parse_buckets(text: str) -> list[int]:
@@ -201,6 +226,22 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         "--request-timeout",
         str(args.request_timeout),
     ]
+    if args.leases:
+        out += [
+            "--leases",
+            "--shards",
+            str(args.shards),
+            "--lease-namespace",
+            args.lease_namespace,
+            "--lease-duration",
+            str(args.lease_duration),
+            "--renew-deadline",
+            str(args.renew_deadline),
+            "--retry-period",
+            str(args.retry_period),
+        ]
+        if args.identity:
+            out += ["--identity", args.identity]
     for flag, value in (
         ("--kubeconfig", args.kubeconfig),
         ("--context", args.context),
@@ -224,6 +265,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    host, port = metrics_address(args)
+    if args.workers is None:
+        from cliques.operator import cpus
+
+        args.workers = cpus.available()
     problem = check_cluster_config(args.kubeconfig, args.context)
     if problem:
         # Before any worker starts: a worker would only crash-loop on it.
@@ -233,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
         from cliques.operator import process
 
         logs.setup(args.log_level, args.log_format, prefix=args.worker_name)
-        return process.run_single(config_from_args(args), metrics_port=args.metrics_port)
+        return process.run_single(config_from_args(args), metrics_host=host, metrics_port=port)
 
     import tempfile
     from pathlib import Path
@@ -248,6 +294,10 @@ def run(args: argparse.Namespace) -> int:
     from cliques.operator.supervisor import Supervisor
 
     sup = Supervisor(
-        args.workers, _worker_args(args), metrics_port=args.metrics_port, runtime_dir=runtime
+        args.workers,
+        _worker_args(args),
+        metrics_host=host,
+        metrics_port=port,
+        runtime_dir=runtime,
     )
     return uvloop.run(sup.run())

@@ -19,7 +19,7 @@ import random
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 import aiohttp
@@ -186,6 +186,9 @@ class KubeClient:
         self.user_agent = user_agent
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
         self._metric_children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        #: Asked before every write is sent: None lets it go, a reason refuses it with
+        #: `errors.Fenced` (a sharded operator past its lease renew deadline).
+        self.write_guard: Callable[[], str | None] | None = None
 
     @classmethod
     async def connect(
@@ -265,8 +268,11 @@ class KubeClient:
         headers = await self._headers(content_type if body is not None else None)
         task = asyncio.current_task()
         assert task is not None, "KubeClient.request runs in a task"
+        guarded = self.write_guard is not None and verb not in _READS
         for attempt in range(MAX_429_RETRIES + 1):
             await self.limiter.acquire()
+            if guarded:
+                self._check_guard(verb, path)
             started = time.perf_counter()
             self.deadlines.start(task)
             try:
@@ -300,6 +306,12 @@ class KubeClient:
                 continue
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
+
+    def _check_guard(self, verb: str, path: str) -> None:
+        assert self.write_guard is not None
+        reason = self.write_guard()
+        if reason is not None:
+            raise errors.Fenced(f"{verb} {path}: {reason}")
 
     def _child(self, metric: Any, *label_values: str) -> Any:
         """`metric.labels(*label_values)`, looked up once per metric and label set."""
@@ -537,6 +549,7 @@ _METHODS = {
     "patch": "PATCH",
     "delete": "DELETE",
 }
+_READS = frozenset({"get", "list"})
 
 
 class _Code(msgspec.Struct):

@@ -71,10 +71,21 @@ class ServerError(ApiError):
     """5xx."""
 
 
+class Fenced(Exception):
+    """A write refused before it was sent: this process can no longer prove it holds the
+    shard it writes for (its lease was not renewed within the renew deadline)."""
+
+
 #: What talking to an API server can fail with, bugs aside: an error answer, a dropped
 #: connection or truncated stream, a timeout. Retried (and logged as one line) by whoever
 #: talks to it; anything else is a bug.
-API_FAILURES: tuple[type[Exception], ...] = (ApiError, OSError, TimeoutError, aiohttp.ClientError)
+API_FAILURES: tuple[type[Exception], ...] = (
+    ApiError,
+    OSError,
+    TimeoutError,
+    aiohttp.ClientError,
+    Fenced,
+)
 
 
 def from_response(status: int, body: bytes, *, verb: str = "", path: str = "") -> ApiError:

@@ -73,6 +73,12 @@ class Runner:
                 await task
         self._tasks.clear()
 
+    def abort(self) -> None:
+        """Cancel every reconcile now (fencing): nothing it has not sent yet is sent."""
+        self.queue.shut_down()
+        for task in self._tasks:
+            task.cancel()
+
     async def _worker(self) -> None:
         while True:
             try:

@@ -1,8 +1,10 @@
-"""The HTTP endpoint: `/healthz` (the process is alive), `/readyz` (every informer has
-synced) and `/metrics` (Prometheus; aggregated across processes in multiprocess mode)."""
+"""The HTTP endpoint: `/healthz` (the process, and under a supervisor every worker's event
+loop, is alive), `/readyz` (every informer has synced) and `/metrics` (Prometheus;
+aggregated across processes in multiprocess mode)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 
@@ -18,11 +20,23 @@ def _registry() -> CollectorRegistry | None:
     return None
 
 
+class BindError(Exception):
+    """The metrics address cannot be served (in use, or not an address of this host)."""
+
+
 class HealthServer:
-    def __init__(self, port: int, ready: Callable[[], bool], host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        port: int,
+        ready: Callable[[], bool],
+        host: str = "0.0.0.0",
+        alive: Callable[[], str | None] | None = None,
+    ) -> None:
         self.port = port
         self.host = host
         self.ready = ready
+        #: None when alive, else what is stuck (the supervisor's view of its workers)
+        self.alive = alive
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -33,13 +47,24 @@ class HealthServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be served ({exc})"
+            raise BindError(
+                f"the metrics address {self.host}:{self.port} {why}: choose another with "
+                "--metrics-bind-address HOST:PORT (or --metrics-port 0 for none)"
+            ) from None
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
     async def _healthz(self, request: web.Request) -> web.Response:
+        problem = self.alive() if self.alive is not None else None
+        if problem is not None:
+            return web.Response(status=503, text=problem + "\n")
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:

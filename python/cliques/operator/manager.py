@@ -87,11 +87,22 @@ class Manager:
         self._stop = asyncio.Event()
         self.synced = asyncio.Event()  # set once every informer has listed
         self._tasks: list[asyncio.Task[None]] = []
+        self.drain_grace = 30.0
 
     def ready(self) -> bool:
         return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
 
-    def stop(self) -> None:
+    def stop(self, grace: float | None = None) -> None:
+        """Drain and stop: in-flight reconciles may finish for `grace` seconds (default 30)."""
+        if grace is not None:
+            self.drain_grace = grace
+        self._stop.set()
+
+    def abort(self) -> None:
+        """Stop at once (fencing): every reconcile is cancelled before it sends anything more."""
+        self.drain_grace = 0.0
+        for runner in self.runners:
+            runner.abort()
         self._stop.set()
 
     async def run(self) -> None:
@@ -236,7 +247,7 @@ class Manager:
             stop.cancel()
         finally:
             log.info("draining work queues")
-            await asyncio.gather(*(r.stop() for r in self.runners))
+            await asyncio.gather(*(r.stop(self.drain_grace) for r in self.runners))
             if self.recorder is not None:
                 await self.recorder.stop()
             for task in self._tasks:

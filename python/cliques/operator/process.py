@@ -12,29 +12,32 @@ from pathlib import Path
 
 import uvloop
 
+from cliques.operator import health as health_
 from cliques.operator.health import HealthServer
 from cliques.operator.manager import Config, Manager
-from cliques.operator.sharded import ShardedOperator
+from cliques.operator.shard_managers import ShardedOperator
 
 log = logging.getLogger(__name__)
 
 
-async def serve(config: Config, metrics_port: int) -> None:
+async def serve(config: Config, metrics_host: str, metrics_port: int) -> None:
     manager: Manager | ShardedOperator = (
         ShardedOperator(config) if config.leases else Manager(config)
     )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, manager.stop)
-    health = HealthServer(metrics_port, manager.ready) if metrics_port else None
+    health = HealthServer(metrics_port, manager.ready, metrics_host) if metrics_port else None
     if health is not None:
         await health.start()
-        log.info("serving /metrics, /healthz, /readyz on :%d", metrics_port)
+        log.info("serving /metrics, /healthz, /readyz on %s:%d", metrics_host, metrics_port)
     ready_task = asyncio.create_task(_announce_ready(manager))
+    beat_task = asyncio.create_task(_heartbeat())
     try:
         await manager.run()
     finally:
         ready_task.cancel()
+        beat_task.cancel()
         if health is not None:
             await health.stop()
 
@@ -47,6 +50,21 @@ async def _announce_ready(manager: Manager | ShardedOperator) -> None:
     await manager.synced.wait()
     await asyncio.to_thread(Path(ready_dir, f"ready-{os.getpid()}").touch)
 
+
+async def _heartbeat() -> None:
+    """Under a supervisor: touch `alive-<pid>` every HEARTBEAT seconds from the event loop,
+    so that the supervisor's /healthz fails when this worker's loop is stuck."""
+    ready_dir = os.environ.get("CLIQUES_READY_DIR")
+    if not ready_dir:
+        return
+    path = Path(ready_dir, f"alive-{os.getpid()}")
+    while True:
+        await asyncio.to_thread(path.touch)
+        await asyncio.sleep(HEARTBEAT)
+
+
+#: Seconds between two heartbeats of a worker.
+HEARTBEAT = 5.0
 
 #: Allocations between two young-generation collections (CPython's default is 700).
 GC_THRESHOLD0 = 10_000
@@ -68,10 +86,13 @@ def tune_gc() -> None:
     gc.set_threshold(GC_THRESHOLD0, gen1, gen2)
 
 
-def run_single(config: Config, *, metrics_port: int) -> int:
+def run_single(config: Config, *, metrics_host: str = "0.0.0.0", metrics_port: int) -> int:
     tune_gc()
     try:
-        uvloop.run(serve(config, metrics_port))
+        uvloop.run(serve(config, metrics_host, metrics_port))
+    except health_.BindError as exc:
+        log.error("%s", exc)
+        return 1
     except Exception as exc:
         log.error("operator failed: %s", exc, exc_info=not isinstance(exc, OSError))
         return 1

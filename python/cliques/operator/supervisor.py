@@ -32,6 +32,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 READY_FILE = "ready-{pid}"
+ALIVE_FILE = "alive-{pid}"
+#: A worker whose event loop has not touched its alive file for this long is stuck: /healthz
+#: fails (the kubelet restarts the pod). Workers touch it every few seconds.
+STUCK_AFTER = 30.0
 #: A worker that exits this many times in a row before its caches synced stops the operator
 #: (exit 1): a start-up failure is not fixed by restarting, and a supervisor that retries it
 #: for ever hides it from the kubelet (no CrashLoopBackOff, only a pod that is never ready).
@@ -47,6 +51,7 @@ class Worker:
     restarts: int = 0
     started_at: float = 0.0
     backoff: float = 1.0
+    spawned_wall: float = 0.0
     pids: list[int] = field(default_factory=list)
     #: exits in a row before the worker's caches synced (its ready file written)
     failed_starts: int = 0
@@ -63,6 +68,7 @@ class Supervisor:
         worker_args: list[str],
         *,
         metrics_port: int,
+        metrics_host: str = "0.0.0.0",
         runtime_dir: Path | None = None,
         total_buckets: int = 256,
         max_failed_starts: int = MAX_FAILED_STARTS,
@@ -74,6 +80,7 @@ class Supervisor:
         self.runtime_dir = runtime_dir or Path(tempfile.mkdtemp(prefix="cliques-operator-"))
         self.metrics_dir = self.runtime_dir / "metrics"
         self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
         self.workers = [
             Worker(i, part, worker_args)
             for i, part in enumerate(buckets.split(total_buckets, workers))
@@ -87,6 +94,22 @@ class Supervisor:
             and (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
             for w in self.workers
         )
+
+    def stuck(self, now: float | None = None) -> str | None:
+        """None while every worker's loop is alive, else which one is stuck and for how long
+        (a worker still starting, or restarting, is not stuck)."""
+        now = time.time() if now is None else now
+        for w in self.workers:
+            if w.proc is None or w.proc.poll() is not None:
+                continue
+            path = self.runtime_dir / ALIVE_FILE.format(pid=w.proc.pid)
+            try:
+                last = path.stat().st_mtime
+            except FileNotFoundError:
+                last = w.spawned_wall
+            if now - last > STUCK_AFTER:
+                return f"worker-{w.index} (pid {w.proc.pid}) stuck for {now - last:.0f}s"
+        return None
 
     def _spawn(self, w: Worker) -> None:
         env = dict(os.environ)
@@ -110,22 +133,32 @@ class Supervisor:
         w.proc = subprocess.Popen(cmd, env=env)
         w.pids.append(w.proc.pid)
         w.started_at = time.monotonic()
+        w.spawned_wall = time.time()
         log.info("worker-%d started (pid %d, buckets %s)", w.index, w.proc.pid, w.bucket_arg)
 
     async def run(self) -> int:
         """Run the workers until SIGTERM/SIGINT (exit 0) or a worker that keeps failing to
         start (exit 1)."""
         from cliques import metrics
-        from cliques.operator.health import HealthServer
+        from cliques.operator.health import BindError, HealthServer
 
         self.metrics_dir.mkdir(parents=True, exist_ok=True)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        health = HealthServer(self.metrics_port, self.ready) if self.metrics_port else None
+        health = (
+            HealthServer(self.metrics_port, self.ready, self.metrics_host, alive=self.stuck)
+            if self.metrics_port
+            else None
+        )
         if health is not None:
-            await health.start()
+            try:
+                await health.start()
+            except BindError as exc:
+                log.error("%s", exc)
+                shutil.rmtree(self.runtime_dir, ignore_errors=True)
+                return 1
         for w in self.workers:
             self._spawn(w)
         exit_code = 0
@@ -198,8 +231,9 @@ class Supervisor:
 
         with contextlib.suppress(Exception):
             multiprocess.mark_process_dead(pid, str(self.metrics_dir))  # type: ignore[no-untyped-call]
-        with contextlib.suppress(FileNotFoundError):
-            (self.runtime_dir / READY_FILE.format(pid=pid)).unlink()
+        for name in (READY_FILE, ALIVE_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (self.runtime_dir / name.format(pid=pid)).unlink()
 
 
 def _describe(code: int) -> str:

@@ -1,0 +1,154 @@
+"""An operator process in a multi-replica deployment: one Manager per shard it holds.
+
+`shard_leases.ShardCoordinator` decides which shards this process holds; for each one a
+`Manager` runs with that shard's buckets (its informers watch only those buckets' children)
+on one shared controller client. The leases travel on a client of their own, with its own
+rate limiter, so a renewal never queues behind controller writes.
+
+Stopping a shard: a shard handed back is drained (in-flight reconciles finish within the
+time left before its renew deadline, then are cancelled); a shard lost (its lease taken, or
+not renewed in time) is cancelled at once; several shards stop together. The controller
+client refuses every write once a held shard is past its renew deadline (`Fenced`), so a
+frozen or partitioned process writes nothing after it. A Manager that crashes gives its
+shard back (after a growing cool-down this process may take it again) instead of renewing
+a lease that nobody serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+
+from cliques.kube.client import KubeClient
+from cliques.operator.buckets import BucketSet
+from cliques.operator.manager import Config, Manager, connect
+from cliques.operator.shard_leases import ShardCoordinator, Timings, shard_buckets
+
+log = logging.getLogger(__name__)
+
+#: Seconds before a shard whose controllers crashed may be taken again (doubling, capped).
+CRASH_COOLDOWN = 1.0
+CRASH_COOLDOWN_MAX = 60.0
+
+
+def default_identity() -> str:
+    """The pod's name (the Deployment sets POD_NAME), else the host name."""
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
+class ShardedOperator:
+    def __init__(
+        self,
+        config: Config,
+        client: KubeClient | None = None,
+        lease_client: KubeClient | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.lease_client = lease_client
+        self.managers: dict[int, tuple[Manager, asyncio.Task[None]]] = {}
+        self.coordinator: ShardCoordinator | None = None
+        self.synced = asyncio.Event()
+        self._crashes: dict[int, int] = {}
+        self._stopping = False
+
+    def ready(self) -> bool:
+        return self.coordinator is not None and all(m.ready() for m, _ in self.managers.values())
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self.coordinator is not None:
+            self.coordinator.stop()
+
+    @property
+    def shards(self) -> list[int]:
+        return sorted(self.managers)
+
+    async def _start(self, shard: int) -> None:
+        assert self.client is not None
+        cfg = dataclasses.replace(
+            self.config, buckets=BucketSet(shard_buckets(shard, self.config.shards))
+        )
+        manager = Manager(cfg, client=self.client)
+        task = asyncio.create_task(manager.run(), name=f"shard-{shard}")
+        task.add_done_callback(lambda t: self._ended(shard, manager, t))
+        self.managers[shard] = (manager, task)
+
+    def _ended(self, shard: int, manager: Manager, task: asyncio.Task[None]) -> None:
+        """A Manager ended by itself (not stopped): give its shard back."""
+        entry = self.managers.get(shard)
+        if entry is None or entry[0] is not manager or self._stopping:
+            return
+        self.managers.pop(shard, None)
+        exc = None if task.cancelled() else task.exception()
+        crashes = self._crashes[shard] = self._crashes.get(shard, 0) + 1
+        cooldown = min(CRASH_COOLDOWN * 2 ** (crashes - 1), CRASH_COOLDOWN_MAX)
+        log.error(
+            "shard %d: controllers stopped (%r); handing the shard back for %gs",
+            shard,
+            exc,
+            cooldown,
+        )
+        if self.coordinator is not None:
+            asyncio.get_running_loop().create_task(self.coordinator.drop(shard, cooldown))
+
+    async def _stop(self, shard: int, hard: bool, grace: float) -> None:
+        entry = self.managers.pop(shard, None)
+        if entry is None:
+            return
+        manager, task = entry
+        if hard:
+            manager.abort()
+            task.cancel()
+        else:
+            manager.stop(grace)
+        try:
+            # The manager's own drain is bounded by `grace`; a little more for its close.
+            await asyncio.wait_for(asyncio.shield(task), timeout=grace + 5.0)
+        except TimeoutError:
+            manager.abort()
+            task.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await task
+        log.info("shard %d: %s", shard, "cancelled" if hard else "drained")
+
+    async def run(self) -> None:
+        cfg = self.config
+        own = self.client is None, self.lease_client is None
+        if self.client is None:
+            self.client = await connect(cfg)
+        if self.lease_client is None:
+            # Few requests, but they must never wait behind the controllers' writes.
+            self.lease_client = await connect(dataclasses.replace(cfg, qps=20.0, burst=40))
+        identity = cfg.identity or default_identity()
+        self.coordinator = ShardCoordinator(
+            self.lease_client,
+            cfg.lease_namespace,
+            identity,
+            cfg.shards,
+            self._start,
+            self._stop,
+            Timings(cfg.lease_duration, cfg.renew_deadline, cfg.retry_period),
+        )
+        self.client.write_guard = self.coordinator.writes_allowed
+        log.info(
+            "sharding with leases in %s as %r (instance %s, %d shards)",
+            cfg.lease_namespace,
+            identity,
+            self.coordinator.instance,
+            cfg.shards,
+        )
+        self.synced.set()
+        try:
+            await self.coordinator.run()
+        finally:
+            self._stopping = True
+            await asyncio.gather(*(self._stop(s, True, 0.0) for s in list(self.managers)))
+            if own[0]:
+                await self.client.close()
+            if own[1]:
+                await self.lease_client.close()
