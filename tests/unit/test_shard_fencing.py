@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import msgspec
+import pytest
 
 from cliques.kube import errors
 from cliques.operator.shard_leases import (
@@ -252,3 +253,51 @@ async def test_a_dead_members_shards_are_taken_one_lease_duration_after_it_died(
         clock.now += 2
         await b.tick()
         assert clock.now - died <= TIMINGS.lease_duration + 2 * TIMINGS.retry_period
+
+
+async def test_a_dropped_shard_is_handed_back_and_not_taken_again_before_its_cooldown() -> None:
+    clock = Clock()
+    api = FakeLeases()
+    coord, calls = make(api, clock, shards=1, instance="i")
+    await coord.tick()
+    assert list(coord.owned) == [0]
+    await coord.drop(0, cooldown=10)
+    await asyncio.gather(*coord.releasing.values())
+    assert coord.owned == {} and not api.items["cliques-shard-0"].spec.holder_identity
+    clock.now += 5
+    await coord.tick()
+    assert coord.owned == {}  # cooling down
+    clock.now += 6
+    await coord.tick()
+    assert list(coord.owned) == [0]
+    assert calls == [("start", 0), ("stop", 0, False), ("start", 0)]
+
+
+async def test_a_crashed_manager_gives_its_shard_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cliques.operator import shard_managers
+    from cliques.operator.manager import Config
+
+    class Crashing:
+        def __init__(self, *_: Any, **__: Any) -> None:
+            pass
+
+        async def run(self) -> None:
+            raise RuntimeError("informer pods stopped")
+
+    dropped: list[tuple[int, float]] = []
+
+    class Coordinator:
+        async def drop(self, shard: int, cooldown: float) -> None:
+            dropped.append((shard, cooldown))
+
+    monkeypatch.setattr(shard_managers, "Manager", Crashing)
+    op = shard_managers.ShardedOperator(Config(), client=object())  # type: ignore[arg-type]
+    op.coordinator = Coordinator()  # type: ignore[assignment]
+    for expected in ([(3, 1.0)], [(3, 1.0), (3, 2.0)]):
+        await op._start(3)
+        for _ in range(100):
+            if len(dropped) == len(expected):
+                break
+            await asyncio.sleep(0.01)
+        assert dropped == expected  # the cool-down doubles with each crash
+        assert op.shards == []
