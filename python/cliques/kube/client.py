@@ -49,6 +49,10 @@ MAX_RETRY_AFTER = 64.0  # the API server's own ceiling is 32 s
 REQUEST_TIMEOUT = 90.0
 #: The session's limit on opening a connection, s (no timer per pooled request).
 CONNECT_TIMEOUT = 30.0
+#: Seconds a watch may go without a single byte before it is taken for a dead (half-open)
+#: connection and restarted from its last resourceVersion: about twice the interval at
+#: which the API server sends bookmarks on a quiet watch (one a minute).
+WATCH_READ_TIMEOUT = 130.0
 
 
 def proxy_settings(
@@ -489,11 +493,14 @@ class KubeClient:
         resource_version: str,
         label_selector: str = "",
         timeout_seconds: int = 300,
+        read_timeout: float = WATCH_READ_TIMEOUT,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events (with bookmarks) from `resource_version`.
 
         The stream ends when the server closes it (`timeout_seconds`); an ERROR event with
-        code 410 is raised as `errors.Gone` so the informer relists.
+        code 410 is raised as `errors.Gone` so the informer relists; a stream that sends
+        nothing at all for `read_timeout` seconds (a half-open connection: a peer gone
+        without a FIN, a proxy that stopped forwarding) is closed and raises TimeoutError.
         """
         query = {
             "watch": "true",
@@ -506,10 +513,47 @@ class KubeClient:
         path = resource.path(namespace)
         headers = await self._headers(None)
         await self.limiter.acquire()
-        # A limit on the whole stream, not on the silence between reads: the server ends the
-        # watch after `timeout_seconds`, so both catch a dead connection equally late, and a
-        # read timeout is re-armed (a timer cancelled and created) on every chunk received.
+        # aiohttp's sock_read would re-arm a timer (cancel one, create one) on every chunk;
+        # instead each chunk only stamps the time, and one timer looks every read_timeout/4.
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_read=None)
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "KubeClient.watch runs in a task"
+        last_read = loop.time()
+        stalled = False
+        watchdog: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal stalled, watchdog
+            if loop.time() - last_read > read_timeout:
+                stalled = True
+                task.cancel()  # wherever the watch waits: for the headers or for bytes
+                return
+            watchdog = loop.call_later(read_timeout / 4, check)
+
+        watchdog = loop.call_later(read_timeout / 4, check)
+        try:
+            async for event in self._watch_stream(path, query, headers, timeout, resource.plural):
+                last_read = loop.time()
+                yield event
+        except asyncio.CancelledError:
+            if not stalled:
+                raise
+            task.uncancel()
+            raise TimeoutError(f"watch {path}: nothing received for {read_timeout:g}s") from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+
+    async def _watch_stream(
+        self,
+        path: str,
+        query: dict[str, str],
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout,
+        plural: str,
+    ) -> AsyncIterator[WatchEvent]:
+        """The events of one watch response (bookmarks included, ERROR events raised)."""
         async with self._session.get(
             self.host + path,
             params=query,
@@ -518,7 +562,7 @@ class KubeClient:
             server_hostname=self._server_hostname,
             **self._proxy,
         ) as resp:
-            metrics.API_REQUESTS.labels("watch", resource.plural, str(resp.status)).inc()
+            metrics.API_REQUESTS.labels("watch", plural, str(resp.status)).inc()
             if resp.status >= 300:
                 raise errors.from_response(resp.status, await resp.read(), verb="watch", path=path)
             buf = b""

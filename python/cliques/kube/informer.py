@@ -24,7 +24,7 @@ import msgspec
 
 from cliques import metrics
 from cliques.kube import errors
-from cliques.kube.client import KubeClient
+from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
 from cliques.kube.objects import KubeObject, key_of
 from cliques.kube.resources import Resource
 from cliques.kube.store import IndexFunc, Store
@@ -92,6 +92,7 @@ class Informer(Generic[T]):
         indexers: dict[str, IndexFunc[T]] | None = None,
         page_size: int = 500,
         watch_timeout: int = 300,
+        watch_read_timeout: float = WATCH_READ_TIMEOUT,
         resync_period: float = 0.0,
         faults: WatchFaults | None = None,
     ) -> None:
@@ -103,6 +104,7 @@ class Informer(Generic[T]):
         self.store: Store[T] = Store(indexers)
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.watch_read_timeout = watch_read_timeout
         self.resync_period = resync_period
         self.faults = faults or WatchFaults()
         self.synced = asyncio.Event()
@@ -237,6 +239,7 @@ class Informer(Generic[T]):
             resource_version=self.resource_version,
             label_selector=self.label_selector,
             timeout_seconds=timeout,
+            read_timeout=self.watch_read_timeout,
         ):
             if event.type == "BOOKMARK":
                 self.resource_version = _BOOKMARK.decode(event.object).metadata.resource_version
