@@ -64,6 +64,11 @@ INFORMER_RELISTS = Counter(
     "Full relists of an informer (start, 410 Gone, errors).",
     ["resource", "reason"],
 )
+INFORMER_UNDECODABLE = Counter(
+    "cliques_informer_undecodable_objects_total",
+    "Objects an informer skipped because they cannot be decoded (too deep, wrong schema).",
+    ["resource"],
+)
 WORKER_RESTARTS = Counter(
     "cliques_worker_restarts_total",
     "Worker processes the supervisor restarted after they died.",

@@ -27,7 +27,7 @@ import msgspec
 from kubernetes_asyncio import client as k8s_client
 
 from cliques import metrics
-from cliques.kube import errors, ratelimit
+from cliques.kube import errors, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
 
@@ -576,7 +576,11 @@ class KubeClient:
                 for line in lines:
                     if not line.strip():
                         continue
-                    event = _WATCH_EVENT.decode(line)
+                    try:
+                        event = _WATCH_EVENT.decode(line)
+                    except RecursionError:  # an object nested deeper than msgspec goes
+                        kind, obj = rawjson.split_event(line)
+                        event = WatchEvent(kind, msgspec.Raw(obj))
                     if event.type == "ERROR":
                         st = errors.from_response(
                             _status_code(event.object), bytes(event.object), verb="watch", path=path

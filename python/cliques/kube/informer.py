@@ -16,14 +16,14 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
 from cliques import metrics
-from cliques.kube import errors
+from cliques.kube import errors, rawjson
 from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
 from cliques.kube.objects import KubeObject, key_of
 from cliques.kube.resources import Resource
@@ -64,6 +64,14 @@ class _Bookmark(msgspec.Struct):
 
 
 _RAW_LIST = msgspec.json.Decoder(_RawList)
+
+
+def _page_meta(page: _RawList) -> tuple[str, str]:
+    return page.metadata.resource_version, page.metadata.continue_
+
+
+#: Called with the identity of an object that cannot be decoded and why.
+Undecodable = Callable[[rawjson.Meta, str], None]
 _BOOKMARK = msgspec.json.Decoder(_Bookmark)
 
 
@@ -110,6 +118,8 @@ class Informer(Generic[T]):
         self.synced = asyncio.Event()
         self.resource_version = ""
         self._handlers: list[Handler] = []
+        self._undecodable: list[Undecodable] = []
+        self._last_undecodable: tuple[str, str] = ("", "")
         self._decoder = msgspec.json.Decoder(type_)
         self._delayed: asyncio.Queue[tuple[float, str, msgspec.Raw]] | None = None
         self._seen = 0
@@ -198,20 +208,23 @@ class Informer(Generic[T]):
         token = ""
         rv = ""
         while True:
-            page = _RAW_LIST.decode(
-                await self.client.list_page(
-                    self.resource,
-                    self.namespace,
-                    label_selector=self.label_selector,
-                    limit=self.page_size,
-                    continue_token=token,
-                )
+            data = await self.client.list_page(
+                self.resource,
+                self.namespace,
+                label_selector=self.label_selector,
+                limit=self.page_size,
+                continue_token=token,
             )
-            for raw in page.items or ():
-                obj: T = self._decoder.decode(raw)
-                seen[key_of(obj)] = obj
-            rv = page.metadata.resource_version
-            token = page.metadata.continue_
+            items: Iterable[msgspec.Raw | bytes]
+            try:
+                page = _RAW_LIST.decode(data)
+                items, rv, token = page.items or (), *_page_meta(page)
+            except RecursionError:  # an item nested deeper than msgspec goes
+                rv, token, items = rawjson.split_items(data)
+            for raw in items:
+                obj = self._decode(raw)
+                if obj is not None:
+                    seen[key_of(obj)] = obj
             if not token:
                 break
         # Deliver the difference against the cache as events: removed, then added/modified.
@@ -259,9 +272,53 @@ class Informer(Generic[T]):
         if self.resync_period > 0:
             self.resource_version = ""  # periodic full relist heals a cache that lost events
 
+    def on_undecodable(self, handler: Undecodable) -> None:
+        """`handler(meta, reason)` for each object that cannot be decoded (skipped)."""
+        self._undecodable.append(handler)
+
+    def _decode(self, raw: msgspec.Raw | bytes) -> T | None:
+        """The typed object, or None (logged, reported) when it cannot be decoded: one bad
+        object never fails a list or a watch."""
+        try:
+            obj: T = self._decoder.decode(raw)
+            return obj
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            self._report(bytes(raw), exc)
+            return None
+
+    def _report(self, raw: bytes, exc: BaseException) -> rawjson.Meta | None:
+        meta = rawjson.meta_of(raw)
+        if isinstance(exc, RecursionError):
+            reason = "it is nested too deeply to be read (more than ~900 levels)"
+        else:
+            reason = f"it does not match the {self.resource.kind} schema: {exc}"
+        where = f"{meta.namespace}/{meta.name}" if meta is not None else "?"
+        seen = (where, meta.resource_version if meta is not None else "")
+        if seen != self._last_undecodable:
+            self._last_undecodable = seen
+            log.warning("%r: skipping %s %s: %s", self, self.resource.kind, where, reason)
+        metrics.INFORMER_UNDECODABLE.labels(self.resource.plural).inc()
+        if meta is not None and meta.name:
+            for handler in self._undecodable:
+                try:
+                    handler(meta, reason)
+                except Exception:
+                    log.exception("%r: undecodable-object handler failed", self)
+        return meta
+
     def _apply(self, kind: str, raw: msgspec.Raw) -> str:
         """Apply one watch event to the store and the handlers; return its resourceVersion."""
-        obj: T = self._decoder.decode(raw)
+        try:
+            obj: T = self._decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            meta = self._report(bytes(raw), exc)
+            if meta is None:
+                return self.resource_version
+            key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+            old = self.store.remove(key)  # what it was is no longer what it is
+            if old is not None:
+                self._dispatch("DELETED", old, old)
+            return meta.resource_version or self.resource_version
         key = key_of(obj)
         if kind == "DELETED":
             old = self.store.remove(key)

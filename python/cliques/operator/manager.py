@@ -29,6 +29,7 @@ from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
 from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES, Resource
 from cliques.kube.runner import Runner
+from cliques.operator import undecodable
 from cliques.operator.buckets import BucketSet
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,7 @@ class Manager:
         self.recorder = EventRecorder(client) if cfg.events else None
         hasher = Hasher(cfg.hash_algorithm)
         owns = cfg.buckets.owns
+        cqs_inf.on_undecodable(undecodable.UndecodableReporter(client, self.recorder, owns))
 
         by_resource = {i.resource: i for i in self.informers}
 
