@@ -70,3 +70,39 @@ async def test_many_waiters_each_get_one_key() -> None:
         q.add(k)
     got = await asyncio.wait_for(asyncio.gather(*getters), timeout=1.0)
     assert sorted(got) == ["a", "b", "c"]
+
+
+def _owner_group(key: str) -> tuple[str, str]:
+    """ns/<owner>-<n> -> (ns, owner)."""
+    ns, _, name = key.partition("/")
+    return ns, name.rsplit("-", 1)[0]
+
+
+async def test_keys_are_handed_out_round_robin_over_namespaces_then_owners() -> None:
+    q = WorkQueue("fair", group=_owner_group)
+    for i in range(1000):
+        q.add(f"big/huge-{i}")
+    for i in range(3):
+        q.add(f"big/other-{i}")
+    q.add("small/tiny-0")
+    got = [await q.get() for _ in range(8)]
+    # the small namespace's only key comes second, not after 1,003 others
+    assert got == [
+        "big/huge-0",
+        "small/tiny-0",
+        "big/other-0",
+        "big/huge-1",
+        "big/other-1",
+        "big/huge-2",
+        "big/other-2",
+        "big/huge-3",
+    ]
+    assert len(q) == 1003 - 7
+
+
+async def test_fifo_within_one_owner_and_dedup_still_hold() -> None:
+    q = WorkQueue("fair", group=_owner_group)
+    for key in ("ns/a-1", "ns/a-2", "ns/a-1", "ns/a-3"):
+        q.add(key)
+    assert [await q.get() for _ in range(3)] == ["ns/a-1", "ns/a-2", "ns/a-3"]
+    assert len(q) == 0

@@ -27,7 +27,7 @@ import msgspec
 from kubernetes_asyncio import client as k8s_client
 
 from cliques import metrics
-from cliques.kube import errors, ratelimit, rawjson
+from cliques.kube import errors, fair, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
 
@@ -274,7 +274,7 @@ class KubeClient:
         assert task is not None, "KubeClient.request runs in a task"
         guarded = self.write_guard is not None and verb not in _READS
         for attempt in range(MAX_429_RETRIES + 1):
-            await self.limiter.acquire()
+            await self.limiter.acquire(fair.current_flow.get() or (namespace or "", ""))
             if guarded:
                 self._check_guard(verb, path)
             started = time.perf_counter()

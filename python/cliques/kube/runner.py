@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cliques import metrics
-from cliques.kube import errors
+from cliques.kube import errors, fair
 from cliques.kube.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,8 @@ class Runner:
 
     async def _process(self, key: str) -> None:
         started = time.perf_counter()
+        # The writes of this reconcile (and of the tasks it starts) wait in its flow's line.
+        token = fair.current_flow.set(self.queue.group(key))
         try:
             result = await self.reconcile(key)
         except errors.Conflict as exc:
@@ -121,6 +123,7 @@ class Runner:
             else:
                 self._reconciles["success"].inc()
         finally:
+            fair.current_flow.reset(token)
             ended = time.perf_counter()
             self._duration.observe(ended - started)
             if self.trace is not None:

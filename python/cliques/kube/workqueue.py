@@ -6,6 +6,10 @@
 - Per-key exponential backoff for failures (`add_rate_limited`, reset by `forget`).
 - Delayed requeue (`add_after`), keeping only the earliest pending time per key.
 - Graceful drain: `shut_down()` stops handing out keys; in-flight reconciles finish.
+- Fairness: with a `group` function (key -> (namespace, owner)), keys are handed out round
+  robin over namespaces, and within a namespace round robin over owners (CliqueSets), so
+  10,000 queued keys of one set delay another namespace's next key by one hand-out, not by
+  10,000. Without one, every key is its own group under its namespace.
 """
 
 from __future__ import annotations
@@ -13,12 +17,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 
 from cliques import metrics
+from cliques.kube import fair
 
 
 class ShutDown(Exception):
     """`get()` after `shut_down()`."""
+
+
+#: (namespace, owner) of a key: the unit of fairness.
+Group = Callable[[str], fair.Flow]
+
+
+def namespace_group(key: str) -> tuple[str, str]:
+    """`ns/name` -> (ns, name): each object is its own owner (a CliqueSet's key)."""
+    ns, _, name = key.rpartition("/")
+    return ns, name
 
 
 class WorkQueue:
@@ -28,11 +44,13 @@ class WorkQueue:
         *,
         base_delay: float = 0.005,
         max_delay: float = 300.0,
+        group: Group = namespace_group,
     ) -> None:
         self.name = name
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self._queue: deque[str] = deque()
+        self.group = group
+        self._queue: fair.FairQueue[str] = fair.FairQueue()
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
         self._added_at: dict[str, float] = {}
@@ -46,6 +64,11 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._queue)
 
+    def set_group(self, group: Group) -> None:
+        """Change the unit of fairness (before any key is added)."""
+        assert not self._queue, "set_group on a queue that holds keys"
+        self.group = group
+
     @property
     def processing(self) -> int:
         return len(self._processing)
@@ -57,7 +80,7 @@ class WorkQueue:
         self._added_at.setdefault(key, time.monotonic())
         if key in self._processing:
             return
-        self._queue.append(key)
+        self._queue.append(self.group(key), key)
         self._depth.set(len(self._queue))
         self._notify()
 
@@ -120,7 +143,7 @@ class WorkQueue:
     def done(self, key: str) -> None:
         self._processing.discard(key)
         if key in self._dirty and not self._shutting_down:
-            self._queue.append(key)
+            self._queue.append(self.group(key), key)
             self._depth.set(len(self._queue))
             self._notify()
 

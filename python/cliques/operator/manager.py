@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
@@ -198,6 +199,15 @@ class Manager:
             owns=owns,
             status_hold=cfg.status_hold,
         )
+
+        # Fair hand-out: a Clique's key competes as part of its CliqueSet, in its namespace.
+        def clique_group(key: str) -> tuple[str, str]:
+            ns, _, name = key.rpartition("/")
+            cq = cq_inf.store.get(key)
+            owner = cq.metadata.labels.get(labels.LABEL_CLIQUESET) if cq is not None else None
+            return ns, owner or name
+
+        cq_ctl.queue.set_group(clique_group)
         self.runners = [
             Runner(
                 cliqueset_controller.NAME,
