@@ -395,3 +395,41 @@ async def test_a_frozen_replica_writes_nothing_after_its_renew_deadline(
         guard_client.write_guard = None
     with pytest.raises(errors.NotFound):
         await cluster.cliqueset("fenced")
+
+
+async def test_workers_do_not_outlive_a_killed_supervisor(
+    cluster: Cluster, crds: str, tmp_path: Path
+) -> None:
+    """Outside a container nothing else would stop them: they would go on reconciling."""
+    replica = Replica("cliques-operator-5c8d-c", crds, cluster.namespace, tmp_path)
+    try:
+        await split_evenly(cluster, [replica.pod])
+        workers = [
+            int(line.split("pid ")[1].split(",")[0])
+            for line in replica.log().splitlines()
+            if "worker-" in line and " started (pid " in line
+        ]
+        assert len(workers) == 2, replica.log()
+        replica.proc.kill()  # the supervisor alone
+        replica.proc.wait()
+
+        def gone(pid: int) -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            return False
+
+        async def all_gone() -> bool:
+            return all(gone(p) for p in workers)
+
+        await wait_for(all_gone, timeout=30, what="the workers gone")
+
+        async def handed_back() -> bool:  # they drained and handed their leases back
+            return await shard_holders(cluster) == {}
+
+        await wait_for(handed_back, timeout=30, what="the leases handed back")
+    finally:
+        replica.stop()

@@ -4,6 +4,7 @@ the garbage collector tuned for a long-running process with a large cache."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import logging
 import os
@@ -86,7 +87,27 @@ def tune_gc() -> None:
     gc.set_threshold(GC_THRESHOLD0, gen1, gen2)
 
 
+def die_with_supervisor() -> None:
+    """Under a supervisor (Linux): this worker gets SIGTERM (and drains, handing its leases
+    back) when the supervisor dies, even by SIGKILL, instead of living on as an orphan that
+    still reconciles."""
+    parent = os.environ.get("CLIQUES_SUPERVISOR_PID")
+    if not parent:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the supervisor's own shutdown only
+        return
+    if os.getppid() != int(parent):  # it died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1
+
+
 def run_single(config: Config, *, metrics_host: str = "0.0.0.0", metrics_port: int) -> int:
+    die_with_supervisor()
     tune_gc()
     try:
         uvloop.run(serve(config, metrics_host, metrics_port))

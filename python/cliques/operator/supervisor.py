@@ -115,6 +115,7 @@ class Supervisor:
         env = dict(os.environ)
         env["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
         env["CLIQUES_READY_DIR"] = str(self.runtime_dir)
+        env["CLIQUES_SUPERVISOR_PID"] = str(os.getpid())
         cmd = [
             sys.executable,
             "-m",
