@@ -24,7 +24,9 @@ round is reported. The harness's own call overhead is not subtracted. The result
 printed as a Markdown table with the speed-up ratios against their targets, and written as
 JSON to bench/results/hash-<UTC timestamp>.json.
 
-It needs a source checkout (the fixtures and the reference live there, not in the wheel).
+It compares the core with code that lives only in a source checkout (the fixtures, the
+pure-Python reference in tests/ and the Go program), so it runs from a checkout: the
+working directory or one named with `--checkout DIR`; elsewhere it stops with that advice.
 """
 
 from __future__ import annotations
@@ -146,23 +148,27 @@ def measure(
 # --- the cases -----------------------------------------------------------------------------
 
 
+# Where the checkout-only parts live, relative to the checkout named by the user.
+FIXTURE_DIR = ("bench", "hash")
+REFERENCE = ("tests", "reference_canonical.py")
+
+
 def find_checkout(start: Path | None = None) -> Path:
-    """The source checkout: from the working directory up, else from this file up."""
-    candidates = [start or Path.cwd(), Path(__file__).resolve()]
-    for base in candidates:
-        for directory in (base, *base.parents):
-            if (directory / "bench" / "hash" / FIXTURES[0]).is_file() and (
-                directory / "tests" / "reference_canonical.py"
-            ).is_file():
-                return directory
+    """The source checkout: `start` (default: the working directory) or one of its parents."""
+    base = (start or Path.cwd()).resolve()
+    for directory in (base, *base.parents):
+        fixture = directory.joinpath(*FIXTURE_DIR, FIXTURES[0])
+        if fixture.is_file() and directory.joinpath(*REFERENCE).is_file():
+            return directory
     raise BenchError(
-        "cannot find the cliques source checkout (bench/hash/ and tests/reference_canonical.py);"
-        " run from inside it"
+        f"{base} is not inside a cliques source checkout (bench/hash/ and "
+        "tests/reference_canonical.py are not installed with the package): run from a "
+        "checkout or name one with --checkout DIR"
     )
 
 
 def load_reference(root: Path) -> ModuleType:
-    path = root / "tests" / "reference_canonical.py"
+    path = root.joinpath(*REFERENCE)
     spec = importlib.util.spec_from_file_location("cliques_bench_reference", path)
     if spec is None or spec.loader is None:
         raise BenchError(f"cannot load {path}")
@@ -204,7 +210,7 @@ def run_go(
     go = shutil.which("go")
     if go is None:
         return None, "Go is not installed (no `go` on PATH)"
-    source = root / "bench" / "hash" / "go"
+    source = root.joinpath(*FIXTURE_DIR, "go")
     binary = GO_CACHE / "hashbench-go"
     inputs = [source / name for name in ("main.go", "go.mod", "go.sum")]
     stale = not binary.exists() or any(p.stat().st_mtime > binary.stat().st_mtime for p in inputs)
@@ -334,7 +340,7 @@ def run(
     go: bool = True,
     results_dir: Path | None = None,
 ) -> Report:
-    root = root or find_checkout()
+    root = find_checkout(root)
     reference = load_reference(root)
     report = Report(
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -349,7 +355,7 @@ def run(
         settings={"rounds": rounds, "round_ms": round_ms, "label_sets": LABEL_SETS},
     )
     round_ns = round_ms * 1_000_000
-    fixture_paths = [root / "bench" / "hash" / name for name in FIXTURES]
+    fixture_paths = [root.joinpath(*FIXTURE_DIR, name) for name in FIXTURES]
 
     def timed(case: str, fixture: str, fn: Callable[[], object], note: str = "") -> None:
         print(f"  {fixture:<16} {case:<12} {CASES[case]}", file=sys.stderr)
@@ -498,9 +504,12 @@ def main(
     go: bool = True,
     results_dir: Path | None = None,
     check: bool = False,
+    checkout: Path | None = None,
 ) -> int:
     try:
-        report = run(rounds=rounds, round_ms=round_ms, go=go, results_dir=results_dir)
+        report = run(
+            root=checkout, rounds=rounds, round_ms=round_ms, go=go, results_dir=results_dir
+        )
     except BenchError as exc:
         print(f"cliques bench hash: {exc}", file=sys.stderr)
         return 2

@@ -39,8 +39,6 @@ from cliques.kube.client import KubeClient
 from cliques.kube.kubeconfig import ConfigError
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 @dataclass
 class OperatorSpec:
@@ -98,7 +96,9 @@ def cliques_operator(workers: int) -> OperatorSpec:
     )
 
 
-def kopf_operator(python: str) -> OperatorSpec:
+def kopf_operator(python: str, peer: Path) -> OperatorSpec:
+    """The kopf peer: `peer` is its directory (bench/peers/kopf in the source tree), `python`
+    the interpreter of its own virtualenv."""
     return OperatorSpec(
         "kopf",
         [
@@ -110,7 +110,7 @@ def kopf_operator(python: str) -> OperatorSpec:
             "--quiet",
             "--namespace",
             "{namespace}",
-            str(REPO / "bench" / "peers" / "kopf" / "operator.py"),
+            str(peer.resolve() / "operator.py"),
         ],
     )
 

@@ -13,14 +13,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cliques import argtypes
+from cliques import argtypes, data
 from cliques.bench import report, workload
 
 if TYPE_CHECKING:
     from cliques.bench import scale
 
-REPO = Path(__file__).resolve().parents[3]
 MAX_NODES = 1000  # the dev cluster's limit (cliques.devcluster.kwok.MAX_NODES)
+DEFAULT_OPERATORS = "cliques-w1,cliques-wN,kopf"
+# The kopf peer is a benchmark baseline kept in the source tree, not shipped in the wheel.
+KOPF_PEER = Path("bench/peers/kopf")
 
 
 def add_parsers(bench_sub: Any) -> None:
@@ -51,9 +53,17 @@ def add_parsers(bench_sub: Any) -> None:
     )
     p.add_argument(
         "--operators",
-        default="cliques-w1,cliques-wN,kopf",
+        default=None,
         help="comma list of cliques-w1, cliques-wN (N = CPU count), cliques-wK, kopf "
-        "(default: cliques-w1,cliques-wN,kopf)",
+        f"(default: {DEFAULT_OPERATORS}, without kopf when its peer is not found)",
+    )
+    p.add_argument(
+        "--kopf-peer",
+        type=Path,
+        default=KOPF_PEER,
+        metavar="DIR",
+        help="the kopf peer's directory, part of the cliques source tree "
+        f"(default: {KOPF_PEER}, relative to the working directory)",
     )
     p.add_argument(
         "--operator-cmd",
@@ -87,9 +97,11 @@ class UsageError(Exception):
 
 
 def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
-    """The built-in operators asked for, in order: (name, workers or None for kopf)."""
+    """The built-in operators asked for, in order: (name, workers or None for kopf). kopf
+    is left out of the default list when its peer is not found, and refused when named."""
     out: list[tuple[str, int | None]] = []
-    for name in [n.strip() for n in args.operators.split(",") if n.strip()]:
+    text = DEFAULT_OPERATORS if args.operators is None else args.operators
+    for name in [n.strip() for n in text.split(",") if n.strip()]:
         if name == "kopf":
             out.append((name, None))
             continue
@@ -103,9 +115,23 @@ def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
                 f"unknown operator {name!r}: use kopf, cliques-wN (N = CPU count) or "
                 "cliques-wK with K a number of workers >= 1"
             )
+    if any(workers is None for _, workers in out) and not kopf_peer_found(args.kopf_peer):
+        if args.operators is not None:
+            raise UsageError(
+                f"the kopf peer is not in {args.kopf_peer}/ (it is part of the cliques source "
+                "tree, bench/peers/kopf, and is not installed with the package): run from the "
+                "root of a source checkout, name it with --kopf-peer DIR, or leave kopf out "
+                "of --operators"
+            )
+        out = [(name, workers) for name, workers in out if workers is not None]
     if not out and not args.operator_cmd:
         raise UsageError("no operator to run: --operators is empty and no --operator-cmd given")
     return out
+
+
+def kopf_peer_found(peer: Path) -> bool:
+    """Whether `peer` holds the kopf peer (its operator and the script making its venv)."""
+    return (peer / "operator.py").is_file() and (peer / "venv.py").is_file()
 
 
 def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
@@ -122,14 +148,14 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
             specs.append(scale.cliques_operator(workers))
             continue
         py = subprocess.run(
-            [sys.executable, str(REPO / "bench" / "peers" / "kopf" / "venv.py")],
+            [sys.executable, str(args.kopf_peer / "venv.py")],
             capture_output=True,
             text=True,
             check=False,
         )
         if py.returncode != 0:
             raise SystemExit(f"cliques bench: could not prepare the kopf peer:\n{py.stderr}")
-        specs.append(scale.kopf_operator(py.stdout.strip().splitlines()[-1]))
+        specs.append(scale.kopf_operator(py.stdout.strip().splitlines()[-1], args.kopf_peer))
     return specs + custom
 
 
@@ -143,7 +169,8 @@ def _kubeconfig(args: argparse.Namespace) -> str:
         env = session.start(
             args.cluster, args.nodes, disable_qps_limits=True, fresh=args.fresh_cluster
         )
-        session.install_crds(env, REPO / "deploy" / "crds")
+        with data.as_path(data.CRDS) as crds:
+            session.install_crds(env, crds)
     except DevClusterError as exc:
         raise SystemExit(f"cliques bench: {exc}") from None
     return env["KUBECONFIG"]
@@ -162,6 +189,13 @@ def _check_args(args: argparse.Namespace) -> workload.Shape:
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
     _operator_names(args)
+    if args.operators is None and not kopf_peer_found(args.kopf_peer):
+        print(
+            f"cliques bench scale: the kopf peer is not in {args.kopf_peer}/ (it is part of "
+            "the source tree, not of the package): running without it (--kopf-peer DIR "
+            "names it)",
+            file=sys.stderr,
+        )
     return shape
 
 

@@ -50,6 +50,14 @@ def _hash_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if a speed-up target is missed"
     )
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the cliques source checkout holding the fixtures, the pure-Python reference "
+        "and the Go baseline (default: the working directory or a parent of it)",
+    )
 
 
 def _hash_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -59,6 +67,7 @@ def _hash_options(args: argparse.Namespace) -> dict[str, Any]:
         "go": not args.no_go,
         "results_dir": args.results,
         "check": args.check,
+        "checkout": args.checkout,
     }
 
 

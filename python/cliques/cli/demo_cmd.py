@@ -8,6 +8,7 @@ Each step says what it is doing; a failure says which step and where its log is.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -15,14 +16,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cliques import data
 from cliques.devcluster import session
 from cliques.devcluster.errors import DevClusterError
 
 if TYPE_CHECKING:  # the API types need msgspec, which `cliques hash` installs do without
     from cliques.api.cliqueset import CliqueSet
     from cliques.api.meta import Condition
-
-REPO_DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 
 
 def register(sub: Any) -> None:
@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--example",
         type=Path,
-        default=REPO_DEPLOY / "examples" / "llama.yaml",
-        help="CliqueSet manifest to apply (default: deploy/examples/llama.yaml)",
+        default=None,
+        help="CliqueSet manifest to apply (default: the llama example shipped with cliques, "
+        "deploy/examples/llama.yaml in the source tree)",
     )
     p.add_argument("--namespace", default="demo", help="namespace for the example")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for Available")
@@ -55,13 +56,17 @@ def _step(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    crds = REPO_DEPLOY / "crds"
-    if not crds.is_dir() or not args.example.is_file():
-        print(
-            f"cliques demo: needs {crds} and {args.example} (run from a source checkout)",
-            file=sys.stderr,
-        )
+    if args.example is not None and not args.example.is_file():
+        print(f"cliques demo: --example {args.example}: no such file", file=sys.stderr)
         return 2
+    with contextlib.ExitStack() as stack:
+        crds = stack.enter_context(data.as_path(data.CRDS))
+        if args.example is None:
+            args.example = stack.enter_context(data.as_path(data.EXAMPLES, data.DEFAULT_EXAMPLE))
+        return _demo(args, crds)
+
+
+def _demo(args: argparse.Namespace, crds: Path) -> int:
     _step(
         f"dev cluster {args.cluster!r} (built from Go modules on first use; this can take "
         "several minutes once)"
