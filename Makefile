@@ -50,7 +50,7 @@ unit: dev
 	$(PY) -m pytest -q tests/unit
 
 integration: dev
-	$(PY) -m pytest -q tests/integration
+	$(PY) -m pytest -q tests/integration tests/e2e
 
 test: lint cargo-test
 	$(PY) -m pytest -q tests

@@ -40,8 +40,7 @@ from cliques.kube import client as client_module
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import NAMESPACES, Resource
-
-from .operator_support import wait_for
+from tests.support.harness import wait_for
 
 pytestmark = pytest.mark.cluster
 

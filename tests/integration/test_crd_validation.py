@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from cliques import api
-
-from .kubectl_support import Kubectl
+from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 

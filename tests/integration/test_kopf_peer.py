@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .kubectl_support import Kubectl
+from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .kubectl_support import Kubectl
+from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 

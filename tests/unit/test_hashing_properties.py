@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from cliques import hashing
 from tests import reference_canonical as ref
-from tests.unit.test_hashing_strategies import (
+from tests.unit.hashing_strategies import (
     LIGHT,
     containers,
     label_keys,

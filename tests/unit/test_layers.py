@@ -17,6 +17,7 @@ RANK = {
     "hashing": 0,
     "argtypes": 0,
     "metrics": 0,
+    "data": 0,
     "kube": 1,
     "controllers": 2,
     "operator": 3,

@@ -146,7 +146,7 @@ def test_the_memo_keeps_one_failure_per_key_for_its_generation() -> None:
 
 class Refusing:
     """A client whose every write is refused with `error` (the executor's bookkeeping is
-    what is tested here; the real refusal is in tests/integration/test_operator_status)."""
+    what is tested here; the real refusal is in tests/e2e/test_operator_status)."""
 
     def __init__(self, error: errors.ApiError) -> None:
         self.error = error

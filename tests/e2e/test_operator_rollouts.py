@@ -12,8 +12,7 @@ import pytest
 
 from cliques.api import labels
 from cliques.operator.manager import Config, Manager
-
-from .operator_support import (
+from tests.support.harness import (
     Cluster,
     PodTracker,
     cliqueset,

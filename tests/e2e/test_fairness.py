@@ -12,8 +12,7 @@ import time
 import pytest
 
 from cliques.operator.manager import Config, Manager
-
-from .operator_support import Cluster, cliqueset, wait_for
+from tests.support.harness import Cluster, cliqueset, wait_for
 
 pytestmark = pytest.mark.cluster
 

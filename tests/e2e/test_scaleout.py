@@ -22,8 +22,7 @@ import pytest
 from cliques import _core
 from cliques.operator.manager import Config
 from cliques.operator.shard_managers import ShardedOperator
-
-from .operator_support import Cluster, PodTracker, cliqueset, wait_for
+from tests.support.harness import Cluster, PodTracker, cliqueset, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from cliques.kube.resources import CLIQUESETS, EVENTS
-
-from .operator_support import Cluster, cliqueset, running_operator, wait_for
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -35,8 +35,7 @@ from cliques.api.pod import Pod
 from cliques.kube import errors
 from cliques.kube.resources import LEASES, PODS
 from cliques.operator.shard_leases import Lease
-
-from .operator_support import Cluster, cliqueset, wait_for
+from tests.support.harness import Cluster, cliqueset, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -30,8 +30,7 @@ import pytest
 
 from cliques.bench import scale
 from cliques.kube.resources import Resource
-
-from .kubectl_support import Kubectl
+from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 

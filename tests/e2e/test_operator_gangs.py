@@ -12,8 +12,7 @@ from cliques import _core
 from cliques.api import labels
 from cliques.kube import errors
 from cliques.kube.resources import CLIQUESETS, EVENTS, PODS, SERVICES
-
-from .operator_support import Cluster, cliqueset, running_operator, wait_for
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -17,8 +17,7 @@ from cliques.api.clique import Clique
 from cliques.api.meta import find_condition
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, Resource
-
-from .operator_support import Cluster, cliqueset, running_operator, wait_for
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -10,8 +10,7 @@ from prometheus_client import REGISTRY
 
 from cliques.kube.informer import WatchFaults
 from cliques.kube.resources import CLIQUES, CLIQUESETS
-
-from .operator_support import (
+from tests.support.harness import (
     Cluster,
     PodTracker,
     cliqueset,

@@ -1,0 +1,112 @@
+"""Print the import graph of the `cliques` package as a mermaid diagram, read from the code.
+
+    python scripts/import_graph.py                   # packages: api, kube, controllers, ...
+    python scripts/import_graph.py --level module    # every module, grouped by package
+
+Every `import cliques...` and `from cliques... import ...` in python/cliques counts, the
+imports made inside functions (lazily) included, and so does a string that is exactly a
+module's name (`importlib.import_module("cliques.bench.hashbench")`); imports under
+`if TYPE_CHECKING:` are left out (they do not run), and so are names built at run time
+(`f"cliques.cli.{name}"`). An edge `a --> b` means a module of `a` imports a module of
+`b`; at package level its label is the number of such module pairs. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from collections import Counter
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "cliques"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skip.update(id(n) for n in ast.walk(child))
+    return skip
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """The cliques modules that the module at `path` imports."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_nodes(tree)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("cliques"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("cliques"):
+                continue
+            for a in node.names:  # `from cliques.kube import client` imports a module
+                sub = f"{node.module}.{a.name}"
+                out.add(sub if sub in modules else node.module)
+        elif isinstance(node, ast.Constant) and node.value in modules and "." in node.value:
+            out.add(node.value)  # imported by name: importlib.import_module("cliques.x")
+    return {m for m in out if m in modules}
+
+
+def graph() -> dict[str, set[str]]:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(p) for p in paths} | {"cliques._core"}
+    return {module_name(p): imports(p, modules) - {module_name(p)} for p in paths}
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "cliques"
+
+
+def node_id(name: str) -> str:
+    return name.replace(".", "_").lstrip("_") or "root"
+
+
+def package_mermaid(edges: dict[str, set[str]]) -> str:
+    count: Counter[tuple[str, str]] = Counter()
+    for src, targets in edges.items():
+        for dst in targets:
+            a, b = package_of(src), package_of(dst)
+            if a != b:
+                count[a, b] += 1
+    lines = ["flowchart TD"]
+    lines += [
+        f"  {node_id(a)}[{a}] -->|{n}| {node_id(b)}[{b}]" for (a, b), n in sorted(count.items())
+    ]
+    return "\n".join(lines)
+
+
+def module_mermaid(edges: dict[str, set[str]]) -> str:
+    lines = ["flowchart LR"]
+    by_package: dict[str, list[str]] = {}
+    for module in sorted(set(edges) | {t for ts in edges.values() for t in ts}):
+        by_package.setdefault(package_of(module), []).append(module)
+    for package, modules in sorted(by_package.items()):
+        lines.append(f"  subgraph pkg_{node_id(package)}[{package}]")
+        lines += [f"    {node_id(m)}[{m.removeprefix('cliques.')}]" for m in modules]
+        lines.append("  end")
+    for src, targets in sorted(edges.items()):
+        lines += [f"  {node_id(src)} --> {node_id(dst)}" for dst in sorted(targets)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--level", choices=("package", "module"), default="package")
+    args = parser.parse_args()
+    edges = graph()
+    print(package_mermaid(edges) if args.level == "package" else module_mermaid(edges))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Fixtures shared by tests/integration and tests/e2e, imported by their conftest modules.
+
+The session fixtures they build on (`kube_cluster`, `kubeconfig`, `namespace`) live in
+tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def mark_cluster(items: list[pytest.Item], directory: Path) -> None:
+    """Mark every test under `directory` `cluster`: `-m "not cluster"` leaves them out."""
+    for item in items:
+        if directory in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def crds(kubeconfig: str) -> str:
+    """The CliqueSet and Clique CRDs, installed and Established; yields the kubeconfig."""
+    from tests.support.harness import install_crds
+
+    install_crds(str(kubeconfig))
+    return str(kubeconfig)
+
+
+@pytest.fixture
+async def cluster(crds: str, namespace: str) -> AsyncIterator[Any]:
+    """Typed reads and writes of the test's namespace through a real cliques client."""
+    from cliques.kube.client import KubeClient
+    from tests.support.harness import Cluster
+
+    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
+    try:
+        yield Cluster(client, namespace)
+    finally:
+        await client.close()
