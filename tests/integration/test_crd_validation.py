@@ -263,6 +263,47 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].template.spec", "Required value"],
     ),
     (
+        "more gangs than the maximum",
+        cliqueset(replicas=10_001),
+        ["spec.replicas", "less than or equal to 10000"],
+    ),
+    (
+        "more pods in a clique than the maximum",
+        with_cliques({}, {"replicas": 1_001}),
+        ["spec.template.cliques[1].replicas", "less than or equal to 1000"],
+    ),
+    (
+        "more pods in a gang than the maximum",
+        cliqueset(
+            template={
+                "cliques": [
+                    {
+                        "name": f"c{i}",
+                        "replicas": 1_000,
+                        "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}},
+                    }
+                    for i in range(6)
+                ]
+            }
+        ),
+        [
+            "spec.template.cliques",
+            "a gang may have at most 5000 pods",
+            "(the sum of spec.template.cliques[].replicas is 6000)",
+        ],
+    ),
+    (
+        "a pod template that finishes (restartPolicy Never)",
+        with_cliques(
+            {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x"}]}
+                }
+            }
+        ),
+        ["spec.template.cliques[0].template.spec.restartPolicy", "Unsupported value", "Never"],
+    ),
+    (
         "template label that is no string",
         with_cliques({"template": {"metadata": {"labels": {"a": 1}}, "spec": {"containers": []}}}),
         ["spec.template.cliques[0].template.metadata.labels.a", "string"],
@@ -335,6 +376,10 @@ def test_scale_subresource(kubectl: Kubectl, namespace: str) -> None:
         "patch", "-n", namespace, "cqs/llama", "--subresource=scale", "--type=merge", "-p", negative
     )
     assert "spec.replicas" in error, error
+    # And so is a count past the maximum: `kubectl scale` cannot ask for 2**31 - 1 gangs.
+    error = kubectl.refused("scale", "-n", namespace, "cqs/llama", "--replicas=2147483647")
+    assert "spec.replicas" in error and "less than or equal to 10000" in error, error
+    assert kubectl.ok("get", "-n", namespace, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
 
 
 def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, namespace: str) -> None:

@@ -178,6 +178,20 @@ def test_cliqueset_bounds() -> None:
         assert node(CLIQUESET, path)["format"] == "int32", path
     containers = node(CLIQUESET, ".spec.template.cliques[].template.spec.containers")
     assert containers["minItems"] == 1
+    restart = node(CLIQUESET, ".spec.template.cliques[].template.spec.restartPolicy")
+    assert restart["enum"] == ["Always"]
+
+
+def test_sizes_are_bounded_as_the_api_says() -> None:
+    assert node(CLIQUESET, ".spec.replicas")["maximum"] == api.cliqueset.MAX_GANGS
+    for crd, path in (
+        (CLIQUESET, ".spec.template.cliques[].replicas"),
+        (CLIQUE, ".spec.replicas"),
+    ):
+        assert node(crd, path)["maximum"] == api.cliqueset.MAX_CLIQUE_PODS, path
+    rules = [r["rule"] for r in node(CLIQUESET, ".spec.template")["x-kubernetes-validations"]]
+    assert any(r.endswith(f".sum() <= {api.cliqueset.MAX_GANG_PODS}") for r in rules), rules
+    assert node(CLIQUE, ".spec.template.spec.restartPolicy")["enum"] == ["Always"]
     assert node(CLIQUESET, ".spec.template.cliques[].template.spec")["required"] == ["containers"]
 
 

@@ -41,6 +41,12 @@ CONDITION_PROGRESSING: Final = "Progressing"
 CONDITION_DEGRADED: Final = "Degraded"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 
+# The sizes the CRD allows (schema maxima and a CEL rule): one object cannot ask the
+# operator for unbounded work or memory. tests/unit/test_api_crds.py ties them to the CRD.
+MAX_GANGS: Final = 10_000
+MAX_CLIQUE_PODS: Final = 1_000
+MAX_GANG_PODS: Final = 5_000
+
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """How a template change rolls out: gang by gang, at most `max_unavailable` down at once."""
