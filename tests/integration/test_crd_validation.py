@@ -238,6 +238,19 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].name", "should match"],
     ),
     (
+        "clique name with a digits-only part (ambiguous Clique names)",
+        with_cliques({}, {"name": "b-2-c"}),
+        [
+            "spec.template.cliques[1].name",
+            "clique name b-2-c must not have a part made only of digits before a dash",
+        ],
+    ),
+    (
+        "clique name starting with a digits-only part",
+        with_cliques({"name": "0-x"}),
+        ["spec.template.cliques[0].name", "made only of digits"],
+    ),
+    (
         "clique name too long",
         with_cliques({"name": "a" * 21}),
         ["spec.template.cliques[0].name", "may not be more than 20"],
@@ -288,8 +301,7 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ),
         [
             "spec.template.cliques",
-            "a gang may have at most 5000 pods",
-            "(the sum of spec.template.cliques[].replicas is 6000)",
+            "a gang may have at most 5000 pods (the sum of spec.template.cliques[].replicas)",
         ],
     ),
     (
@@ -352,6 +364,15 @@ def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, namespace: st
     )
     body["metadata"]["name"] = "n" * 52
     kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+
+
+@pytest.mark.parametrize("clique", ["worker-2", "gpu2-worker", "7", "a-b-c", "x9-1"])
+def test_clique_names_that_cannot_collide_are_accepted(
+    kubectl: Kubectl, namespace: str, clique: str
+) -> None:
+    kubectl.ok(
+        "create", "-n", namespace, "-f", "-", stdin=json.dumps(with_cliques({}, {"name": clique}))
+    )
 
 
 # ---- Subresources --------------------------------------------------------------------------
