@@ -15,7 +15,6 @@ from cliques.api.cliqueset import (
 )
 from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.pod import Pod, PodCondition, PodStatus
-from cliques.controllers import podbuilder
 
 NOW = "2026-11-22T08:00:00Z"
 
@@ -108,8 +107,8 @@ def clique(
             },
             annotations={
                 labels.ANNOTATION_HASH_ALGORITHM: str(algorithm),
-                podbuilder.ANNOTATION_SUBDOMAIN: f"llama-{gang}",
-                podbuilder.ANNOTATION_LEADER_ADDRESS: f"leader-0.llama-{gang}.ns.svc",
+                labels.ANNOTATION_SUBDOMAIN: f"llama-{gang}",
+                labels.ANNOTATION_LEADER_ADDRESS: f"leader-0.llama-{gang}.ns.svc",
                 **(annotations or {}),
             },
             owner_references=[

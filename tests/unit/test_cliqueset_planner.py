@@ -7,7 +7,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner, podbuilder
+from cliques.controllers import cliqueset_planner
 from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
 
 from .planner_fixtures import NOW, clique, cliqueset
@@ -74,8 +74,8 @@ def test_new_cliqueset_creates_every_clique_and_service() -> None:
     assert lab[labels.LABEL_GANG_INDEX] == "1"
     assert lab[labels.LABEL_BUCKET].isdigit()
     ann = worker["metadata"]["annotations"]
-    assert ann[podbuilder.ANNOTATION_LEADER_ADDRESS] == "leader-0.llama-1.ns.svc"
-    assert ann[podbuilder.ANNOTATION_SUBDOMAIN] == "llama-1"
+    assert ann[labels.ANNOTATION_LEADER_ADDRESS] == "leader-0.llama-1.ns.svc"
+    assert ann[labels.ANNOTATION_SUBDOMAIN] == "llama-1"
     svc = next(s for s in svcs if s.name == "llama-0").body
     assert svc["spec"]["clusterIP"] == "None"
     assert svc["spec"]["selector"] == {
@@ -186,7 +186,7 @@ def test_hash_algorithm_upgrade_relabels_instead_of_rolling() -> None:
     assert len(plan.patches) == 4
     meta = plan.patches[0].patch["metadata"]
     assert meta["labels"] == {labels.LABEL_TEMPLATE_HASH: "newhash"}
-    assert meta["annotations"][podbuilder.ANNOTATION_PREVIOUS_HASHES] == "oldhash"
+    assert meta["annotations"][labels.ANNOTATION_PREVIOUS_HASHES] == "oldhash"
     assert meta["annotations"][labels.ANNOTATION_HASH_ALGORITHM] == "2"
 
 

@@ -40,10 +40,10 @@ from cliques.api.cliqueset import (
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
 from cliques.api.service import Service
 from cliques.controllers import (
+    builders,
     clique_planner,
     conditions,
     failures,
-    podbuilder,
     revision,
     startup,
 )
@@ -105,7 +105,6 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
-    first_role = spec.template.cliques[0].name
     for gang in range(spec.replicas) if can_create else ():
         have = by_gang.get(gang)
         if have is not None and roles.keys() <= have.keys():
@@ -117,7 +116,15 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
                     Create(
                         CLIQUES,
                         labels.clique_name(meta.name, gang, role),
-                        _clique_body(cqs, gang, tmpl, deps[role], snap, bucket, first_role),
+                        builders.clique_body(
+                            cqs,
+                            gang,
+                            tmpl,
+                            starts_after=deps[role],
+                            template_hash=snap.hashes[role],
+                            algorithm=snap.algorithm,
+                            bucket=bucket,
+                        ),
                         meta.uid,
                     )
                 )
@@ -131,7 +138,9 @@ def plan(snap: CliqueSetSnapshot) -> Plan:
     )
     for name, gang in want_svc.items() if can_create else ():
         if name not in have_svc:
-            creates.append(Create(SERVICES, name, _service_body(cqs, gang, bucket), meta.uid))
+            creates.append(
+                Create(SERVICES, name, builders.service_body(cqs, gang, bucket), meta.uid)
+            )
     for name, svc in have_svc.items():
         if name not in want_svc and svc.metadata.deletion_timestamp is None:
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, "ScaleDown"))
@@ -437,13 +446,13 @@ class _GangFacts:
 def _relabel(change: _Change, clique: Clique, new_hash: str, algorithm: int) -> None:
     """Same template under another hash algorithm: re-label, remember the old hash."""
     ann = clique.metadata.annotations
-    previous = [h for h in ann.get(podbuilder.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h]
+    previous = [h for h in ann.get(labels.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h]
     old = _hash_of(clique)
     if old and old not in previous:
         previous.append(old)
     change.labels[labels.LABEL_TEMPLATE_HASH] = new_hash
     change.annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
-    change.annotations[podbuilder.ANNOTATION_PREVIOUS_HASHES] = ",".join(previous[-4:])
+    change.annotations[labels.ANNOTATION_PREVIOUS_HASHES] = ",".join(previous[-4:])
 
 
 def _merge_patch(clique: Clique, change: _Change) -> Patch:
@@ -470,7 +479,7 @@ def _template_patch(
     annotations = {
         k: v
         for k, v in clique.metadata.annotations.items()
-        if k != podbuilder.ANNOTATION_PREVIOUS_HASHES
+        if k != labels.ANNOTATION_PREVIOUS_HASHES
     }
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
     ops: list[dict[str, Any]] = [
@@ -497,89 +506,6 @@ def _template_patch(
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
-
-
-def _owner_ref(cqs: CliqueSet) -> dict[str, Any]:
-    return {
-        "apiVersion": cqs.api_version,
-        "kind": cqs.kind,
-        "name": cqs.metadata.name,
-        "uid": cqs.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _gang_labels(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, str]:
-    return {
-        labels.LABEL_CLIQUESET: cqs.metadata.name,
-        labels.LABEL_GANG_INDEX: str(gang),
-        labels.LABEL_BUCKET: bucket,
-    }
-
-
-def _clique_body(
-    cqs: CliqueSet,
-    gang: int,
-    tmpl: CliqueTemplate,
-    deps: list[str],
-    snap: CliqueSetSnapshot,
-    bucket: str,
-    first_role: str,
-) -> dict[str, Any]:
-    name = cqs.metadata.name
-    ns = cqs.metadata.namespace
-    annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(snap.algorithm)}
-    if cqs.spec.headless_service:
-        annotations[podbuilder.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
-        annotations[podbuilder.ANNOTATION_LEADER_ADDRESS] = labels.pod_address(
-            first_role, 0, name, gang, ns
-        )
-    return {
-        "apiVersion": labels.API_VERSION,
-        "kind": labels.KIND_CLIQUE,
-        "metadata": {
-            "name": labels.clique_name(name, gang, tmpl.name),
-            "namespace": ns,
-            "labels": {
-                **_gang_labels(cqs, gang, bucket),
-                labels.LABEL_CLIQUE: tmpl.name,
-                labels.LABEL_TEMPLATE_HASH: snap.hashes[tmpl.name],
-            },
-            "annotations": annotations,
-            "ownerReferences": [_owner_ref(cqs)],
-        },
-        "spec": {
-            "cliqueName": tmpl.name,
-            "gangIndex": gang,
-            "replicas": tmpl.replicas,
-            "minAvailable": tmpl.effective_min_available,
-            "startsAfter": [labels.clique_name(name, gang, d) for d in deps],
-            "template": tmpl.template,
-        },
-    }
-
-
-def _service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:
-    name = cqs.metadata.name
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": labels.gang_service_name(name, gang),
-            "namespace": cqs.metadata.namespace,
-            "labels": _gang_labels(cqs, gang, bucket),
-            "ownerReferences": [_owner_ref(cqs)],
-        },
-        "spec": {
-            "clusterIP": "None",
-            "publishNotReadyAddresses": True,
-            "selector": {
-                labels.LABEL_CLIQUESET: name,
-                labels.LABEL_GANG_INDEX: str(gang),
-            },
-        },
-    }
 
 
 def _set_hash(snap: CliqueSetSnapshot) -> str:
