@@ -223,37 +223,16 @@ def _status(
     ready_updated = sum(1 for p in updated if p.is_ready)
     min_available = spec.effective_min_available
 
+    conds = conditions.Setter(old.conditions, snap.now, gen)
     if gated:
-        started_c = conditions.merge(
-            old.conditions,
-            CONDITION_STARTED,
-            "False",
-            "WaitingForDependencies",
-            "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready",
-            now=snap.now,
-            generation=gen,
-        )
+        waiting = "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready"
+        started_c = conds.set(CONDITION_STARTED, "False", "WaitingForDependencies", waiting)
     else:
-        started_c = conditions.merge(
-            old.conditions,
-            CONDITION_STARTED,
-            "True",
-            "Started",
-            "pods may be created",
-            now=snap.now,
-            generation=gen,
-        )
+        started_c = conds.set(CONDITION_STARTED, "True", "Started", "pods may be created")
 
     if ready_updated >= min_available:
-        ready_c = conditions.merge(
-            old.conditions,
-            CONDITION_READY,
-            "True",
-            "MinAvailable",
-            f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})",
-            now=snap.now,
-            generation=gen,
-        )
+        enough = f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})"
+        ready_c = conds.set(CONDITION_READY, "True", "MinAvailable", enough)
     else:
         prev = find_condition(old.conditions, CONDITION_READY)
         same_template = old.template_hash == desired
@@ -261,15 +240,8 @@ def _status(
         reason = REASON_BELOW_MIN if same_template and was_ready else "Starting"
         if not same_template and old.template_hash:
             reason = "Updating"
-        ready_c = conditions.merge(
-            old.conditions,
-            CONDITION_READY,
-            "False",
-            reason,
-            f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}",
-            now=snap.now,
-            generation=gen,
-        )
+        short = f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}"
+        ready_c = conds.set(CONDITION_READY, "False", reason, short)
     return CliqueStatus(
         observed_generation=gen,
         replicas=len(live),
@@ -281,7 +253,7 @@ def _status(
         conditions=[
             started_c,
             ready_c,
-            *failures.condition(old.conditions, snap.failure, now=snap.now, generation=gen),
+            *failures.condition(conds, snap.failure),
         ],
     )
 
