@@ -16,7 +16,6 @@ behind.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +35,6 @@ from cliques.kube.resources import CLIQUES
 from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
-log = logging.getLogger(__name__)
 NAME = "clique"
 
 

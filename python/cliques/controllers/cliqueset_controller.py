@@ -12,7 +12,6 @@ the next plan reuses for the gangs whose Cliques are unchanged.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +32,6 @@ from cliques.kube.resources import CLIQUESETS
 from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
-log = logging.getLogger(__name__)
 NAME = "cliqueset"
 
 
