@@ -34,6 +34,14 @@ H2 = {"leader": "h2", "worker": "h2"}
         pytest.param("RollingUpdate", 1, [0, 1, 2], {1}, [1], id="down-first-for-free"),
         pytest.param("RollingUpdate", 2, [0, 1, 2], {2}, [0, 2], id="down-first-then-budget"),
         pytest.param("RollingUpdate", 1, [1, 2], {0}, [], id="waits-for-an-updated-gang"),
+        pytest.param(
+            "RollingUpdate", 1, [0, 1, 2, 3], {0, 1, 2, 3}, [0], id="all-down-still-one-at-a-time"
+        ),
+        pytest.param(
+            "RollingUpdate", 1, [1, 2, 3], {1, 2, 3}, [1], id="resize-and-template-in-one-edit"
+        ),
+        pytest.param("RollingUpdate", 2, [0, 2, 3], {1, 3}, [3], id="down-first-paid-for"),
+        pytest.param("RollingUpdate", 2, [2, 3], {0, 1}, [], id="budget-spent-on-new-gangs"),
         pytest.param("RollingUpdate", 1, [], {0}, [], id="nothing-outdated"),
         pytest.param("Recreate", 1, [0, 1, 2], set(), [0, 1, 2], id="recreate-all-at-once"),
         pytest.param("Recreate", 1, [0, 2], {1}, [0, 2], id="recreate-ignores-budget"),

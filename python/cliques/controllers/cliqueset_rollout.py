@@ -8,11 +8,15 @@
   previous hash, so its pods are re-labelled too): an operator upgrade never rolls a gang.
   The hashes under the current algorithm come from the snapshot (`rehashes`), computed by
   the controller.
-- `pick`: with RollingUpdate, outdated gangs that are already unavailable are updated
-  first (that costs nothing), then available ones while the number of unavailable gangs
-  stays within `maxUnavailable`; with Recreate, all at once. Everything the decision needs
-  is read from the API objects, so an operator restarted in the middle of a rollout
-  continues it without exceeding the budget.
+- `pick`: with RollingUpdate, the budget is `maxUnavailable` minus the gangs already on the
+  desired template that are not available (what the rollout took down and has not brought
+  back, and new gangs still starting). Outdated gangs that are unavailable are picked
+  first, then available ones, every pick spending one unit of the budget: a gang that only
+  looks unavailable because a resize in the same edit is still adding its pods is not
+  "already down" and rolled for free, so a template change and a resize together still
+  roll `maxUnavailable` gangs at a time. With Recreate, all at once. Everything the
+  decision needs is read from the API objects, so an operator restarted in the middle of a
+  rollout continues it without exceeding the budget.
 
 A gang's verdict is a pure function of its Cliques and the `Context`, so the verdicts of
 one plan (a `Judgement`) are handed to the next plan of the same CliqueSet, which judges
@@ -286,15 +290,19 @@ def _relabel(change: Change, clique: Clique, new_hash: str, algorithm: int) -> N
 def pick(
     strategy: str, max_unavailable: int, outdated: list[int], unavailable: set[int]
 ) -> list[int]:
-    """The outdated gangs to update now, in order."""
+    """The outdated gangs to update now, in order.
+
+    Invariant (tests/unit/test_rollout_budget.py drives random edits through the planner):
+    the gangs that were available when the rollout took them and are not available again
+    never number more than `max_unavailable`. Picking unavailable outdated gangs first
+    keeps that true: an available gang is only taken once every unavailable outdated gang
+    has been, and each pick is paid for.
+    """
     if strategy == "Recreate":
         return list(outdated)
-    picked = [g for g in outdated if g in unavailable]  # already down: free to update
-    budget = max(1, max_unavailable) - len(unavailable)
-    for gang in outdated:
-        if budget <= 0:
-            break
-        if gang not in unavailable:
-            picked.append(gang)
-            budget -= 1
-    return sorted(picked)
+    stale = set(outdated)
+    budget = max(1, max_unavailable) - sum(1 for g in unavailable if g not in stale)
+    if budget <= 0:
+        return []
+    order = sorted(outdated, key=lambda g: (g not in unavailable, g))
+    return sorted(order[:budget])
