@@ -290,8 +290,7 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ),
         [
             "spec.template.cliques",
-            "a gang may have at most 5000 pods",
-            "(the sum of spec.template.cliques[].replicas is 6000)",
+            "a gang may have at most 5000 pods (the sum of spec.template.cliques[].replicas)",
         ],
     ),
     (
@@ -340,14 +339,16 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 60, "maxSeconds": 30}}),
         [
             "spec.failurePolicy.restartBackoff.initialSeconds",
-            "restartBackoff.initialSeconds (60) must be less than or equal to "
-            "restartBackoff.maxSeconds (30)",
+            "restartBackoff.initialSeconds must be less than or equal to restartBackoff.maxSeconds",
         ],
     ),
     (
         "initial backoff above the defaulted maximum",
         cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 600}}),
-        ["spec.failurePolicy.restartBackoff.initialSeconds", "(600)", "maxSeconds (300)"],
+        [
+            "spec.failurePolicy.restartBackoff.initialSeconds",
+            "initialSeconds must be less than or equal to restartBackoff.maxSeconds",
+        ],
     ),
     (
         "unknown pack mode",
