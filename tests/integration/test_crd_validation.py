@@ -117,7 +117,7 @@ def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str)
 # ---- The examples --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml"])
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml"])
 def test_examples_apply_and_read_back_defaulted(
     kubectl: Kubectl, namespace: str, name: str
 ) -> None:
@@ -128,6 +128,8 @@ def test_examples_apply_and_read_back_defaulted(
     spec = stored["spec"]
     assert spec["headlessService"] is True
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
+    assert spec["gangScheduling"] == {"backend": "Auto"}
+    assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
     assert [c["name"] for c in spec["template"]["cliques"]] == [
         c["name"] for c in manifest["spec"]["template"]["cliques"]
     ]
@@ -316,6 +318,77 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].template.spec.restartPolicy", "Unsupported value", "Never"],
     ),
     (
+        "unknown gang-scheduling backend",
+        cliqueset(gangScheduling={"backend": "Volcano"}),
+        ["spec.gangScheduling.backend", "Unsupported value", "Volcano"],
+    ),
+    (
+        "unknown gang restart policy",
+        cliqueset(failurePolicy={"restartPolicy": "RestartPods"}),
+        ["spec.failurePolicy.restartPolicy", "Unsupported value", "RestartPods"],
+    ),
+    (
+        "negative minAvailableBreachedSeconds",
+        cliqueset(failurePolicy={"minAvailableBreachedSeconds": -1}),
+        ["spec.failurePolicy.minAvailableBreachedSeconds", "greater than or equal to 0"],
+    ),
+    (
+        "negative maxGangRestarts",
+        cliqueset(failurePolicy={"maxGangRestarts": -3}),
+        ["spec.failurePolicy.maxGangRestarts", "greater than or equal to 0"],
+    ),
+    (
+        "negative backoff",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": -5}}),
+        ["spec.failurePolicy.restartBackoff.initialSeconds", "greater than or equal to 0"],
+    ),
+    (
+        "backoff longer than a day",
+        cliqueset(failurePolicy={"restartBackoff": {"maxSeconds": 86_401}}),
+        ["spec.failurePolicy.restartBackoff.maxSeconds", "less than or equal to 86400"],
+    ),
+    (
+        "initial backoff above the maximum",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 60, "maxSeconds": 30}}),
+        [
+            "spec.failurePolicy.restartBackoff.initialSeconds",
+            "restartBackoff.initialSeconds must be less than or equal to restartBackoff.maxSeconds",
+        ],
+    ),
+    (
+        "initial backoff above the defaulted maximum",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 600}}),
+        [
+            "spec.failurePolicy.restartBackoff.initialSeconds",
+            "initialSeconds must be less than or equal to restartBackoff.maxSeconds",
+        ],
+    ),
+    (
+        "unknown pack mode",
+        cliqueset(placement={"pack": {"topologyKey": "rack", "mode": "Sometimes"}}),
+        ["spec.placement.pack.mode", "Unsupported value", "Sometimes"],
+    ),
+    (
+        "pack without topologyKey",
+        cliqueset(placement={"pack": {"mode": "Preferred"}}),
+        ["spec.placement.pack.topologyKey", "Required value"],
+    ),
+    (
+        "empty pack topologyKey",
+        cliqueset(placement={"pack": {"topologyKey": ""}}),
+        ["spec.placement.pack.topologyKey", "at least 1 chars"],
+    ),
+    (
+        "exclusive topologyKey that is no label key",
+        cliqueset(placement={"exclusive": {"topologyKey": "Rack Number/"}}),
+        ["spec.placement.exclusive.topologyKey", "should match"],
+    ),
+    (
+        "empty exclusive topologyKey",
+        cliqueset(placement={"exclusive": {"topologyKey": ""}}),
+        ["spec.placement.exclusive.topologyKey", "at least 1 chars"],
+    ),
+    (
         "template label that is no string",
         with_cliques({"template": {"metadata": {"labels": {"a": 1}}, "spec": {"containers": []}}}),
         ["spec.template.cliques[0].template.metadata.labels.a", "string"],
@@ -373,6 +446,36 @@ def test_clique_names_that_cannot_collide_are_accepted(
     kubectl.ok(
         "create", "-n", namespace, "-f", "-", stdin=json.dumps(with_cliques({}, {"name": clique}))
     )
+
+
+def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespace: str) -> None:
+    gang = {
+        "gangScheduling": {"backend": "Workload"},
+        "failurePolicy": {
+            "restartPolicy": "RecreateGang",
+            "minAvailableBreachedSeconds": 0,
+            "maxGangRestarts": 0,
+            "restartBackoff": {"initialSeconds": 300, "maxSeconds": 300},
+        },
+        "placement": {
+            "pack": {"topologyKey": "topology.kubernetes.io/rack", "mode": "Preferred"},
+            "exclusive": {"topologyKey": "example.com/Rack_1"},
+        },
+    }
+    body = cliqueset(**gang)
+    body["metadata"]["name"] = "full"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "full")
+    assert {k: stored["spec"][k] for k in gang} == gang
+    cqs = api.decode_cliqueset(json.dumps(stored).encode())
+    assert cqs.spec.placement is not None and cqs.spec.placement.pack is not None
+    assert cqs.spec.placement.pack.mode == "Preferred"
+    # Only the pack key given: the mode defaults to Required; nothing else appears.
+    body["metadata"]["name"] = "packed"
+    body["spec"]["placement"] = {"pack": {"topologyKey": "rack"}}
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "packed")
+    assert stored["spec"]["placement"] == {"pack": {"topologyKey": "rack", "mode": "Required"}}
 
 
 # ---- Subresources --------------------------------------------------------------------------
