@@ -28,6 +28,7 @@ from cliques.controllers.actions import Plan
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
+from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
@@ -153,13 +154,13 @@ class CliqueController:
         return waiting
 
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
-        uid = clique.metadata.uid
+        uid, ns = clique.metadata.uid, clique.metadata.namespace
         desired = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) or (
             self.hasher.template_hash(clique.spec.template)
         )
         return clique_planner.CliqueSnapshot(
             clique=clique,
-            pods=self.pods.store.by_index("controller", uid),
+            pods=self.pods.store.by_index("controller", store.owner_key(ns, uid)),
             waiting_for=self._waiting_for(clique),
             expectations_satisfied=self.expectations.satisfied(uid),
             template_hash=desired,

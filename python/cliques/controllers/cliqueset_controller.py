@@ -25,6 +25,7 @@ from cliques.controllers import cliqueset_planner, cliqueset_rollout
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
+from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
@@ -145,7 +146,8 @@ class CliqueSetController:
         """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
         gang verdicts of its last plan (reused for the gangs whose Cliques are unchanged)."""
         uid = cqs.metadata.uid
-        cliques = self.cliques.store.by_index("controller", uid)
+        owner = store.owner_key(cqs.metadata.namespace, uid)
+        cliques = self.cliques.store.by_index("controller", owner)
         try:
             hashes, invalid = self._hashes(cqs), ""
         except ValueError as exc:  # a template the canonical form refuses
@@ -153,7 +155,7 @@ class CliqueSetController:
         return cliqueset_planner.CliqueSetSnapshot(
             cliqueset=cqs,
             cliques=cliques,
-            services=self.services.store.by_index("controller", uid),
+            services=self.services.store.by_index("controller", owner),
             hashes=hashes,
             rehashes=self._rehashes(cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
