@@ -30,7 +30,7 @@ from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, Cliqu
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, find_condition, same_marks
 from cliques.api.pod import Pod
 from cliques.controllers import builders, conditions, failures
-from cliques.controllers.actions import Create, Delete, Patch, Plan
+from cliques.controllers.actions import CREATE_BURST, Create, Delete, Patch, Plan
 from cliques.kube.resources import PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"
@@ -138,7 +138,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
                 Create(
                     PODS, labels.pod_name(meta.name, i), _pod(clique, i, desired, algorithm), uid
                 )
-                for i in missing
+                for i in missing[:CREATE_BURST]
             ]
     # No Event per Clique for a roll: the CliqueSet's RollingUpdate event names the gangs
     # (one Event per Clique was a fifth of the operator's requests in a 1,000-pod rollout).

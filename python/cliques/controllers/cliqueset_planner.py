@@ -32,7 +32,7 @@ from cliques.controllers import (
     failures,
     startup,
 )
-from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
+from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.cliqueset_rollout import Change, Judgement
 from cliques.kube.resources import CLIQUES, SERVICES
 
@@ -101,6 +101,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
     for gang in range(spec.replicas) if can_create else ():
+        if len(creates) >= CREATE_BURST:
+            break  # the next pass, started by these creates' watch events, goes on
         have = by_gang.get(gang)
         if have is not None and roles.keys() <= have.keys():
             continue
@@ -127,6 +129,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         else {}
     )
     for name, gang in want_svc.items() if can_create else ():
+        if len(creates) >= CREATE_BURST:
+            break
         if name not in have_svc:
             body = builders.service_body(cqs, gang, bucket)
             creates.append(Create(SERVICES, name, body, meta.uid))
