@@ -44,7 +44,6 @@ from cliques.controllers import (
     conditions,
     failures,
     podbuilder,
-    revision,
     startup,
 )
 from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
@@ -590,7 +589,7 @@ def _set_hash(snap: CliqueSetSnapshot) -> str:
     if spec.startup_type != "InOrder":
         names.sort()
     joined = ";".join(f"{n}={snap.hashes.get(n, '')}" for n in names).encode()
-    return revision.safe_encode(_core.fnv1a_64(joined))
+    return _core.safe_encode(_core.fnv1a_64(joined))
 
 
 def _status(
