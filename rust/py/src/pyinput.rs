@@ -21,9 +21,24 @@ use cliques_core::Kind;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// A borrowed Python object of the document.
+/// A borrowed Python object of the document; a member name also carries its UTF-8 text
+/// (found once, when the members are listed).
 #[derive(Clone, Copy, Debug)]
-pub struct Obj(*mut ffi::PyObject);
+pub struct Obj {
+    o: *mut ffi::PyObject,
+    text: *const u8,
+    len: usize,
+}
+
+impl Obj {
+    fn new(o: *mut ffi::PyObject) -> Self {
+        Obj {
+            o,
+            text: std::ptr::null(),
+            len: 0,
+        }
+    }
+}
 
 /// The document's objects, read under the GIL for `'t`.
 #[derive(Clone, Copy)]
@@ -45,7 +60,7 @@ impl PyObjects<'_> {
 ///
 /// SAFETY: `o` is alive for `'t` and the GIL is held.
 unsafe fn utf8<'t>(o: *mut ffi::PyObject) -> Option<&'t str> {
-    if ffi::PyUnicode_Check(o) == 0 {
+    if ffi::Py_TYPE(o) != addr_of_mut!(ffi::PyUnicode_Type) && ffi::PyUnicode_Check(o) == 0 {
         return None;
     }
     let mut size: ffi::Py_ssize_t = 0;
@@ -63,7 +78,7 @@ impl<'t> Input<'t> for PyObjects<'t> {
 
     #[inline]
     fn shape(&self, n: Obj) -> Shape {
-        let o = n.0;
+        let o = n.o;
         // SAFETY: see the module doc.
         unsafe {
             let t = ffi::Py_TYPE(o);
@@ -111,8 +126,14 @@ impl<'t> Input<'t> for PyObjects<'t> {
 
     #[inline]
     fn text(&self, n: Obj) -> &'t str {
+        if !n.text.is_null() {
+            // SAFETY: a member name's text, checked UTF-8 when the members were listed.
+            return unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(n.text, n.len))
+            };
+        }
         // SAFETY: see the module doc.
-        match unsafe { utf8(n.0) } {
+        match unsafe { utf8(n.o) } {
             Some(s) => s,
             None => {
                 self.give_up();
@@ -122,7 +143,7 @@ impl<'t> Input<'t> for PyObjects<'t> {
     }
 
     fn number(&self, n: Obj) -> Number<'t> {
-        let o = n.0;
+        let o = n.o;
         // SAFETY: see the module doc.
         unsafe {
             if ffi::PyFloat_Check(o) != 0 {
@@ -152,19 +173,21 @@ impl<'t> Input<'t> for PyObjects<'t> {
         std::iter::from_fn(move || {
             let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
             // SAFETY: `n` is a dict (the walker asks only objects for members).
-            if unsafe { ffi::PyDict_Next(n.0, &mut pos, &mut k, &mut v) } == 0 {
+            if unsafe { ffi::PyDict_Next(n.o, &mut pos, &mut k, &mut v) } == 0 {
                 return None;
             }
             // Every key is checked here, even those of members the walk leaves out.
-            if unsafe { utf8(k) }.is_none() {
-                this.give_up();
+            let mut key = Obj::new(k);
+            match unsafe { utf8(k) } {
+                Some(text) => (key.text, key.len) = (text.as_ptr(), text.len()),
+                None => this.give_up(),
             }
-            Some((Obj(k), Obj(v)))
+            Some((key, Obj::new(v)))
         })
     }
 
     fn elements(&self, n: Obj) -> impl Iterator<Item = Obj> + 't {
-        let o = n.0;
+        let o = n.o;
         // SAFETY: the walker asks only lists (list or tuple objects) for elements.
         let (list, len) = unsafe {
             if ffi::PyList_Check(o) != 0 {
@@ -175,7 +198,7 @@ impl<'t> Input<'t> for PyObjects<'t> {
         };
         (0..len).map(move |i| {
             // SAFETY: `i` is in bounds; the items are borrowed.
-            Obj(unsafe {
+            Obj::new(unsafe {
                 if list {
                     ffi::PyList_GetItem(o, i)
                 } else {
@@ -198,7 +221,7 @@ pub fn walk<S: Sink>(doc: &Bound<'_, PyAny>, kind: Kind, out: S) -> Option<S> {
         gave_up: &gave_up,
         _doc: PhantomData,
     };
-    let root = Obj(doc.as_ptr());
+    let root = Obj::new(doc.as_ptr());
     let run = |scratch: &mut Scratch<Obj>| canonical::walk(input, root, kind, scratch, out);
     let result = SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut scratch) => run(&mut scratch),

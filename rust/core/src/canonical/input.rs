@@ -78,8 +78,15 @@ pub trait Input<'t>: Copy {
     /// Write a string node as a canonical JSON string literal.
     #[inline]
     fn write_str<S: Sink>(&self, n: Self::Node, spare: &mut Vec<u8>, out: &mut S) {
-        let text = self.text(n);
-        out.via_vec(spare, |v| json::write_str(text, v));
+        let text = self.text(n).as_bytes();
+        if json::find_special(text, 0) == text.len() {
+            // Nothing to escape: the text between quotes.
+            out.byte(b'"');
+            out.bytes(text);
+            out.byte(b'"');
+        } else {
+            out.via_vec(spare, |v| json::write_str(self.text(n), v));
+        }
     }
 
     /// The value as compact JSON, for an error message (`None`: the input cannot tell, and

@@ -504,13 +504,32 @@ impl<'t, I: Input<'t>> Walker<'t, '_, I> {
             }
         }
         if let Number::Int(n) = number {
-            out.bytes(n.to_string().as_bytes());
+            write_int(n, out);
             return Ok(());
         }
         let num = num_of(&number).ok_or_else(|| Fail::invalid("number out of range"))?;
         out.via_vec(&mut self.scratch.spare, |b| num.write(b));
         Ok(())
     }
+}
+
+/// Write an integer's decimal digits.
+fn write_int<S: Sink>(n: i64, out: &mut S) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.byte(b'-');
+    }
+    out.bytes(&digits[at..]);
 }
 
 /// A number as the canonical form sees it (`None`: not finite).
