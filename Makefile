@@ -35,6 +35,7 @@ lint: dev
 	$(VENV)/bin/ruff format --check python tests bench scripts
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest cliques._core
+	$(PY) scripts/gen_schema_table.py --check-committed
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 

@@ -1,9 +1,10 @@
 """Type stubs for the Rust extension `cliques._core` (checked by mypy.stubtest).
 
 The canonical pod-template form and hash (docs/hashing.md), FNV-1a, buckets, label
-selectors and index planning. Errors in the input raise `ValueError` whose message starts
-with the JSON path of the offending value; arguments of the wrong Python type raise
-`TypeError`.
+selectors and index planning. An invalid template raises `TemplateError`, a `ValueError`
+whose message starts with the JSON path of the offending value (also given apart, as
+`.path` and `.message`); other invalid input raises `ValueError`; arguments of the wrong
+Python type raise `TypeError`.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,29 +13,44 @@ from typing import Any, Final, Self, final
 __all__ = [
     "HASH_ALGORITHM_VERSION",
     "Selector",
+    "TemplateError",
     "bucket_of",
     "canonical_json",
     "fnv1a_32",
     "fnv1a_64",
     "plan_indices",
+    "safe_encode",
     "template_hash",
 ]
 
 HASH_ALGORITHM_VERSION: Final[int]
 """Version of the canonical form and hash; bumped on any change to either."""
 
+class TemplateError(ValueError):
+    """An invalid template: `str()` is `"<path>: <message>"` (just the message when the
+    document as a whole is wrong)."""
+
+    path: str
+    """The JSON path of the offending value (`spec.containers[1]`), or "" for the document."""
+    message: str
+    """What is wrong there (`duplicate key name="main"`)."""
+
 def canonical_json(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> bytes:
     """The canonical JSON bytes of a template.
 
     `doc` is a PodTemplateSpec (or, with `kind="PodSpec"`, a PodSpec) as UTF-8 JSON bytes, a
     JSON str, or a mapping built from dict, list, str, int, float, bool and None. `kind` is
-    "PodTemplateSpec" or "PodSpec". Raises ValueError naming the path of an invalid value
+    "PodTemplateSpec" or "PodSpec". Raises TemplateError naming the path of an invalid value
     (`spec.containers[1]: duplicate key name="main"`).
     """
 
 def template_hash(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> str:
     """The template hash: FNV-1a 64 of `canonical_json(doc, kind)`, in decimal, encoded
     with Kubernetes' SafeEncodeString alphabet (at most 20 label-safe characters)."""
+
+def safe_encode(value: int) -> str:
+    """The decimal digits of `value` (0 <= value < 2**64) in Kubernetes' SafeEncodeString
+    alphabet, as a hash is spelled in labels."""
 
 def fnv1a_32(data: bytes) -> int:
     """FNV-1a, 32 bit."""

@@ -22,9 +22,10 @@ A template is a `PodTemplateSpec` (``{"metadata": …, "spec": …}``) or, with
     >>> print(hashing.diff(a, c))
     spec.containers[name=main].image: "nginx:1.27" != "nginx:1.28"
 
-Invalid templates raise `ValueError` whose message starts with the JSON path of the
-offending value (``spec.containers[1]: duplicate key name="main"``); a mapping holding a
-Python value that is not JSON (a set, bytes, a non-str key) raises `TypeError`.
+Invalid templates raise `TemplateError`, a `ValueError` whose message starts with the JSON
+path of the offending value (``spec.containers[1]: duplicate key name="main"``) and whose
+``.path`` and ``.message`` give the two parts; a mapping holding a Python value that is not
+JSON (a set, bytes, a non-str key) raises `TypeError`.
 
 `diff` is for people: it walks the two canonical forms and names the first place they
 differ. Whether two templates differ at all is decided by their canonical bytes only;
@@ -41,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cliques._core import HASH_ALGORITHM_VERSION, canonical_json, template_hash
+from cliques._core import HASH_ALGORITHM_VERSION, TemplateError, canonical_json, template_hash
 
 __all__ = [
     "ABSENT",
@@ -49,6 +50,7 @@ __all__ = [
     "KINDS",
     "Difference",
     "Template",
+    "TemplateError",
     "canonical_json",
     "diff",
     "template_hash",

@@ -202,15 +202,13 @@ def _checked(found: Found, template: Mapping[str, Any], kind: str) -> str:
     """The template's hash, or InputError naming the file, object and JSON path."""
     try:
         return hashing.template_hash(template, kind)
-    except ValueError as exc:
-        message = str(exc)
-        head, sep, rest = message.partition(": ")
-        if found.path and sep and " " not in head:  # "<path in template>: what is wrong"
-            message = f"{found.path}.{head}: {rest}"
-        elif found.path:
-            message = f"{found.path}: {message}"
-        obj = f"{found.file}: {found.object}"
-        raise InputError(f"{obj}: invalid template: {message}") from None
+    except hashing.TemplateError as exc:
+        path = ".".join(p for p in (found.path, exc.path) if p)
+        message = f"{path}: {exc.message}" if path else exc.message
+    except ValueError as exc:  # not about the template's content (a str that is not UTF-8)
+        message = f"{found.path}: {exc}" if found.path else str(exc)
+    obj = f"{found.file}: {found.object}"
+    raise InputError(f"{obj}: invalid template: {message}") from None
 
 
 def pick_template(source: str) -> Found:

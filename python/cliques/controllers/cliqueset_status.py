@@ -26,7 +26,7 @@ from cliques.api.cliqueset import (
     CliqueSetSpec,
     CliqueSetStatus,
 )
-from cliques.controllers import clique_planner, conditions, failures, revision
+from cliques.controllers import clique_planner, conditions, failures
 from cliques.controllers.cliqueset_rollout import GangFacts
 
 
@@ -37,7 +37,7 @@ def set_hash(spec: CliqueSetSpec, hashes: Mapping[str, str]) -> str:
     if spec.startup_type != "InOrder":
         names.sort()
     joined = ";".join(f"{n}={hashes.get(n, '')}" for n in names).encode()
-    return revision.safe_encode(_core.fnv1a_64(joined))
+    return _core.safe_encode(_core.fnv1a_64(joined))
 
 
 def status(

@@ -20,13 +20,6 @@ import msgspec
 from cliques import _core
 
 CORE_ALGORITHM = _core.HASH_ALGORITHM_VERSION
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' SafeEncodeString alphabet
-
-
-def safe_encode(value: int) -> str:
-    """A number as a label-safe string, the way Kubernetes' `SafeEncodeString` spells a hash:
-    each decimal digit mapped into an alphabet without vowels."""
-    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
 
 
 class Hasher:
@@ -51,7 +44,7 @@ class Hasher:
             value = _core.template_hash(raw)
         else:
             tagged = b"cliques-hash-v%d\n" % self.algorithm + _core.canonical_json(raw)
-            value = safe_encode(_core.fnv1a_64(tagged))
+            value = _core.safe_encode(_core.fnv1a_64(tagged))
         self._memo[raw] = value
         if len(self._memo) > self._memo_size:
             self._memo.popitem(last=False)

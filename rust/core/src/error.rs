@@ -50,7 +50,7 @@ pub(crate) enum Seg<'a> {
     Index(usize),
 }
 
-/// A path under construction: pushed and popped while walking, rendered only on error.
+/// A path, built only once an error is found, and rendered.
 #[derive(Debug, Default)]
 pub(crate) struct Path<'a> {
     segs: Vec<Seg<'a>>,
@@ -59,14 +59,6 @@ pub(crate) struct Path<'a> {
 impl<'a> Path<'a> {
     pub(crate) fn push(&mut self, seg: Seg<'a>) {
         self.segs.push(seg);
-    }
-
-    pub(crate) fn pop(&mut self) {
-        self.segs.pop();
-    }
-
-    pub(crate) fn depth(&self) -> usize {
-        self.segs.len()
     }
 
     /// The path as text, with `extra` appended.
@@ -113,8 +105,6 @@ mod tests {
             p.render_with(&[Seg::Key("resources"), Seg::Key("nvidia.com/gpu")]),
             "spec.containers[1].resources.nvidia.com/gpu"
         );
-        p.pop();
-        assert_eq!(p.depth(), 2);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! - [`canonical`]: the canonical form of a pod template (docs/hashing.md), guided by the
 //!   generated [`schema`] table, with [`quantity`] and number normalization;
-//! - [`hash`]: FNV-1a and the template hash;
+//! - [`fnv`]: FNV-1a and `SafeEncodeString` (a leaf);
+//! - [`hash`]: the template hash;
 //! - [`bucket`]: spreading objects over shards;
 //! - [`selector`]: Kubernetes label selectors;
 //! - [`indices`]: planning which member indices to create and remove.
@@ -13,7 +14,7 @@ pub mod bucket;
 pub mod canonical;
 pub mod decimal;
 pub mod error;
-mod fast;
+pub mod fnv;
 pub mod hash;
 pub mod indices;
 pub mod json;

@@ -2,10 +2,12 @@
 //! (without Python's `json` module) and label mappings to pairs.
 
 use cliques_core::canonical::MAX_DEPTH;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
+
+use crate::errors::template_error;
 
 /// Convert a document built from dict, list (or tuple), str, int, float, bool and None.
 /// Other mappings are read through `.items()`. Errors name the path of the bad value.
@@ -113,7 +115,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<String>) -> PyResult<Value> {
         let x = f.value();
         return Number::from_f64(x)
             .map(Value::Number)
-            .ok_or_else(|| PyValueError::new_err(at(path, "number out of range")));
+            .ok_or_else(|| template_error(&render(path), "number out of range"));
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         return elements(t.iter(), t.len(), path);
@@ -181,5 +183,5 @@ fn int(i: &Bound<'_, PyInt>, path: &[String]) -> PyResult<Value> {
     let text = i.str()?.to_str()?.to_owned();
     serde_json::from_str::<Number>(&text)
         .map(Value::Number)
-        .map_err(|e| PyValueError::new_err(at(path, &format!("invalid integer: {e}"))))
+        .map_err(|e| template_error(&render(path), &format!("invalid integer: {e}")))
 }

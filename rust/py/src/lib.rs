@@ -1,16 +1,23 @@
 //! The `cliques._core` extension module: thin pyo3 wrappers over `cliques_core`.
 //!
-//! Python values are converted at the boundary (`convert`), the work is done by the core with
-//! the GIL released where it is more than a few microseconds, and every `CoreError` becomes a
-//! `ValueError("<path>: <message>")`. Wrong Python types raise `TypeError`.
+//! JSON text is handed to the core with the GIL released; a document given as Python
+//! objects is walked as it is (`pyinput`), or when that gives up, converted (`convert`) and
+//! handed to the core. An invalid template raises `TemplateError` (a `ValueError` with
+//! `.path` and `.message`: `errors`), any other `CoreError` a `ValueError("<path>:
+//! <message>")`. Wrong Python types raise `TypeError`.
 
 mod convert;
+mod errors;
+mod pyinput;
 mod selector;
 
+use cliques_core::canonical::Fnv;
 use cliques_core::{CoreError, Kind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyMapping, PyString};
+
+use errors::{OrTemplateError, TemplateError};
 
 /// A core error on its way to Python (a local type, so that it may convert into `PyErr`).
 pub struct CoreErr(CoreError);
@@ -42,7 +49,7 @@ impl<T> OrRaise<T> for Result<T, CoreError> {
 enum Doc<'py> {
     Bytes(Bound<'py, PyBytes>),
     Str(Bound<'py, PyString>),
-    Value(serde_json::Value),
+    Mapping(Bound<'py, PyAny>),
 }
 
 impl<'py> Doc<'py> {
@@ -52,7 +59,7 @@ impl<'py> Doc<'py> {
         } else if let Ok(s) = doc.cast::<PyString>() {
             Ok(Doc::Str(s.clone()))
         } else if doc.cast::<PyMapping>().is_ok() {
-            Ok(Doc::Value(convert::to_value(doc)?))
+            Ok(Doc::Mapping(doc.clone()))
         } else {
             Err(PyTypeError::new_err(format!(
                 "doc must be bytes, str or a mapping, got {}",
@@ -61,7 +68,7 @@ impl<'py> Doc<'py> {
         }
     }
 
-    /// The canonical bytes, computed without the GIL.
+    /// The canonical bytes (JSON text without the GIL).
     fn canonical(&self, py: Python<'_>, kind: Kind) -> PyResult<Vec<u8>> {
         match self {
             Doc::Bytes(b) => {
@@ -72,9 +79,41 @@ impl<'py> Doc<'py> {
                 let text = s.to_str()?;
                 py.detach(|| cliques_core::canonical_json_bytes(text.as_bytes(), kind))
             }
-            Doc::Value(v) => py.detach(|| cliques_core::canonical_json(v, kind)),
+            Doc::Mapping(m) => {
+                let mut out = Vec::with_capacity(1024);
+                if pyinput::walk(m, kind, &mut out).is_some() {
+                    return Ok(out);
+                }
+                let value = convert::to_value(m)?;
+                py.detach(|| cliques_core::canonical_json(&value, kind))
+            }
         }
-        .or_raise()
+        .or_template_error()
+    }
+
+    /// The template hash (JSON text without the GIL); the canonical bytes are hashed as they
+    /// are written, never stored.
+    fn hash(&self, py: Python<'_>, kind: Kind) -> PyResult<String> {
+        let fnv = match self {
+            Doc::Bytes(b) => {
+                let bytes = b.as_bytes();
+                py.detach(|| cliques_core::canonical::canonical_fnv1a_64(bytes, kind))
+            }
+            Doc::Str(s) => {
+                let text = s.to_str()?;
+                py.detach(|| cliques_core::canonical::canonical_fnv1a_64(text.as_bytes(), kind))
+            }
+            Doc::Mapping(m) => match pyinput::walk(m, kind, Fnv::new()) {
+                Some(fnv) => Ok(fnv.finish()),
+                None => {
+                    let value = convert::to_value(m)?;
+                    py.detach(|| cliques_core::canonical::write_value(&value, kind, Fnv::new()))
+                        .map(Fnv::finish)
+                }
+            },
+        }
+        .or_template_error()?;
+        Ok(cliques_core::hash::hash_of_fnv(fnv))
     }
 }
 
@@ -102,23 +141,13 @@ fn canonical_json<'py>(
 #[pyo3(signature = (doc, kind = "PodTemplateSpec"))]
 fn template_hash(py: Python<'_>, doc: &Bound<'_, PyAny>, kind: &str) -> PyResult<String> {
     let kind = parse_kind(kind)?;
-    match Doc::from_py(doc)? {
-        // JSON text: the core hashes the canonical bytes as it writes them (no copy out).
-        Doc::Bytes(b) => {
-            let bytes = b.as_bytes();
-            py.detach(|| cliques_core::template_hash_bytes(bytes, kind))
-                .or_raise()
-        }
-        Doc::Str(s) => {
-            let text = s.to_str()?;
-            py.detach(|| cliques_core::template_hash_bytes(text.as_bytes(), kind))
-                .or_raise()
-        }
-        doc @ Doc::Value(_) => {
-            let out = doc.canonical(py, kind)?;
-            Ok(cliques_core::hash::hash_canonical(&out))
-        }
-    }
+    Doc::from_py(doc)?.hash(py, kind)
+}
+
+/// `SafeEncodeString` of a number's decimal digits, as Kubernetes spells a hash.
+#[pyfunction]
+fn safe_encode(value: u64) -> String {
+    cliques_core::hash::safe_encode(&value.to_string())
 }
 
 /// FNV-1a, 32 bit.
@@ -201,10 +230,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(template_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(safe_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_32, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_64, m)?)?;
     m.add_function(wrap_pyfunction!(bucket_of, m)?)?;
     m.add_function(wrap_pyfunction!(plan_indices, m)?)?;
     m.add_class::<selector::Selector>()?;
+    m.add("TemplateError", m.py().get_type::<TemplateError>())?;
     Ok(())
 }
