@@ -10,6 +10,7 @@ created. The ServiceMonitor's CRD is not installed: it is checked as rendered on
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cliques.cli import build_parser
 from tests.conftest import KubeCluster
 
 pytestmark = pytest.mark.cluster
@@ -100,6 +102,12 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
     return dict(containers[0])
 
 
+def operator_args(main: dict[str, Any]) -> argparse.Namespace:
+    """The container's arguments as `cliques operator` parses them (an unknown flag fails)."""
+    assert main["args"][0] == "operator"
+    return build_parser().parse_args(main["args"])
+
+
 def pod_of(deployment: dict[str, Any], namespace: str) -> dict[str, Any]:
     """The Pod the Deployment's template makes (Pod Security is enforced on pods)."""
     template = deployment["spec"]["template"]
@@ -174,7 +182,11 @@ def test_default_render_is_accepted_by_the_api_server(
     main = container(deployment)
     assert deployment["spec"]["replicas"] == 2
     assert main["image"] == "cliques:0.1.0"
-    assert main["args"][0] == "operator"
+    args = operator_args(main)
+    assert args.leases and args.lease_namespace == namespace
+    assert args.namespace is None and args.workers == 2  # every namespace
+    assert args.metrics_bind_address == ("0.0.0.0", 8080) and args.metrics_port is None
+    assert (args.lease_duration, args.renew_deadline, args.retry_period) == (15, 10, 2)
     assert "--leases" in main["args"] and f"--lease-namespace={namespace}" in main["args"]
     assert not any(a.startswith("--namespace") for a in main["args"])  # every namespace
     assert "--metrics-bind-address=0.0.0.0:8080" in main["args"]
@@ -223,6 +235,9 @@ def test_other_values_render_and_are_accepted_by_the_api_server(
         "--metrics-bind-address=0.0.0.0:9090",
     ):
         assert arg in main["args"]
+    args = operator_args(main)
+    assert (args.namespace, args.workers, args.qps, args.burst) == (namespace, 4, 50, 100)
+    assert (args.status_hold, args.log_format) == (0, "text")
     assert main["ports"][0]["containerPort"] == 9090
     assert main["resources"] == NON_DEFAULT["resources"]
     assert spec["tolerations"] == NON_DEFAULT["tolerations"]
