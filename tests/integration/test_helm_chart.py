@@ -30,6 +30,7 @@ CHART = REPO / "deploy" / "helm" / "cliques"
 DEPLOY = REPO / "deploy"
 RELEASE = "cliques"
 HELM_TIMEOUT = 60
+INSTALL_TIMEOUT = 120
 # The image `make image` builds, and the one deploy/operator/deployment.yaml names.
 BUILT_IMAGE = ("cliques", "0.1.0")
 KUSTOMIZE_IMAGE = "ghcr.io/cliques-dev/cliques"
@@ -259,6 +260,68 @@ def test_other_values_render_and_are_accepted_by_the_api_server(
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [namespace]}
     # The monitoring.coreos.com CRD is not installed here: the rest goes to the API server.
     dry_run(kube_cluster, [d for d in docs if d["kind"] != "ServiceMonitor"])
+
+
+def test_helm_installs_and_uninstalls_a_release(
+    helm: Path, kube_cluster: KubeCluster, namespace: str
+) -> None:
+    """A real install (KWOK runs the pods without pulling the image), waited on by helm."""
+    release = "cliques-" + namespace.rsplit("-", 1)[-1]  # unique; a Service name starts a-z
+    env = kube_cluster.env()
+    base = [str(helm), "--kubeconfig", str(kube_cluster.kubeconfig), "--namespace", namespace]
+    install = [*base, "install", release, str(CHART), "--set", "rbac.scope=namespace"]
+    done = subprocess.run(
+        [*install, "--wait", "--timeout", f"{INSTALL_TIMEOUT}s"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=INSTALL_TIMEOUT + 30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"watching CliqueSets in {namespace} only" in done.stdout  # NOTES.txt
+    name = f"{release}-operator"
+    deployment = yaml.safe_load(
+        kube_cluster.kubectl_run("get", "deployment", name, "-n", namespace, "-o", "yaml").stdout
+    )
+    assert deployment["status"]["readyReplicas"] == 2
+    pods = yaml.safe_load(
+        kube_cluster.kubectl_run(
+            "get",
+            "pods",
+            "-n",
+            namespace,
+            "-l",
+            f"app.kubernetes.io/instance={release}",
+            "-o",
+            "yaml",
+        ).stdout
+    )["items"]
+    assert len(pods) == 2
+    assert all(f"--namespace={namespace}" in p["spec"]["containers"][0]["args"] for p in pods)
+
+    done = subprocess.run(
+        [*base, "uninstall", release, "--wait", "--timeout", f"{INSTALL_TIMEOUT}s"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=INSTALL_TIMEOUT + 30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    left = kube_cluster.kubectl_run(
+        "get",
+        "deployment,service,role,rolebinding,serviceaccount,pdb",
+        "-n",
+        namespace,
+        "-l",
+        f"app.kubernetes.io/instance={release}",
+        "-o",
+        "name",
+    )
+    assert left.stdout.strip() == ""
+    # The CRDs stay: Helm never deletes what it installed from crds/.
+    kube_cluster.kubectl_run("get", "crd", "cliquesets.cliques.dev")
 
 
 def test_values_that_cannot_work_are_refused_when_rendering(helm: Path) -> None:
