@@ -323,3 +323,24 @@ def test_rich_progress_runs_through_a_build() -> None:
     reporter.finish("kube v1", True, "built")
     reporter.close()
     reporter.close()  # idempotent
+
+
+def test_the_build_command_builds_helm_only_with_its_flag(
+    fake_go: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cliques.cli import build_parser
+
+    monkeypatch.setenv("CLIQUES_CACHE_DIR", str(tmp_path / "cache"))
+    args = build_parser().parse_args(["dev-cluster", "build"])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed[-1].endswith("/kwokctl") and not any("helm" in p for p in printed)
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--helm"])
+    assert args.func(args) == 0
+    helm = Path(capsys.readouterr().out.split()[-1])
+    assert helm == tmp_path / "cache" / f"helm-{gomodules.HELM.version()}" / "bin" / "helm"
+    assert os.access(helm, os.X_OK)
