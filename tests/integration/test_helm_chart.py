@@ -326,7 +326,10 @@ def test_helm_installs_and_uninstalls_a_release(
 
 def test_values_that_cannot_work_are_refused_when_rendering(helm: Path) -> None:
     for values, message in (
-        ({"rbac": {"scope": "cluster-wide"}}, "rbac.scope must be cluster or namespace"),
+        ({"rbac": {"scope": "cluster-wide"}}, "value must be one of 'cluster', 'namespace'"),
+        ({"replica": 3}, "additional properties 'replica' not allowed"),
+        ({"image": {"digest": "latest"}}, "at '/image/digest'"),
+        ({"logFormat": "yaml"}, "at '/logFormat'"),
         ({"leases": {"renewDeadline": 20}}, "retryPeriod < renewDeadline < leaseDuration"),
         ({"terminationGracePeriodSeconds": 10}, "terminationGracePeriodSeconds must exceed"),
     ):

@@ -36,14 +36,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* The values that would make a broken Deployment, refused at render time. */}}
+{{/* What values.schema.json cannot say about the values, refused at render time. */}}
 {{- define "cliques.validate" -}}
-{{- if not (has .Values.rbac.scope (list "cluster" "namespace")) -}}
-{{- fail (printf "rbac.scope must be cluster or namespace, not %v" .Values.rbac.scope) -}}
-{{- end -}}
-{{- if not (has .Values.logFormat (list "text" "json")) -}}
-{{- fail (printf "logFormat must be text or json, not %v" .Values.logFormat) -}}
-{{- end -}}
 {{- $l := .Values.leases -}}
 {{- if and $l.enabled (not (and (lt (float64 $l.retryPeriod) (float64 $l.renewDeadline)) (lt (float64 $l.renewDeadline) (float64 $l.leaseDuration)))) -}}
 {{- fail "leases: need retryPeriod < renewDeadline < leaseDuration" -}}
