@@ -42,7 +42,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.bench import workload
-from cliques.controllers import cliqueset_planner, podbuilder
+from cliques.controllers import builders, cliqueset_planner
 from cliques.controllers.revision import Hasher
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
@@ -149,7 +149,7 @@ class Floor:
                 )
                 tmpl_hash = body["metadata"]["labels"][labels.LABEL_TEMPLATE_HASH]
                 self.pods_of[c.name] = [
-                    podbuilder.build_pod(clique, i, tmpl_hash, hasher.algorithm)
+                    builders.pod_body(clique, i, tmpl_hash, hasher.algorithm)
                     for i in range(clique.spec.replicas)
                 ]
                 self.cliques_of[set_name].append(c.name)

@@ -117,7 +117,7 @@ def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str)
 # ---- The examples --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml"])
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml"])
 def test_examples_apply_and_read_back_defaulted(
     kubectl: Kubectl, namespace: str, name: str
 ) -> None:
@@ -128,6 +128,8 @@ def test_examples_apply_and_read_back_defaulted(
     spec = stored["spec"]
     assert spec["headlessService"] is True
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
+    assert spec["gangScheduling"] == {"backend": "Auto"}
+    assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
     assert [c["name"] for c in spec["template"]["cliques"]] == [
         c["name"] for c in manifest["spec"]["template"]["cliques"]
     ]
@@ -238,6 +240,19 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].name", "should match"],
     ),
     (
+        "clique name with a digits-only part (ambiguous Clique names)",
+        with_cliques({}, {"name": "b-2-c"}),
+        [
+            "spec.template.cliques[1].name",
+            "clique name b-2-c must not have a part made only of digits before a dash",
+        ],
+    ),
+    (
+        "clique name starting with a digits-only part",
+        with_cliques({"name": "0-x"}),
+        ["spec.template.cliques[0].name", "made only of digits"],
+    ),
+    (
         "clique name too long",
         with_cliques({"name": "a" * 21}),
         ["spec.template.cliques[0].name", "may not be more than 20"],
@@ -261,6 +276,117 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         "pod template without spec",
         with_cliques({"template": {"metadata": {"labels": {"a": "b"}}}}),
         ["spec.template.cliques[0].template.spec", "Required value"],
+    ),
+    (
+        "more gangs than the maximum",
+        cliqueset(replicas=10_001),
+        ["spec.replicas", "less than or equal to 10000"],
+    ),
+    (
+        "more pods in a clique than the maximum",
+        with_cliques({}, {"replicas": 1_001}),
+        ["spec.template.cliques[1].replicas", "less than or equal to 1000"],
+    ),
+    (
+        "more pods in a gang than the maximum",
+        cliqueset(
+            template={
+                "cliques": [
+                    {
+                        "name": f"c{i}",
+                        "replicas": 1_000,
+                        "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}},
+                    }
+                    for i in range(6)
+                ]
+            }
+        ),
+        [
+            "spec.template.cliques",
+            "a gang may have at most 5000 pods (the sum of spec.template.cliques[].replicas)",
+        ],
+    ),
+    (
+        "a pod template that finishes (restartPolicy Never)",
+        with_cliques(
+            {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x"}]}
+                }
+            }
+        ),
+        ["spec.template.cliques[0].template.spec.restartPolicy", "Unsupported value", "Never"],
+    ),
+    (
+        "unknown gang-scheduling backend",
+        cliqueset(gangScheduling={"backend": "Volcano"}),
+        ["spec.gangScheduling.backend", "Unsupported value", "Volcano"],
+    ),
+    (
+        "unknown gang restart policy",
+        cliqueset(failurePolicy={"restartPolicy": "RestartPods"}),
+        ["spec.failurePolicy.restartPolicy", "Unsupported value", "RestartPods"],
+    ),
+    (
+        "negative minAvailableBreachedSeconds",
+        cliqueset(failurePolicy={"minAvailableBreachedSeconds": -1}),
+        ["spec.failurePolicy.minAvailableBreachedSeconds", "greater than or equal to 0"],
+    ),
+    (
+        "negative maxGangRestarts",
+        cliqueset(failurePolicy={"maxGangRestarts": -3}),
+        ["spec.failurePolicy.maxGangRestarts", "greater than or equal to 0"],
+    ),
+    (
+        "negative backoff",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": -5}}),
+        ["spec.failurePolicy.restartBackoff.initialSeconds", "greater than or equal to 0"],
+    ),
+    (
+        "backoff longer than a day",
+        cliqueset(failurePolicy={"restartBackoff": {"maxSeconds": 86_401}}),
+        ["spec.failurePolicy.restartBackoff.maxSeconds", "less than or equal to 86400"],
+    ),
+    (
+        "initial backoff above the maximum",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 60, "maxSeconds": 30}}),
+        [
+            "spec.failurePolicy.restartBackoff.initialSeconds",
+            "restartBackoff.initialSeconds must be less than or equal to restartBackoff.maxSeconds",
+        ],
+    ),
+    (
+        "initial backoff above the defaulted maximum",
+        cliqueset(failurePolicy={"restartBackoff": {"initialSeconds": 600}}),
+        [
+            "spec.failurePolicy.restartBackoff.initialSeconds",
+            "initialSeconds must be less than or equal to restartBackoff.maxSeconds",
+        ],
+    ),
+    (
+        "unknown pack mode",
+        cliqueset(placement={"pack": {"topologyKey": "rack", "mode": "Sometimes"}}),
+        ["spec.placement.pack.mode", "Unsupported value", "Sometimes"],
+    ),
+    (
+        "pack without topologyKey",
+        cliqueset(placement={"pack": {"mode": "Preferred"}}),
+        ["spec.placement.pack.topologyKey", "Required value"],
+    ),
+    (
+        "empty pack topologyKey",
+        cliqueset(placement={"pack": {"topologyKey": ""}}),
+        ["spec.placement.pack.topologyKey", "at least 1 chars"],
+    ),
+    (
+        "exclusive topologyKey that is no label key",
+        cliqueset(placement={"exclusive": {"topologyKey": "Rack Number/"}}),
+        ["spec.placement.exclusive.topologyKey", "should match"],
+    ),
+    (
+        "empty exclusive topologyKey",
+        cliqueset(placement={"exclusive": {"topologyKey": ""}}),
+        ["spec.placement.exclusive.topologyKey", "at least 1 chars"],
     ),
     (
         "template label that is no string",
@@ -313,6 +439,45 @@ def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, namespace: st
     kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
 
 
+@pytest.mark.parametrize("clique", ["worker-2", "gpu2-worker", "7", "a-b-c", "x9-1"])
+def test_clique_names_that_cannot_collide_are_accepted(
+    kubectl: Kubectl, namespace: str, clique: str
+) -> None:
+    kubectl.ok(
+        "create", "-n", namespace, "-f", "-", stdin=json.dumps(with_cliques({}, {"name": clique}))
+    )
+
+
+def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespace: str) -> None:
+    gang = {
+        "gangScheduling": {"backend": "Workload"},
+        "failurePolicy": {
+            "restartPolicy": "RecreateGang",
+            "minAvailableBreachedSeconds": 0,
+            "maxGangRestarts": 0,
+            "restartBackoff": {"initialSeconds": 300, "maxSeconds": 300},
+        },
+        "placement": {
+            "pack": {"topologyKey": "topology.kubernetes.io/rack", "mode": "Preferred"},
+            "exclusive": {"topologyKey": "example.com/Rack_1"},
+        },
+    }
+    body = cliqueset(**gang)
+    body["metadata"]["name"] = "full"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "full")
+    assert {k: stored["spec"][k] for k in gang} == gang
+    cqs = api.decode_cliqueset(json.dumps(stored).encode())
+    assert cqs.spec.placement is not None and cqs.spec.placement.pack is not None
+    assert cqs.spec.placement.pack.mode == "Preferred"
+    # Only the pack key given: the mode defaults to Required; nothing else appears.
+    body["metadata"]["name"] = "packed"
+    body["spec"]["placement"] = {"pack": {"topologyKey": "rack"}}
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "packed")
+    assert stored["spec"]["placement"] == {"pack": {"topologyKey": "rack", "mode": "Required"}}
+
+
 # ---- Subresources --------------------------------------------------------------------------
 
 
@@ -335,6 +500,10 @@ def test_scale_subresource(kubectl: Kubectl, namespace: str) -> None:
         "patch", "-n", namespace, "cqs/llama", "--subresource=scale", "--type=merge", "-p", negative
     )
     assert "spec.replicas" in error, error
+    # And so is a count past the maximum: `kubectl scale` cannot ask for 2**31 - 1 gangs.
+    error = kubectl.refused("scale", "-n", namespace, "cqs/llama", "--replicas=2147483647")
+    assert "spec.replicas" in error and "less than or equal to 10000" in error, error
+    assert kubectl.ok("get", "-n", namespace, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
 
 
 def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, namespace: str) -> None:

@@ -1,4 +1,4 @@
-"""Builders of CliqueSets, Cliques and Pods for the planner table tests."""
+"""Builders of CliqueSets, Cliques, Services, Pods and snapshots for the planner table tests."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from cliques.api.cliqueset import (
 )
 from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.pod import Pod, PodCondition, PodStatus
-from cliques.controllers import podbuilder
+from cliques.api.service import Service
+from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
 
 NOW = "2026-11-22T08:00:00Z"
 
@@ -108,8 +109,8 @@ def clique(
             },
             annotations={
                 labels.ANNOTATION_HASH_ALGORITHM: str(algorithm),
-                podbuilder.ANNOTATION_SUBDOMAIN: f"llama-{gang}",
-                podbuilder.ANNOTATION_LEADER_ADDRESS: f"leader-0.llama-{gang}.ns.svc",
+                labels.ANNOTATION_SUBDOMAIN: f"llama-{gang}",
+                labels.ANNOTATION_LEADER_ADDRESS: f"leader-0.llama-{gang}.ns.svc",
                 **(annotations or {}),
             },
             owner_references=[
@@ -174,3 +175,46 @@ def pod(
             conditions=[PodCondition(type="Ready", status="True" if ready else "False")],
         ),
     )
+
+
+HASHES = {"leader": "h1", "worker": "h1"}
+
+
+def set_snapshot(cqs, cliques, **kw: Any) -> CliqueSetSnapshot:  # type: ignore[no-untyped-def]
+    """A CliqueSet snapshot at NOW, with the desired hashes HASHES unless given."""
+    kw.setdefault("hashes", dict(HASHES))
+    return CliqueSetSnapshot(cliqueset=cqs, cliques=cliques, now=NOW, **kw)
+
+
+def gangs(n: int, **kw: Any) -> list:  # type: ignore[type-arg]
+    out = []
+    for g in range(n):
+        out.append(clique(g, "leader", replicas=1, **kw))
+        out.append(clique(g, "worker", replicas=2, **kw))
+    return out
+
+
+def services(n: int) -> list[Service]:
+    return [
+        Service(
+            metadata=ObjectMeta(
+                name=f"llama-{g}",
+                namespace="ns",
+                uid=f"svc-{g}",
+                owner_references=[
+                    OwnerReference(
+                        api_version="x",
+                        kind="CliqueSet",
+                        name="llama",
+                        uid="cqs-uid",
+                        controller=True,
+                    )
+                ],
+            )
+        )
+        for g in range(n)
+    ]
+
+
+def template_patched(plan) -> list[str]:  # type: ignore[no-untyped-def]
+    return sorted(p.name for p in plan.patches if p.patch_type == "json")

@@ -178,10 +178,101 @@ def test_cliqueset_bounds() -> None:
         assert node(CLIQUESET, path)["format"] == "int32", path
     containers = node(CLIQUESET, ".spec.template.cliques[].template.spec.containers")
     assert containers["minItems"] == 1
+    restart = node(CLIQUESET, ".spec.template.cliques[].template.spec.restartPolicy")
+    assert restart["enum"] == ["Always"]
+
+
+def test_sizes_are_bounded_as_the_api_says() -> None:
+    assert node(CLIQUESET, ".spec.replicas")["maximum"] == api.cliqueset.MAX_GANGS
+    for crd, path in (
+        (CLIQUESET, ".spec.template.cliques[].replicas"),
+        (CLIQUE, ".spec.replicas"),
+    ):
+        assert node(crd, path)["maximum"] == api.cliqueset.MAX_CLIQUE_PODS, path
+    rules = [r["rule"] for r in node(CLIQUESET, ".spec.template")["x-kubernetes-validations"]]
+    assert any(r.endswith(f".sum() <= {api.cliqueset.MAX_GANG_PODS}") for r in rules), rules
+    assert node(CLIQUE, ".spec.template.spec.restartPolicy")["enum"] == ["Always"]
     assert node(CLIQUESET, ".spec.template.cliques[].template.spec")["required"] == ["containers"]
 
 
+def test_gang_fields_are_bounded_as_the_api_says() -> None:
+    for path in (
+        ".spec.failurePolicy.minAvailableBreachedSeconds",
+        ".spec.failurePolicy.restartBackoff.initialSeconds",
+        ".spec.failurePolicy.restartBackoff.maxSeconds",
+    ):
+        schema = node(CLIQUESET, path)
+        assert (schema["minimum"], schema["maximum"]) == (0, api.cliqueset.MAX_FAILURE_SECONDS)
+        assert schema["format"] == "int32", path
+    restarts = node(CLIQUESET, ".spec.failurePolicy.maxGangRestarts")
+    assert (restarts["minimum"], restarts["maximum"]) == (0, api.cliqueset.MAX_GANG_RESTARTS)
+    backoff = node(CLIQUESET, ".spec.failurePolicy.restartBackoff")
+    (rule,) = backoff["x-kubernetes-validations"]
+    assert "self.initialSeconds <= self.maxSeconds" in rule["rule"]
+    assert rule["fieldPath"] == ".initialSeconds"
+    # No messageExpression: string(int) makes the API server's CEL cost estimate of the
+    # whole schema exceed its budget (the CRD is refused).
+    assert "messageExpression" not in rule
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("topology.kubernetes.io/rack", True),
+        ("kubernetes.io/hostname", True),
+        ("rack", True),
+        ("example.com/Rack_1.a", True),
+        ("", False),
+        ("/rack", False),
+        ("Example.com/rack", False),
+        ("rack/", False),
+        ("a/b/c", False),
+        ("rack-", False),
+        ("has space", False),
+    ],
+)
+def test_topology_keys_must_be_qualified_names(key: str, valid: bool) -> None:
+    for path in (".spec.placement.pack.topologyKey", ".spec.placement.exclusive.topologyKey"):
+        schema = node(CLIQUESET, path)
+        assert schema["minLength"] == 1, path
+        ok = bool(re.search(schema["pattern"], key)) and len(key) >= schema["minLength"]
+        assert ok == valid, (path, key)
+    assert node(CLIQUESET, ".spec.placement.pack")["required"] == ["topologyKey"]
+    assert node(CLIQUESET, ".spec.placement.exclusive")["required"] == ["topologyKey"]
+
+
+def test_gang_field_defaults_read_the_same_from_the_structs() -> None:
+    spec = msgspec.convert(
+        {"template": {"cliques": [{"name": "a", "template": {"spec": {"containers": []}}}]}},
+        api.CliqueSetSpec,
+    )
+    assert spec.gang_scheduling.backend == api.cliqueset.BACKEND_AUTO
+    assert spec.failure_policy.restart_policy == api.cliqueset.RESTART_NONE
+    assert spec.failure_policy.restart_backoff == api.RestartBackoff(
+        initial_seconds=10, max_seconds=300
+    )
+    assert spec.placement is None
+    # Encoding leaves the scalars out (the API server fills them in again).
+    encoded = api.to_dict(spec)
+    assert encoded["gangScheduling"] == {}
+    assert encoded["failurePolicy"] == {"restartBackoff": {}}
+    assert "placement" not in encoded
+
+
 # ---- The Structs and the CRDs agree --------------------------------------------------------
+
+
+def defaulted(schema: Schema, value: Any) -> Any:
+    """`value` with the CRD's defaults applied below it, as the API server does."""
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return value
+    out = dict(value)
+    for name, prop in schema.get("properties", {}).items():
+        if name not in out and "default" in prop:
+            out[name] = prop["default"]
+        if name in out:
+            out[name] = defaulted(prop, out[name])
+    return out
 
 
 def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]:
@@ -195,6 +286,12 @@ def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]
     [
         (CLIQUESET, ".spec", api.CliqueSetSpec),
         (CLIQUESET, ".spec.updateStrategy", api.UpdateStrategy),
+        (CLIQUESET, ".spec.gangScheduling", api.GangScheduling),
+        (CLIQUESET, ".spec.failurePolicy", api.FailurePolicy),
+        (CLIQUESET, ".spec.failurePolicy.restartBackoff", api.RestartBackoff),
+        (CLIQUESET, ".spec.placement", api.Placement),
+        (CLIQUESET, ".spec.placement.pack", api.PackPolicy),
+        (CLIQUESET, ".spec.placement.exclusive", api.ExclusivePolicy),
         (CLIQUESET, ".spec.template", api.CliqueSetTemplate),
         (CLIQUESET, ".spec.template.cliques[]", api.CliqueTemplate),
         (CLIQUESET, ".status", api.CliqueSetStatus),
@@ -217,7 +314,7 @@ def test_structs_match_the_schema(
             default = field.default
             if default is msgspec.NODEFAULT and field.default_factory is not msgspec.NODEFAULT:
                 default = msgspec.to_builtins(field.default_factory())
-            assert default == prop["default"], where
+            assert defaulted(prop, default) == defaulted(prop, prop["default"]), where
         elif path.startswith(".spec") and field.required is False:
             # No CRD default: the Python default must mean "absent".
             assert field.default in (None, msgspec.NODEFAULT), where

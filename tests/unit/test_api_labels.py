@@ -23,7 +23,19 @@ def test_names_are_spelled_as_designed() -> None:
         "cliques.dev/template-hash",
         "cliques.dev/bucket",
     ]
-    assert labels.ANNOTATION_HASH_ALGORITHM == "cliques.dev/hash-algorithm"
+    assert [
+        labels.ANNOTATION_HASH_ALGORITHM,
+        labels.ANNOTATION_PREVIOUS_HASHES,
+        labels.ANNOTATION_SUBDOMAIN,
+        labels.ANNOTATION_LEADER_ADDRESS,
+        labels.ANNOTATION_INSTANCE,
+    ] == [
+        "cliques.dev/hash-algorithm",
+        "cliques.dev/previous-template-hashes",
+        "cliques.dev/subdomain",
+        "cliques.dev/leader-address",
+        "cliques.dev/instance",
+    ]
     assert [
         labels.ENV_SET,
         labels.ENV_GANG_INDEX,

@@ -158,6 +158,9 @@ def test_cliqueset_round_trip_keeps_what_it_models() -> None:
     del expected["metadata"]["managedFields"]  # not modelled, so not written back
     # Fields at their CRD default are left out; the API server puts them back.
     expected["spec"]["updateStrategy"] = {}
+    # A Struct-valued field encodes as its own (empty) defaults, never left out.
+    expected["spec"]["gangScheduling"] = {}
+    expected["spec"]["failurePolicy"] = {"restartBackoff": {}}
     del expected["spec"]["headlessService"]
     del expected["spec"]["template"]["cliques"][0]["replicas"]
     assert again == expected
@@ -187,6 +190,8 @@ def test_defaults_match_the_crd_and_are_omitted_on_encode() -> None:
         "metadata": {"name": "x"},
         "spec": {
             "updateStrategy": {},
+            "gangScheduling": {},
+            "failurePolicy": {"restartBackoff": {}},
             "template": {"cliques": [{"name": "a", "template": {"spec": {}}}]},
         },
     }
@@ -348,7 +353,7 @@ def test_a_wrong_type_names_its_path() -> None:
         api.decode_cliqueset(json.dumps(bad).encode())
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml"])
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml"])
 def test_the_examples_decode(name: str) -> None:
     manifest = yaml.safe_load((EXAMPLES / name).read_text())
     cqs = msgspec.convert(manifest, api.CliqueSet)
@@ -361,6 +366,12 @@ def test_the_examples_decode(name: str) -> None:
         assert clique.template["spec"]["containers"]
     if name == "explicit.yaml":
         assert cqs.spec.startup_type == "Explicit"
+    elif name == "gang.yaml":
+        spec = cqs.spec
+        assert spec.gang_scheduling.backend == "Auto"
+        assert spec.failure_policy.restart_policy == "RecreateGang"
+        assert spec.placement is not None
+        assert spec.placement.pack is not None and spec.placement.exclusive is not None
     else:
         assert cqs.spec.startup_type == "InOrder"
         assert [c.name for c in cqs.spec.template.cliques] == ["leader", "worker"]

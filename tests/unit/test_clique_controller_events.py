@@ -62,7 +62,7 @@ async def test_own_create_seen_arms_the_hold_instead_of_a_reconcile() -> None:
     assert not woken(ctl)
     assert KEY in ctl._held, "the held status still gets written when the hold is up"
     assert ctl.expectations.satisfied(c.metadata.uid)
-    ctl._release(KEY)
+    ctl.release(KEY)
 
 
 async def test_pod_events_that_carry_news_wake_a_reconcile() -> None:
@@ -96,7 +96,7 @@ async def test_starting_clique_with_a_current_status_arms_the_hold() -> None:
     ctl = controller(c)
     ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
     assert not woken(ctl) and KEY in ctl._held
-    ctl._release(KEY)
+    ctl.release(KEY)
     # ...but not when its status is for an older template
     stale = clique(0, "worker", ready=False, status_hash="h0")
     ctl = controller(stale)
@@ -144,8 +144,8 @@ async def test_a_reconcile_that_creates_keeps_the_hold_its_pods_armed() -> None:
     ctl.pods.store.upsert(kept)
     ctl.cliques.store.upsert(c)
     ex = RecordingExecutor(ctl, c)
-    ctl.executor = ex  # type: ignore[assignment]
+    ctl.runner.executor = ex  # type: ignore[assignment]
     await ctl.reconcile(KEY)
     assert ex.created == ["llama-0-worker-1"] and ex.statuses == []
     assert KEY in ctl._held, "the hold armed by the new pod's event was dropped"
-    ctl._release(KEY)
+    ctl.release(KEY)

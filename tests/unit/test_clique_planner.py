@@ -7,7 +7,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import CliqueStatus
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner, podbuilder
+from cliques.controllers import clique_planner
 from cliques.controllers.clique_planner import CliqueSnapshot
 
 from .planner_fixtures import NOW, clique, pod
@@ -87,7 +87,7 @@ def test_pending_expectations_block_creates_and_deletes() -> None:
 
 
 def test_outdated_pods_deleted_and_previous_hash_pods_relabelled() -> None:
-    c = clique(0, "worker", replicas=3, annotations={podbuilder.ANNOTATION_PREVIOUS_HASHES: "old1"})
+    c = clique(0, "worker", replicas=3, annotations={labels.ANNOTATION_PREVIOUS_HASHES: "old1"})
     pods = [pod(c, 0, hash_="h1"), pod(c, 1, hash_="old1"), pod(c, 2, hash_="stale")]
     plan = clique_planner.plan(snap(c, pods))
     assert names(plan.deletes) == ["llama-0-worker-2"]

@@ -55,6 +55,16 @@ def test_status_reads_kwokctl_files(tmp_path: Path) -> None:
     assert cluster.list_clusters(tmp_path) == ["c1"]
 
 
+def test_status_tells_whether_the_cluster_has_the_gang_gates(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    assert cluster.status("c1", tmp_path).gang_scheduling is False
+    paths.saved_config.write_text(
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\n"
+        f"options:\n  kubeFeatureGates: {kwok.GANG_FEATURE_GATES}\n"
+    )
+    assert cluster.status("c1", tmp_path).gang_scheduling is True
+
+
 def test_a_recycled_pid_is_not_taken_for_a_component(tmp_path: Path) -> None:
     paths = fake_cluster(tmp_path, "c1")
     # Our own pid is alive, but it is not this cluster's etcd.

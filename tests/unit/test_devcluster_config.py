@@ -159,6 +159,31 @@ def test_kwokctl_configuration_uses_local_binaries_on_loopback() -> None:
     assert fast["options"]["disableQPSLimits"] is True
 
 
+def test_gang_scheduling_gates_are_on_by_default_and_can_be_turned_off() -> None:
+    options = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False)["options"]
+    # kwokctl hands kubeFeatureGates to the API server, controller-manager and scheduler,
+    # kubeRuntimeConfig to the API server (--feature-gates, --runtime-config).
+    assert options["kubeFeatureGates"] == "GenericWorkload=true,GangScheduling=true"
+    assert options["kubeRuntimeConfig"] == "scheduling.k8s.io/v1alpha1=true"
+    off = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False, gang_scheduling=False)[
+        "options"
+    ]
+    gates = {"kubeFeatureGates", "kubeRuntimeConfig"}
+    assert off == {k: v for k, v in options.items() if k not in gates}
+
+
+def test_the_cli_turns_gang_scheduling_off_with_a_flag() -> None:
+    import argparse
+
+    from cliques.cli import devcluster_cmd
+
+    parser = argparse.ArgumentParser()
+    devcluster_cmd.register(parser.add_subparsers())
+    assert parser.parse_args(["dev-cluster", "up"]).gang_scheduling is True
+    args = parser.parse_args(["dev-cluster", "up", "--no-gang-scheduling"])
+    assert args.gang_scheduling is False
+
+
 def test_kwokctl_environment_drops_stray_kwok_settings() -> None:
     env = kwok.kwokctl_environment(
         {"PATH": "/bin", "KWOK_KUBE_VERSION": "v1.20.0", "KWOK_RUNTIME": "docker"},

@@ -28,16 +28,16 @@ def test_indexes_follow_upserts_and_removes() -> None:
     s.upsert(pod("a", "u1"))
     s.upsert(pod("b", "u1"))
     s.upsert(pod("c", "u2", cqs="t"))
-    assert sorted(p.metadata.name for p in s.by_index("controller", "u1")) == ["a", "b"]
+    assert sorted(p.metadata.name for p in s.by_index("controller", "ns/u1")) == ["a", "b"]
     assert [p.metadata.name for p in s.by_index("cqs", "ns/t")] == ["c"]
     # re-owned: moves between index buckets
     old = s.upsert(pod("a", "u2", rv="2"))
     assert old is not None and old.metadata.resource_version == "1"
-    assert [p.metadata.name for p in s.by_index("controller", "u1")] == ["b"]
-    assert sorted(p.metadata.name for p in s.by_index("controller", "u2")) == ["a", "c"]
+    assert [p.metadata.name for p in s.by_index("controller", "ns/u1")] == ["b"]
+    assert sorted(p.metadata.name for p in s.by_index("controller", "ns/u2")) == ["a", "c"]
     s.remove("ns/b")
-    assert s.by_index("controller", "u1") == []
-    assert "u1" not in s.index_values("controller")
+    assert s.by_index("controller", "ns/u1") == []
+    assert "ns/u1" not in s.index_values("controller")
     assert len(s) == 2 and "ns/a" in s and sorted(s) == ["ns/a", "ns/c"]
 
 
@@ -49,11 +49,20 @@ def test_an_update_in_place_is_what_the_index_returns() -> None:
     s.upsert(pod("b", "u1"))
     newer = pod("a", "u1", rv="2")
     s.upsert(newer)
-    by_owner = {p.metadata.name: p for p in s.by_index("controller", "u1")}
+    by_owner = {p.metadata.name: p for p in s.by_index("controller", "ns/u1")}
     assert by_owner["a"] is newer and len(by_owner) == 2
     assert {p.metadata.name: p for p in s.by_index("cqs", "ns/s")}["a"] is newer
     # a label change alone moves it in that index only
     s.upsert(pod("a", "u1", cqs="t", rv="3"))
     assert [p.metadata.name for p in s.by_index("cqs", "ns/t")] == ["a"]
     assert [p.metadata.name for p in s.by_index("cqs", "ns/s")] == ["b"]
-    assert len(s.by_index("controller", "u1")) == 2
+    assert len(s.by_index("controller", "ns/u1")) == 2
+
+
+def test_a_forged_owner_reference_from_another_namespace_is_no_child() -> None:
+    s: store.Store[Pod] = store.Store({"controller": store.by_controller})
+    s.upsert(pod("a", "u1"))
+    forged = pod("evil", "u1")
+    forged.metadata.namespace = "other"
+    s.upsert(forged)
+    assert [p.metadata.name for p in s.by_index("controller", store.owner_key("ns", "u1"))] == ["a"]

@@ -182,3 +182,72 @@ def test_the_executor_names_the_kind_of_write_that_failed(plan: Plan, reason: st
         "exceeded quota",
     )
     assert err.value.reportable
+
+
+class Holding:
+    """A client whose creates answer AlreadyExists because `held` holds every name."""
+
+    def __init__(self, held: dict[str, Any]) -> None:
+        self.held = held
+        self.patches: list[Any] = []
+
+    async def create(self, *a: Any, **kw: Any) -> Any:
+        raise errors.from_response(
+            409, msgspec.json.encode({"reason": "AlreadyExists", "message": "exists"})
+        )
+
+    async def get(self, resource: Any, ns: str, name: str, type_: type[Any]) -> Any:
+        return msgspec.convert(self.held, type_)
+
+    async def patch(self, resource: Any, ns: str, name: str, patch: Any, *a: Any) -> Any:
+        self.patches.append(patch)
+
+
+OURS = {"apiVersion": "cliques.dev/v1alpha1", "kind": "Clique", "name": "c", "uid": "uid"}
+WANT = {
+    "metadata": {
+        "labels": {"cliques.dev/clique": "worker", "cliques.dev/pod-index": "0"},
+        "ownerReferences": [{**OURS, "controller": True, "blockOwnerDeletion": True}],
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("meta", "outcome"),
+    [
+        ({"ownerReferences": [{**OURS, "controller": True}]}, "ours"),
+        ({"labels": WANT["metadata"]["labels"], "resourceVersion": "7"}, "adopted"),
+        (
+            {"labels": {"cliques.dev/clique": "worker", "cliques.dev/pod-index": "1"}},
+            "NameConflict",
+        ),
+        ({"labels": {}}, "NameConflict"),
+        (
+            {
+                "labels": WANT["metadata"]["labels"],
+                "ownerReferences": [{**OURS, "uid": "other", "controller": True}],
+            },
+            "NameConflict",
+        ),
+        ({"labels": {}, "deletionTimestamp": NOW}, "FailedCreate"),
+    ],
+    ids=["ours", "orphan", "other-index", "foreign", "other-owner", "orphan-deleting"],
+)
+def test_a_taken_name_is_ours_adopted_or_a_conflict(meta: dict[str, Any], outcome: str) -> None:
+    client = Holding({"metadata": {"name": "c-0", **meta}})
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    plan = Plan(creates=[Create(PODS, "c-0", WANT, "uid")])
+    if outcome in ("ours", "adopted"):
+        asyncio.run(executor.execute(plan, ref))
+        assert len(client.patches) == (outcome == "adopted")
+        if client.patches:
+            patch = client.patches[0]["metadata"]
+            assert patch["resourceVersion"] == "7"
+            assert patch["ownerReferences"] == WANT["metadata"]["ownerReferences"]
+        return
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(plan, ref))
+    assert err.value.reason == outcome
+    assert err.value.reportable == (outcome == "NameConflict")
+    assert not client.patches

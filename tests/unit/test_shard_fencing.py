@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from cliques.api.labels import ANNOTATION_INSTANCE
 from cliques.kube import errors
 from cliques.operator.shard_leases import (
-    ANNOTATION_INSTANCE,
     LABEL_ROLE,
     Lease,
     LeaseMeta,

@@ -27,6 +27,9 @@ from cliques.api.meta import Condition, ListMeta, ObjectMeta
 
 StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
 UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
+GangSchedulingBackend = Literal["Auto", "Workload", "None"]
+GangRestartPolicy = Literal["RecreateGang", "None"]
+PackMode = Literal["Required", "Preferred"]
 
 STARTUP_ANY_ORDER: Final = "AnyOrder"
 STARTUP_IN_ORDER: Final = "InOrder"
@@ -35,11 +38,30 @@ STARTUP_EXPLICIT: Final = "Explicit"
 UPDATE_ROLLING: Final = "RollingUpdate"
 UPDATE_RECREATE: Final = "Recreate"
 
+BACKEND_AUTO: Final = "Auto"
+BACKEND_WORKLOAD: Final = "Workload"
+BACKEND_NONE: Final = "None"
+
+RESTART_RECREATE_GANG: Final = "RecreateGang"
+RESTART_NONE: Final = "None"
+
+PACK_REQUIRED: Final = "Required"
+PACK_PREFERRED: Final = "Preferred"
+
 # The condition types a CliqueSet reports, and the reasons the controllers give.
 CONDITION_AVAILABLE: Final = "Available"
 CONDITION_PROGRESSING: Final = "Progressing"
 CONDITION_DEGRADED: Final = "Degraded"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
+
+# The sizes the CRD allows (schema maxima and a CEL rule): one object cannot ask the
+# operator for unbounded work or memory. tests/unit/test_api_crds.py ties them to the CRD.
+MAX_GANGS: Final = 10_000
+MAX_CLIQUE_PODS: Final = 1_000
+MAX_GANG_PODS: Final = 5_000
+#: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
+MAX_FAILURE_SECONDS: Final = 86_400
+MAX_GANG_RESTARTS: Final = 10_000
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -47,6 +69,58 @@ class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
 
     type: UpdateStrategyType = "RollingUpdate"
     max_unavailable: int = 1
+
+
+class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """How the pods of a gang are scheduled all-or-nothing (docs/gangs.md).
+
+    `Workload`: through the scheduler's gang scheduling (`scheduling.k8s.io/v1alpha1`
+    Workload, Kubernetes 1.35+ with the `GenericWorkload` and `GangScheduling` gates);
+    `None`: pod by pod; `Auto`: `Workload` where the cluster serves it, else `None`.
+    """
+
+    backend: GangSchedulingBackend = "Auto"
+
+
+class RestartBackoff(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The wait before a gang is recreated: `initial_seconds`, doubled per restart up to
+    `max_seconds`."""
+
+    initial_seconds: int = 10
+    max_seconds: int = 300
+
+
+class FailurePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """What happens to a gang that stays below `minAvailable`."""
+
+    #: RecreateGang: delete and recreate every pod of the gang; None: leave it to the pods.
+    restart_policy: GangRestartPolicy = "None"
+    #: How long a gang may stay below minAvailable before it counts as failed.
+    min_available_breached_seconds: int = 30
+    #: Recreations allowed before the gang is reported GangFailed and left as it is.
+    max_gang_restarts: int = 5
+    restart_backoff: RestartBackoff = msgspec.field(default_factory=RestartBackoff)
+
+
+class PackPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Every pod of a gang in one topology domain (one value of `topology_key`)."""
+
+    topology_key: str
+    mode: PackMode = "Required"
+
+
+class ExclusivePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """No two gangs of the CliqueSet share a topology domain (a value of `topology_key`)."""
+
+    topology_key: str
+
+
+class Placement(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Where a gang's pods go, compiled into pod (anti-)affinity
+    (`cliques.controllers.placement`)."""
+
+    pack: PackPolicy | None = None
+    exclusive: ExclusivePolicy | None = None
 
 
 class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -80,6 +154,9 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     startup_type: StartupType = "AnyOrder"
     update_strategy: UpdateStrategy = msgspec.field(default_factory=UpdateStrategy)
     headless_service: bool = True
+    gang_scheduling: GangScheduling = msgspec.field(default_factory=GangScheduling)
+    failure_policy: FailurePolicy = msgspec.field(default_factory=FailurePolicy)
+    placement: Placement | None = None
     template: CliqueSetTemplate
 
     def clique(self, name: str) -> CliqueTemplate | None:

@@ -38,8 +38,18 @@ LABEL_POD_INDEX: Final = f"{GROUP}/pod-index"
 LABEL_TEMPLATE_HASH: Final = f"{GROUP}/template-hash"
 LABEL_BUCKET: Final = f"{GROUP}/bucket"
 
+# Annotations.
 #: The version of the template-hash algorithm that produced `LABEL_TEMPLATE_HASH`.
 ANNOTATION_HASH_ALGORITHM: Final = f"{GROUP}/hash-algorithm"
+#: On a Clique: hashes of its template under older hash algorithms (comma-separated, at most
+#: four), whose pods are re-labelled in place instead of recreated.
+ANNOTATION_PREVIOUS_HASHES: Final = f"{GROUP}/previous-template-hashes"
+#: On a Clique of a gang with a headless Service: its pods' `spec.subdomain`.
+ANNOTATION_SUBDOMAIN: Final = f"{GROUP}/subdomain"
+#: On a Clique of a gang with a headless Service: what `CLIQUES_LEADER_ADDRESS` holds.
+ANNOTATION_LEADER_ADDRESS: Final = f"{GROUP}/leader-address"
+#: On a shard Lease: the instance token of the process that holds it.
+ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
 
 # Environment injected into every container of every pod.
 ENV_SET: Final = "CLIQUES_SET"

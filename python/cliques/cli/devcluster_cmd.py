@@ -1,6 +1,7 @@
 """`cliques dev-cluster`: a local real Kubernetes control plane, no Docker.
 
-    cliques dev-cluster up [--name N] [--nodes K] [--disable-qps-limits] [--dry-run]
+    cliques dev-cluster up [--name N] [--nodes K] [--disable-qps-limits]
+                           [--no-gang-scheduling] [--dry-run]
     cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
@@ -54,6 +55,14 @@ def register(subparsers: Any) -> None:
         "--disable-qps-limits",
         action="store_true",
         help="turn off API server inflight limits and client QPS limits (for benchmarks)",
+    )
+    up.add_argument(
+        "--no-gang-scheduling",
+        dest="gang_scheduling",
+        action="store_false",
+        help="create the cluster without the Workload API and the scheduler's gang scheduling "
+        f"(on by default: feature gates {kwok.GANG_FEATURE_GATES}, runtime config "
+        f"{kwok.GANG_RUNTIME_CONFIG})",
     )
     up.add_argument(
         "--timeout",
@@ -112,7 +121,10 @@ def _up(args: argparse.Namespace) -> int:
         with progress.ReporterScope(reporter):
             if args.dry_run:
                 output = cluster.dry_run(
-                    args.name, disable_qps_limits=args.disable_qps_limits, reporter=reporter
+                    args.name,
+                    disable_qps_limits=args.disable_qps_limits,
+                    gang_scheduling=args.gang_scheduling,
+                    reporter=reporter,
                 )
             else:
                 _say(f"starting dev cluster '{args.name}'...")
@@ -120,6 +132,7 @@ def _up(args: argparse.Namespace) -> int:
                     args.name,
                     args.nodes,
                     disable_qps_limits=args.disable_qps_limits,
+                    gang_scheduling=args.gang_scheduling,
                     reporter=reporter,
                     timeout=args.timeout,
                 )
@@ -196,7 +209,8 @@ def _print_status(st: cluster.ClusterStatus) -> None:
         print(f"{st.name}: not created (cliques dev-cluster up --name {st.name})")
         return
     qps = "off" if st.disable_qps_limits else "on"
-    print(f"{st.name}: {st.state}  server {st.server}  QPS limits {qps}")
+    gangs = "on" if st.gang_scheduling else "off"
+    print(f"{st.name}: {st.state}  server {st.server}  QPS limits {qps}  gang scheduling {gangs}")
     print(f"  kubeconfig {st.kubeconfig}")
     for c in st.components:
         pid = c.pid if c.pid is not None else "-"

@@ -2,14 +2,22 @@
 
 `owner_uid` ties a create or delete to the expectations of the object that wants it, so the
 controller does not act again for that owner until the watch shows the result.
+
+A plan asks for at most `CREATE_BURST` creates, as the ReplicaSet controller creates at most
+500 pods per sync: the rest come in the next passes, each started by the watch events of
+the creates before it. One object's plan then holds the event loop for a bounded time
+however many gangs or pods it asks for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from cliques.kube.resources import Resource
+
+#: The most creates one plan asks for (bodies are built only for these).
+CREATE_BURST: Final = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The Clique controller: snapshot → `clique_planner.plan` → executor, per key.
+"""The Clique controller: snapshot → `clique_planner.plan` → `plan_runner`, per key.
 
 It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique itself, its
 pods (by controller owner reference), and a change of a Clique it starts after (its siblings
@@ -16,31 +16,27 @@ behind.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
-
-import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
-from cliques.controllers import clique_planner, failures
-from cliques.controllers.executor import ExecutionError, Executor
+from cliques.controllers import clique_planner
+from cliques.controllers.actions import Plan
+from cliques.controllers.executor import Executor
+from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
-from cliques.kube.events import ObjectRef
+from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
-from cliques.kube.objects import controller_uid, key_of, split_key
+from cliques.kube.objects import controller_uid, key_of
 from cliques.kube.resources import CLIQUES
 from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
-log = logging.getLogger(__name__)
 NAME = "clique"
-_DECODE = msgspec.json.Decoder(Clique).decode
-_ENCODE_STATUS = msgspec.to_builtins
 
 
 def gang_key(obj: Any) -> list[str]:
@@ -70,15 +66,17 @@ class CliqueController:
         self._held: dict[str, asyncio.TimerHandle] = {}
         #: Cliques whose last reconcile found creates or deletes not yet seen
         self._blocked: set[str] = set()
-        #: Cliques whose pod writes the API server refuses (their ReplicaFailure condition)
-        self.failures = failures.FailureMemo()
         self.cliques = cliques
         self.pods = pods
-        self.executor = executor
         self.expectations = expectations
         self.hasher = hasher
         self.owns = owns
         self.queue = WorkQueue(NAME)
+        self.runner = PlanRunner(
+            NAME, CLIQUES, Clique, executor, expectations, self._plan, hold=self
+        )
+        #: Cliques whose pod writes the API server refuses (their ReplicaFailure condition)
+        self.failures = self.runner.failures
         cliques.add_handler(self._on_clique)
         pods.add_handler(self._on_pod)
 
@@ -91,7 +89,7 @@ class CliqueController:
             return
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
-            self._release(key_of(new))
+            self.release(key_of(new))
             self._blocked.discard(key_of(new))
             self.failures.clear(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
@@ -156,13 +154,13 @@ class CliqueController:
         return waiting
 
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
-        uid = clique.metadata.uid
+        uid, ns = clique.metadata.uid, clique.metadata.namespace
         desired = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) or (
             self.hasher.template_hash(clique.spec.template)
         )
         return clique_planner.CliqueSnapshot(
             clique=clique,
-            pods=self.pods.store.by_index("controller", uid),
+            pods=self.pods.store.by_index("controller", store.owner_key(ns, uid)),
             waiting_for=self._waiting_for(clique),
             expectations_satisfied=self.expectations.satisfied(uid),
             template_hash=desired,
@@ -170,6 +168,9 @@ class CliqueController:
             now=format_now(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
         )
+
+    def _plan(self, clique: Clique) -> Plan:
+        return clique_planner.plan(self.snapshot(clique))
 
     async def reconcile(self, key: str) -> Result:
         clique = self.cliques.store.get(key)
@@ -181,45 +182,10 @@ class CliqueController:
         else:
             self._blocked.add(key)
         plan = clique_planner.plan(snap)
-        if plan.writes:
-            log.info(
-                "%s: %d create(s), %d delete(s), %d relabel(s)",
-                key,
-                len(plan.creates),
-                len(plan.deletes),
-                len(plan.patches),
-                extra={"key": key, "controller": NAME},
-            )
-        try:
-            await self.executor.execute(plan, _ref(clique))
-        except ExecutionError as exc:
-            gen = clique.metadata.generation
-            await self.failures.report(key, gen, exc, lambda: self._publish(key, clique))
-            raise
-        if plan.writes:
-            self.failures.clear(key)
-        # A plan that wrote leaves its status to a later reconcile, woken by the watch
-        # events of those writes (pods) or by the status hold's timer (armed by them): that
-        # one sees their outcome, this one would only publish a state already on its way
-        # out (and cost a request). It leaves the hold's timer alone too.
-        if plan.writes:
-            pass
-        elif plan.status is None:
-            self._release(key)
-        elif not self._hold(key, clique.status, plan.status):
-            await self._write_status(clique, plan.status)
-        if not snap.expectations_satisfied:
-            return Result(requeue_after=self.expectations.ttl + 1)
-        return Result()
+        satisfied = snap.expectations_satisfied
+        return await self.runner.run(key, clique, plan, expectations_satisfied=satisfied)
 
-    async def _publish(self, key: str, clique: Clique) -> None:
-        """Write the Clique's status now (with a newly recorded failure), past any hold."""
-        status = clique_planner.plan(self.snapshot(clique)).status
-        if status is not None:
-            self._release(key)
-            await self._write_status(clique, status)
-
-    def _hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
+    def hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
         """Whether to hold `new` back instead of writing it now.
 
         The deadline is set when a Clique first has a progress-only status to publish and
@@ -227,7 +193,7 @@ class CliqueController:
         it; its own timer enqueues the Clique then. A status written or no longer needed
         earlier cancels that timer, so the usual case costs no extra reconcile."""
         if self.status_hold <= 0 or not clique_planner.progress_only(old, new):
-            self._release(key)
+            self.release(key)
             return False
         timer = self._arm(key)
         if asyncio.get_running_loop().time() < timer.when():
@@ -244,33 +210,8 @@ class CliqueController:
             timer = self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
         return timer
 
-    def _release(self, key: str) -> None:
+    def release(self, key: str) -> None:
+        """Cancel the hold's timer of `key`: its status was written, or none is due."""
         timer = self._held.pop(key, None)
         if timer is not None:
             timer.cancel()
-
-    async def _write_status(self, clique: Clique, status: CliqueStatus) -> None:
-        ns, name = split_key(key_of(clique))
-
-        async def recompute(raw: bytes) -> tuple[str, Any] | None:
-            fresh = _DECODE(raw)
-            if fresh.metadata.uid != clique.metadata.uid:
-                return None
-            again = clique_planner.plan(self.snapshot(fresh)).status
-            if again is None:
-                return None
-            return fresh.metadata.resource_version, _ENCODE_STATUS(again)
-
-        await self.executor.write_status(
-            CLIQUES,
-            ns or "",
-            name,
-            clique.metadata.resource_version,
-            _ENCODE_STATUS(status),
-            recompute=recompute,
-        )
-
-
-def _ref(clique: Clique) -> ObjectRef:
-    m = clique.metadata
-    return ObjectRef(clique.api_version, clique.kind, m.namespace, m.name, m.uid)

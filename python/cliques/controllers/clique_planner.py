@@ -29,8 +29,8 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import conditions, failures, podbuilder
-from cliques.controllers.actions import Create, Delete, Patch, Plan
+from cliques.controllers import builders, conditions, failures
+from cliques.controllers.actions import CREATE_BURST, Create, Delete, Patch, Plan
 from cliques.kube.resources import PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"
@@ -61,6 +61,18 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
     )
 
 
+def pod_index(name: str, pod_labels: dict[str, str]) -> int | None:
+    """A pod's index: its label, else the number after the last '-' of its name."""
+    raw = pod_labels.get(labels.LABEL_POD_INDEX)
+    if raw is None:
+        raw = name.rpartition("-")[2]
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
 def plan(snap: CliqueSnapshot) -> Plan:
     clique = snap.clique
     meta = clique.metadata
@@ -68,13 +80,13 @@ def plan(snap: CliqueSnapshot) -> Plan:
     uid = meta.uid
     desired = snap.template_hash
     previous = {
-        h for h in meta.annotations.get(podbuilder.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h
+        h for h in meta.annotations.get(labels.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h
     }
     out = Plan()
 
     by_index: dict[int, Pod] = {}
     for pod in snap.pods:
-        idx = podbuilder.pod_index(pod.metadata.name, pod.metadata.labels)
+        idx = pod_index(pod.metadata.name, pod.metadata.labels)
         if idx is not None:
             by_index[idx] = pod
 
@@ -126,7 +138,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
                 Create(
                     PODS, labels.pod_name(meta.name, i), _pod(clique, i, desired, algorithm), uid
                 )
-                for i in missing
+                for i in missing[:CREATE_BURST]
             ]
     # No Event per Clique for a roll: the CliqueSet's RollingUpdate event names the gangs
     # (one Event per Clique was a fifth of the operator's requests in a 1,000-pod rollout).
@@ -195,7 +207,7 @@ def clique_starting(clique: Clique) -> bool:
 
 
 def _pod(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, object]:
-    return podbuilder.build_pod(clique, index, template_hash, algorithm)
+    return builders.pod_body(clique, index, template_hash, algorithm)
 
 
 def _status(
@@ -211,37 +223,16 @@ def _status(
     ready_updated = sum(1 for p in updated if p.is_ready)
     min_available = spec.effective_min_available
 
+    conds = conditions.Setter(old.conditions, snap.now, gen)
     if gated:
-        started_c = conditions.merge(
-            old.conditions,
-            CONDITION_STARTED,
-            "False",
-            "WaitingForDependencies",
-            "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready",
-            now=snap.now,
-            generation=gen,
-        )
+        waiting = "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready"
+        started_c = conds.set(CONDITION_STARTED, "False", "WaitingForDependencies", waiting)
     else:
-        started_c = conditions.merge(
-            old.conditions,
-            CONDITION_STARTED,
-            "True",
-            "Started",
-            "pods may be created",
-            now=snap.now,
-            generation=gen,
-        )
+        started_c = conds.set(CONDITION_STARTED, "True", "Started", "pods may be created")
 
     if ready_updated >= min_available:
-        ready_c = conditions.merge(
-            old.conditions,
-            CONDITION_READY,
-            "True",
-            "MinAvailable",
-            f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})",
-            now=snap.now,
-            generation=gen,
-        )
+        enough = f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})"
+        ready_c = conds.set(CONDITION_READY, "True", "MinAvailable", enough)
     else:
         prev = find_condition(old.conditions, CONDITION_READY)
         same_template = old.template_hash == desired
@@ -249,15 +240,8 @@ def _status(
         reason = REASON_BELOW_MIN if same_template and was_ready else "Starting"
         if not same_template and old.template_hash:
             reason = "Updating"
-        ready_c = conditions.merge(
-            old.conditions,
-            CONDITION_READY,
-            "False",
-            reason,
-            f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}",
-            now=snap.now,
-            generation=gen,
-        )
+        short = f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}"
+        ready_c = conds.set(CONDITION_READY, "False", reason, short)
     return CliqueStatus(
         observed_generation=gen,
         replicas=len(live),
@@ -269,7 +253,7 @@ def _status(
         conditions=[
             started_c,
             ready_c,
-            *failures.condition(old.conditions, snap.failure, now=snap.now, generation=gen),
+            *failures.condition(conds, snap.failure),
         ],
     )
 

@@ -1,40 +1,39 @@
-"""The CliqueSet controller: snapshot → `cliqueset_planner.plan` → executor, per key.
+"""The CliqueSet controller: snapshot → `cliqueset_planner.plan` → `plan_runner`, per key.
 
 It owns one work queue of CliqueSet keys. Events that enqueue a CliqueSet: the CliqueSet
 itself, and any of its Cliques or gang Services (found by the `cliques.dev/cliqueset` label).
 It only handles CliqueSets whose bucket this process owns (`owns(namespace, name)`).
 Watch events of Cliques and Services also satisfy its expectations.
+
+It keeps what is worth keeping between two plans of a CliqueSet: the template hashes of its
+generation, and the gang verdicts of its last plan (`cliqueset_rollout.Judgement`), which
+the next plan reuses for the gangs whose Cliques are unchanged.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner, failures
-from cliques.controllers.executor import ExecutionError, Executor
+from cliques.controllers import cliqueset_planner, cliqueset_rollout
+from cliques.controllers.executor import Executor
+from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
-from cliques.kube.events import ObjectRef
+from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
-from cliques.kube.objects import controller_uid, key_of, split_key
+from cliques.kube.objects import controller_uid, key_of
 from cliques.kube.resources import CLIQUESETS
 from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
-log = logging.getLogger(__name__)
 NAME = "cliqueset"
-_DECODE = msgspec.json.Decoder(CliqueSet).decode
-_ENCODE_STATUS = msgspec.to_builtins
 
 
 class CliqueSetController:
@@ -58,16 +57,16 @@ class CliqueSetController:
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
-        self.executor = executor
         self.expectations = expectations
         self.hasher = hasher
         self.owns = owns
         self.queue = WorkQueue(NAME)
         self._hash_memo: dict[tuple[str, int], dict[str, str]] = {}
-        #: CliqueSet UID -> the verdicts of its last plan, per gang
-        self._gang_memo: dict[str, cliqueset_planner.GangMemo] = {}
+        #: CliqueSet UID -> the gang verdicts of its last plan
+        self._judgements: dict[str, cliqueset_rollout.Judgement] = {}
+        self.runner = PlanRunner(NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan)
         #: CliqueSets whose writes the API server refuses (their ReplicaFailure condition)
-        self.failures = failures.FailureMemo()
+        self.failures = self.runner.failures
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
@@ -82,7 +81,7 @@ class CliqueSetController:
             self.expectations.forget(meta.uid)
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
             self._plan_cost.pop(key_of(new), None)
-            self._gang_memo.pop(meta.uid, None)
+            self._judgements.pop(meta.uid, None)
             self.failures.clear(key_of(new))
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
@@ -133,103 +132,62 @@ class CliqueSetController:
             self._hash_memo[memo_key] = hashes
         return hashes
 
+    def _rehashes(self, cliques: list[Clique], hashes: dict[str, str]) -> dict[str, str]:
+        """The hashes under the current algorithm of the Cliques that need one (a ValueError
+        of a template the canonical form refuses fails the reconcile)."""
+        algorithm = self.hasher.algorithm
+        return {
+            c.metadata.name: self.hasher.template_hash(c.spec.template)
+            for c in cliques
+            if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
+        }
+
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
         """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
         gang verdicts of its last plan (reused for the gangs whose Cliques are unchanged)."""
         uid = cqs.metadata.uid
-        gang_memo = self._gang_memo.get(uid)
-        if gang_memo is None:
-            gang_memo = self._gang_memo[uid] = cliqueset_planner.GangMemo()
+        owner = store.owner_key(cqs.metadata.namespace, uid)
+        cliques = self.cliques.store.by_index("controller", owner)
+        try:
+            hashes, invalid = self._hashes(cqs), ""
+        except ValueError as exc:  # a template the canonical form refuses
+            hashes, invalid = {}, f"invalid pod template: {exc}"
         return cliqueset_planner.CliqueSetSnapshot(
             cliqueset=cqs,
-            cliques=self.cliques.store.by_index("controller", uid),
-            services=self.services.store.by_index("controller", uid),
-            hashes=self._hashes(cqs),
-            rehash=self.hasher.template_hash,
+            cliques=cliques,
+            services=self.services.store.by_index("controller", owner),
+            hashes=hashes,
+            rehashes=self._rehashes(cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
-            memo=gang_memo,
+            previous=self._judgements.get(uid),
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
+            invalid=invalid,
         )
+
+    def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
+        """Plan for `cqs` as the cache shows it now."""
+        return self._planned(self.snapshot(cqs))
+
+    def _planned(
+        self, snap: cliqueset_planner.CliqueSetSnapshot
+    ) -> cliqueset_planner.CliqueSetPlan:
+        """The plan of `snap`; its verdicts are kept for the next plan."""
+        plan = cliqueset_planner.plan(snap)
+        if plan.judgement is not None:
+            self._judgements[snap.cliqueset.metadata.uid] = plan.judgement
+        return plan
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
             if cqs is not None:
-                self._gang_memo.pop(cqs.metadata.uid, None)
+                self._judgements.pop(cqs.metadata.uid, None)
             return Result()
         started = time.perf_counter()
-        try:
-            snap = self.snapshot(cqs)
-        except ValueError as exc:  # a template the canonical form refuses
-            return await self._invalid(cqs, f"invalid pod template: {exc}")
-        plan = cliqueset_planner.plan(snap)
+        snap = self.snapshot(cqs)
+        plan = self._planned(snap)
         self._plan_cost[key] = time.perf_counter() - started
-        ref = _ref(cqs)
-        if plan.writes or plan.events:
-            log.info(
-                "%s: %d create(s), %d delete(s), %d patch(es)",
-                key,
-                len(plan.creates),
-                len(plan.deletes),
-                len(plan.patches),
-                extra={"key": key, "controller": NAME},
-            )
-        try:
-            await self.executor.execute(plan, ref)
-        except ExecutionError as exc:
-            gen = cqs.metadata.generation
-            await self.failures.report(key, gen, exc, lambda: self._publish(cqs))
-            raise
-        if plan.writes:
-            self.failures.clear(key)
-        # A plan that wrote leaves its status for the reconcile that the watch events of
-        # those writes (Cliques and Services) bring: that one sees their outcome, this one
-        # would only publish a state already on its way out (and cost a request).
-        if plan.status is not None and not plan.writes:
-            await self._write_status(cqs, plan.status)
-        if not snap.expectations_satisfied:
-            return Result(requeue_after=self.expectations.ttl + 1)
-        return Result()
-
-    async def _publish(self, cqs: CliqueSet) -> None:
-        """Write the CliqueSet's status now, with a newly recorded failure of its writes."""
-        status = cliqueset_planner.plan(self.snapshot(cqs)).status
-        if status is not None:
-            await self._write_status(cqs, status)
-
-    async def _invalid(self, cqs: CliqueSet, message: str) -> Result:
-        snap = cliqueset_planner.CliqueSetSnapshot(cliqueset=cqs, cliques=[], now=format_now())
-        status = cliqueset_planner.invalid_status(snap, message)
-        if status != cqs.status:
-            if self.executor.recorder is not None:
-                self.executor.recorder.record(_ref(cqs), "Warning", "InvalidSpec", message)
-            await self._write_status(cqs, status)
-        return Result()
-
-    async def _write_status(self, cqs: CliqueSet, status: CliqueSetStatus) -> None:
-        ns, name = split_key(key_of(cqs))
-
-        async def recompute(raw: bytes) -> tuple[str, Any] | None:
-            fresh = _DECODE(raw)
-            if fresh.metadata.uid != cqs.metadata.uid:
-                return None
-            again = cliqueset_planner.plan(self.snapshot(fresh)).status
-            if again is None:
-                return None
-            return fresh.metadata.resource_version, _ENCODE_STATUS(again)
-
-        await self.executor.write_status(
-            CLIQUESETS,
-            ns or "",
-            name,
-            cqs.metadata.resource_version,
-            _ENCODE_STATUS(status),
-            recompute=recompute,
-        )
-
-
-def _ref(cqs: CliqueSet) -> ObjectRef:
-    m = cqs.metadata
-    return ObjectRef(cqs.api_version, cqs.kind, m.namespace, m.name, m.uid)
+        satisfied = snap.expectations_satisfied
+        return await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)

@@ -7,9 +7,17 @@ It carries out a planner's `Plan` for one owner:
 - then creates in slow-start batches (1, 2, 4, … up to `parallelism`), stopping at the
   first batch with a failure, so a quota or admission error costs one request, not 500.
 
-Expectations are recorded before a request goes out and withdrawn when it fails: a create
-that answers AlreadyExists (a stale cache, or a create that raced a restart) is harmless and
-counts as observed; a delete that answers NotFound is done.
+Expectations are recorded before a request goes out and withdrawn when it fails; a delete
+that answers NotFound is done. A create that answers AlreadyExists is checked against the
+object that holds the name, as a ReplicaSet claims its pods:
+- controlled by the owner already (a stale cache, or a create that raced a restart):
+  harmless, counts as observed;
+- controlled by nobody and carrying the identity labels of the body (an orphan, e.g. left
+  by `kubectl delete --cascade=orphan` of an earlier owner of the same name): adopted, by a
+  resourceVersion-guarded patch that adds the owner as its controller;
+- anything else (another controller's object, a foreign object with the name): a
+  `NameConflict`, reported as ReplicaFailure with reason NameConflict and a Warning Event;
+  the object is left alone.
 
 `write_status` writes a status through the status subresource with a merge patch that
 carries the resourceVersion; on 409 it re-reads the object from the API server (not from
@@ -25,6 +33,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from cliques.api import labels
+from cliques.api.meta import ObjectMeta
 from cliques.controllers.actions import Create, Delete, Patch, Plan
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
@@ -41,6 +51,32 @@ MAX_DETAIL = 1024  # characters of an API error kept in a condition's message
 
 class _Ignore(msgspec.Struct):
     """Decode target for responses the executor does not read."""
+
+
+class _Holder(msgspec.Struct):
+    """Decode target for the object that holds a name a create wanted."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+#: The labels that say which set, gang, clique and index an object stands for: an orphan
+#: is adopted only if it carries the same values as the object the owner wants.
+IDENTITY_LABELS = (
+    labels.LABEL_CLIQUESET,
+    labels.LABEL_GANG_INDEX,
+    labels.LABEL_CLIQUE,
+    labels.LABEL_POD_INDEX,
+)
+REASON_NAME_CONFLICT = "NameConflict"
+
+
+class NameConflict(Exception):
+    """A create's name is held by an object the owner may not take over."""
+
+
+class NameInTransition(Exception):
+    """A create's name is held by an uncontrolled object that is being deleted: retried
+    with backoff until it is gone, never reported as a conflict."""
 
 
 class ExecutionError(Exception):
@@ -61,7 +97,7 @@ class ExecutionError(Exception):
         pod, a quota, an admission webhook, RBAC): worth a condition in status. Conflicts,
         throttling, server errors and timeouts are retried without one."""
         first = self.first
-        return (
+        return isinstance(first, NameConflict) or (
             isinstance(first, errors.ApiError)
             and 400 <= first.status < 500
             and first.status not in (409, 429)
@@ -118,8 +154,12 @@ class Executor:
             reasons += ["FailedUpdate"] * (len(failures) - len(reasons))
 
         if plan.creates and not failures:
-            failures.extend(await self._slow_start(ns, plan.creates, ref))
-            reasons += ["FailedCreate"] * (len(failures) - len(reasons))
+            failed = await self._slow_start(ns, plan.creates, ref)
+            failures.extend(failed)
+            reasons += [
+                REASON_NAME_CONFLICT if isinstance(f, NameConflict) else "FailedCreate"
+                for f in failed
+            ]
 
         if failures:
             conflicts = [f for f in failures if isinstance(f, errors.Conflict)]
@@ -127,7 +167,8 @@ class Executor:
                 raise conflicts[0]
             first = failures[0]
             if self.recorder is not None and not isinstance(first, errors.Conflict):
-                self.recorder.record(ref, "Warning", "WriteFailed", str(first))
+                why = REASON_NAME_CONFLICT if isinstance(first, NameConflict) else "WriteFailed"
+                self.recorder.record(ref, "Warning", why, str(first))
             raise ExecutionError(
                 f"{len(failures)} write(s) failed for {ns}/{ref.name}: {first}",
                 reason=reasons[0],
@@ -168,11 +209,55 @@ class Executor:
         try:
             await self.client.create(action.resource, ns, action.body, _Ignore)
         except errors.AlreadyExists:
-            log.debug("create %s %s/%s: already exists", action.resource.kind, ns, action.name)
-            self.expectations.created(action.owner_uid, action.name)
+            try:
+                await self._claim(ns, action)
+            finally:
+                self.expectations.created(action.owner_uid, action.name)
         except BaseException:
             self.expectations.created(action.owner_uid, action.name)
             raise
+
+    async def _claim(self, ns: str, action: Create) -> None:
+        """The name of `action` is taken: ours already, an orphan to adopt, or a conflict."""
+        kind = action.resource.kind
+        try:
+            holder = await self.client.get(action.resource, ns, action.name, _Holder)
+        except errors.NotFound:
+            return  # gone in between: the next reconcile creates it
+        meta = holder.metadata
+        controller = meta.controller_ref()
+        if controller is not None and controller.uid == action.owner_uid:
+            log.debug("create %s %s/%s: already exists", kind, ns, action.name)
+            return
+        want = action.body.get("metadata", {})
+        mismatched = [
+            key
+            for key in IDENTITY_LABELS
+            if key in want.get("labels", {}) and meta.labels.get(key) != want["labels"][key]
+        ]
+        ours = [r for r in want.get("ownerReferences", []) if r.get("controller")]
+        if controller is None and not mismatched and ours and meta.deletion_timestamp is None:
+            refs = [msgspec.to_builtins(r) for r in meta.owner_references] + ours
+            patch = {
+                "metadata": {"resourceVersion": meta.resource_version, "ownerReferences": refs}
+            }
+            await self.client.patch(action.resource, ns, action.name, patch, _Ignore)
+            log.info("adopted the orphaned %s %s/%s", kind, ns, action.name)
+            return
+        if controller is None and meta.deletion_timestamp is not None:
+            raise NameInTransition(f"{kind} {ns}/{action.name} is being deleted; waiting for it")
+        if controller is not None:
+            whose = f"is controlled by {controller.kind} {controller.name} (uid {controller.uid})"
+        else:
+            whose = (
+                "is not controlled by any owner and its labels "
+                + ", ".join(f"{k}={meta.labels.get(k, '(unset)')}" for k in mismatched)
+                + " do not match"
+            )
+        raise NameConflict(
+            f"{kind} {ns}/{action.name} already exists and {whose}: the name is needed for "
+            f"this object; rename or delete the other one"
+        )
 
     async def _delete(self, ns: str, action: Delete) -> None:
         try:

@@ -73,21 +73,9 @@ class FailureMemo:
             log.warning("%s: could not report the failure in status: %s", key, write_exc)
 
 
-def condition(
-    old: list[Condition], failure: Failure | None, *, now: str, generation: int
-) -> list[Condition]:
+def condition(conds: conditions.Setter, failure: Failure | None) -> list[Condition]:
     """[] without a failure, else the ReplicaFailure condition (its transition time kept
     while it stays True)."""
     if failure is None:
         return []
-    return [
-        conditions.merge(
-            old,
-            CONDITION_REPLICA_FAILURE,
-            "True",
-            failure.reason,
-            failure.message,
-            now=now,
-            generation=generation,
-        )
-    ]
+    return [conds.set(CONDITION_REPLICA_FAILURE, "True", failure.reason, failure.message)]

@@ -156,6 +156,8 @@ class ClusterStatus:
     server: str | None
     kubeconfig: Path
     disable_qps_limits: bool
+    #: Whether the cluster was created with the gang-scheduling gates (kwok.GANG_*).
+    gang_scheduling: bool = False
 
     @property
     def rss_bytes(self) -> int:
@@ -233,6 +235,7 @@ def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterSt
         server,
         paths.kubeconfig,
         bool(options.get("disableQPSLimits", False)),
+        options.get("kubeFeatureGates") == kwok.GANG_FEATURE_GATES,
     )
 
 
@@ -347,6 +350,7 @@ def up(
     nodes: int | None = None,
     *,
     disable_qps_limits: bool = False,
+    gang_scheduling: bool = True,
     reporter: Reporter | None = None,
     timeout: float = 120.0,
     root: Path | None = None,
@@ -354,6 +358,8 @@ def up(
     """Start (or reuse) cluster `name` with `nodes` Ready fake nodes, and wait until usable.
 
     `nodes=None` means the default for a new cluster and "leave as is" for an existing one.
+    `gang_scheduling` turns on the Workload API and the scheduler's gang scheduling
+    (`kwok.GANG_FEATURE_GATES`) in a new cluster; a running one keeps what it was made with.
     Builds the binaries first if they are missing (reported through `reporter`).
     """
     paths = paths_for(name, root)
@@ -372,6 +378,12 @@ def up(
                     + ("off" if current.disable_qps_limits else "on")
                     + " in the running cluster; `down` it first to change that"
                 )
+            if current.gang_scheduling != gang_scheduling:
+                notes.append(
+                    "gang scheduling (Workload API) is "
+                    + ("on" if current.gang_scheduling else "off")
+                    + " in the running cluster; `down` it first to change that"
+                )
         elif current.state in ("stopped", "degraded"):
             action = "restarted"
             # kwokctl starts a component unless its pid file names a live process; a dead
@@ -382,7 +394,7 @@ def up(
             _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster", watch=True)
         else:
             action = "created"
-            _create(paths, binaries, disable_qps_limits)
+            _create(paths, binaries, disable_qps_limits, gang_scheduling)
         deadline = started + timeout
         kubectl = _Kubectl(binaries.kubectl, paths)
         _wait_for_apiserver(paths, kubectl, deadline, timeout)
@@ -398,9 +410,13 @@ def up(
     )
 
 
-def _create(paths: ClusterPaths, binaries: Binaries, disable_qps_limits: bool) -> None:
+def _create(
+    paths: ClusterPaths, binaries: Binaries, disable_qps_limits: bool, gang_scheduling: bool
+) -> None:
     paths.state_dir.mkdir(parents=True, exist_ok=True)
-    config = kwok.kwokctl_configuration(binaries, disable_qps_limits=disable_qps_limits)
+    config = kwok.kwokctl_configuration(
+        binaries, disable_qps_limits=disable_qps_limits, gang_scheduling=gang_scheduling
+    )
     paths.kwokctl_config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
     # from picking the same ones.
@@ -417,6 +433,7 @@ def dry_run(
     name: str = kwok.DEFAULT_NAME,
     *,
     disable_qps_limits: bool = False,
+    gang_scheduling: bool = True,
     reporter: Reporter | None = None,
     root: Path | None = None,
 ) -> str:
@@ -426,7 +443,13 @@ def dry_run(
     with tempfile.TemporaryDirectory(prefix="cliques-dry-run-") as scratch:
         config = Path(scratch) / "kwokctl.json"
         config.write_text(
-            json.dumps(kwok.kwokctl_configuration(binaries, disable_qps_limits=disable_qps_limits)),
+            json.dumps(
+                kwok.kwokctl_configuration(
+                    binaries,
+                    disable_qps_limits=disable_qps_limits,
+                    gang_scheduling=gang_scheduling,
+                )
+            ),
             encoding="utf-8",
         )
         done = subprocess.run(

@@ -42,6 +42,12 @@ COMPONENTS: Final = (
     "kwok-controller",
 )
 
+#: Gang scheduling (docs/gangs.md), on by default: the `scheduling.k8s.io/v1alpha1` Workload
+#: API and the scheduler's GangScheduling plugin. kwokctl passes `kubeFeatureGates` to the
+#: API server, the controller-manager and the scheduler, `kubeRuntimeConfig` to the API server.
+GANG_FEATURE_GATES: Final = "GenericWorkload=true,GangScheduling=true"
+GANG_RUNTIME_CONFIG: Final = "scheduling.k8s.io/v1alpha1=true"
+
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -61,7 +67,9 @@ def validate_nodes(nodes: int) -> int:
     return nodes
 
 
-def kwokctl_configuration(binaries: Binaries, *, disable_qps_limits: bool) -> dict[str, Any]:
+def kwokctl_configuration(
+    binaries: Binaries, *, disable_qps_limits: bool, gang_scheduling: bool = True
+) -> dict[str, Any]:
     """The KwokctlConfiguration for `kwokctl create cluster --config`.
 
     Every binary is a local path (kwokctl links them into the cluster directory, its dry run
@@ -82,6 +90,9 @@ def kwokctl_configuration(binaries: Binaries, *, disable_qps_limits: bool) -> di
         "quietPull": True,
         "disableQPSLimits": disable_qps_limits,
     }
+    if gang_scheduling:
+        options["kubeFeatureGates"] = GANG_FEATURE_GATES
+        options["kubeRuntimeConfig"] = GANG_RUNTIME_CONFIG
     return {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",

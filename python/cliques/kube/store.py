@@ -1,4 +1,4 @@
-"""An informer's cache: objects by key plus secondary indexes (by owner UID, by CliqueSet).
+"""An informer's cache: objects by key plus secondary indexes (by owner, by CliqueSet).
 
 Lookups by index are dictionary hits, never label scans over every object. The store is only
 written by its informer; readers take snapshots (lists) and never mutate what they get.
@@ -15,10 +15,20 @@ T = TypeVar("T", bound=KubeObject)
 IndexFunc = Callable[[T], Iterable[str]]
 
 
+def owner_key(namespace: str, uid: str) -> str:
+    """The `by_controller` index value of the children of owner `uid` in `namespace`."""
+    return f"{namespace}/{uid}"
+
+
 def by_controller(obj: KubeObject) -> Iterable[str]:
-    """Index function: the UID of the controlling owner."""
+    """Index function: the namespace and UID of the controlling owner (`ns/uid`).
+
+    Owners and their children share a namespace, and an owner reference is only a UID that
+    anyone who may create an object can write: with the namespace in the key, an object
+    made in another namespace with a forged owner reference is never counted as a child.
+    """
     uid = controller_uid(obj)
-    return (uid,) if uid else ()
+    return (owner_key(obj.metadata.namespace or "", uid),) if uid else ()
 
 
 def by_label(label: str) -> Callable[[KubeObject], Iterable[str]]:

@@ -47,6 +47,7 @@ from typing import Any
 
 import msgspec
 
+from cliques.api import labels
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import LEASES
@@ -54,7 +55,6 @@ from cliques.kube.resources import LEASES
 log = logging.getLogger(__name__)
 
 LABEL_ROLE = "cliques.dev/lease"
-ANNOTATION_INSTANCE = "cliques.dev/instance"
 #: Leases read per list request (the list is paginated).
 LIST_PAGE = 500
 
@@ -226,7 +226,7 @@ class ShardCoordinator:
         return (
             lease is not None
             and lease.spec.holder_identity == self.identity
-            and lease.metadata.annotations.get(ANNOTATION_INSTANCE) == self.instance
+            and lease.metadata.annotations.get(labels.ANNOTATION_INSTANCE) == self.instance
         )
 
     async def tick(self) -> None:
@@ -389,7 +389,7 @@ class ShardCoordinator:
             "name": name,
             "namespace": self.namespace,
             "labels": {LABEL_ROLE: role},
-            "annotations": {ANNOTATION_INSTANCE: self.instance if holder else ""},
+            "annotations": {labels.ANNOTATION_INSTANCE: self.instance if holder else ""},
         }
         if rv:
             meta["resourceVersion"] = rv

@@ -1,0 +1,187 @@
+"""The bodies of the objects the controllers create (pure): Cliques, gang Services, Pods.
+
+- A Clique is one clique template of one gang: its deterministic name, the gang labels
+  (with the bucket label used for sharding), the template-hash label and algorithm
+  annotation, the subdomain and leader-address annotations of a gang with a headless
+  Service, and the `startsAfter` of its gang.
+- A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
+- A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
+  the labels its Clique inherited, the template-hash label and algorithm annotation,
+  hostname and subdomain for stable DNS, and the CLIQUES_* environment in every container.
+  The template is never mutated: containers that get env are shallow copies.
+
+Each body carries a controller owner reference to the object it belongs to
+(`owner_reference`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+
+#: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
+INHERITED_LABELS = (
+    labels.LABEL_CLIQUESET,
+    labels.LABEL_GANG_INDEX,
+    labels.LABEL_CLIQUE,
+    labels.LABEL_BUCKET,
+)
+_OUR_ENV = frozenset(
+    (
+        labels.ENV_SET,
+        labels.ENV_GANG_INDEX,
+        labels.ENV_CLIQUE,
+        labels.ENV_POD_INDEX,
+        labels.ENV_CLIQUE_SIZE,
+        labels.ENV_LEADER_ADDRESS,
+    )
+)
+
+
+def owner_reference(owner: CliqueSet | Clique) -> dict[str, Any]:
+    """The controller owner reference to `owner` (a deletion of the owner waits for it)."""
+    return {
+        "apiVersion": owner.api_version,
+        "kind": owner.kind,
+        "name": owner.metadata.name,
+        "uid": owner.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def gang_labels(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, str]:
+    """The labels of every object of one gang."""
+    return {
+        labels.LABEL_CLIQUESET: cqs.metadata.name,
+        labels.LABEL_GANG_INDEX: str(gang),
+        labels.LABEL_BUCKET: bucket,
+    }
+
+
+def clique_body(
+    cqs: CliqueSet,
+    gang: int,
+    tmpl: CliqueTemplate,
+    *,
+    starts_after: list[str],
+    template_hash: str,
+    algorithm: int,
+    bucket: str,
+) -> dict[str, Any]:
+    """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
+    (clique template names) it starts after."""
+    name = cqs.metadata.name
+    ns = cqs.metadata.namespace
+    annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
+    if cqs.spec.headless_service:
+        first_role = cqs.spec.template.cliques[0].name
+        annotations[labels.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
+        annotations[labels.ANNOTATION_LEADER_ADDRESS] = labels.pod_address(
+            first_role, 0, name, gang, ns
+        )
+    return {
+        "apiVersion": labels.API_VERSION,
+        "kind": labels.KIND_CLIQUE,
+        "metadata": {
+            "name": labels.clique_name(name, gang, tmpl.name),
+            "namespace": ns,
+            "labels": {
+                **gang_labels(cqs, gang, bucket),
+                labels.LABEL_CLIQUE: tmpl.name,
+                labels.LABEL_TEMPLATE_HASH: template_hash,
+            },
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(cqs)],
+        },
+        "spec": {
+            "cliqueName": tmpl.name,
+            "gangIndex": gang,
+            "replicas": tmpl.replicas,
+            "minAvailable": tmpl.effective_min_available,
+            "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
+            "template": tmpl.template,
+        },
+    }
+
+
+def service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:
+    """The headless Service of gang `gang` (its pods' subdomain)."""
+    name = cqs.metadata.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": labels.gang_service_name(name, gang),
+            "namespace": cqs.metadata.namespace,
+            "labels": gang_labels(cqs, gang, bucket),
+            "ownerReferences": [owner_reference(cqs)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                labels.LABEL_CLIQUESET: name,
+                labels.LABEL_GANG_INDEX: str(gang),
+            },
+        },
+    }
+
+
+def _with_env(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
+    own = [e for e in container.get("env") or () if e.get("name") not in _OUR_ENV]
+    return {**container, "env": own + env}
+
+
+def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, Any]:
+    """The Pod body for pod `index` of `clique`."""
+    meta = clique.metadata
+    spec = clique.spec
+    clabels = meta.labels
+    role = spec.clique_name
+    template = spec.template
+    tmeta = template.get("metadata") or {}
+    pod_labels = dict(tmeta.get("labels") or {})
+    for key in INHERITED_LABELS:
+        if key in clabels:
+            pod_labels[key] = clabels[key]
+    pod_labels[labels.LABEL_POD_INDEX] = str(index)
+    pod_labels[labels.LABEL_TEMPLATE_HASH] = template_hash
+    annotations = dict(tmeta.get("annotations") or {})
+    annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
+
+    env = [
+        {"name": labels.ENV_SET, "value": clabels.get(labels.LABEL_CLIQUESET, "")},
+        {"name": labels.ENV_GANG_INDEX, "value": str(spec.gang_index)},
+        {"name": labels.ENV_CLIQUE, "value": role},
+        {"name": labels.ENV_POD_INDEX, "value": str(index)},
+        {"name": labels.ENV_CLIQUE_SIZE, "value": str(spec.replicas)},
+    ]
+    leader = meta.annotations.get(labels.ANNOTATION_LEADER_ADDRESS)
+    if leader:
+        env.append({"name": labels.ENV_LEADER_ADDRESS, "value": leader})
+
+    pod_spec = dict(template.get("spec") or {})
+    pod_spec["containers"] = [_with_env(c, env) for c in pod_spec.get("containers") or ()]
+    if pod_spec.get("initContainers"):
+        pod_spec["initContainers"] = [_with_env(c, env) for c in pod_spec["initContainers"]]
+    pod_spec["hostname"] = labels.pod_hostname(role, index)
+    subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
+    if subdomain:
+        pod_spec["subdomain"] = subdomain
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": labels.pod_name(meta.name, index),
+            "namespace": meta.namespace,
+            "labels": pod_labels,
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(clique)],
+        },
+        "spec": pod_spec,
+    }

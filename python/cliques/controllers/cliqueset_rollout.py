@@ -1,0 +1,308 @@
+"""The rollout of a CliqueSet (pure): a verdict on each gang, and which gangs roll now.
+
+- A gang is outdated when one of its Cliques carries a template hash other than the desired
+  one. Non-template changes (a clique's replicas, minAvailable, startsAfter) are in-place
+  changes of every gang: they resize, they do not roll.
+- A Clique labelled with a hash from another hash algorithm whose template, hashed with the
+  current algorithm, is the desired hash is re-labelled (and its old hash recorded as a
+  previous hash, so its pods are re-labelled too): an operator upgrade never rolls a gang.
+  The hashes under the current algorithm come from the snapshot (`rehashes`), computed by
+  the controller.
+- `pick`: with RollingUpdate, the budget is `maxUnavailable` minus the gangs already on the
+  desired template that are not available (what the rollout took down and has not brought
+  back, and new gangs still starting). Outdated gangs that are unavailable are picked
+  first, then available ones, every pick spending one unit of the budget: a gang that only
+  looks unavailable because a resize in the same edit is still adding its pods is not
+  "already down" and rolled for free, so a template change and a resize together still
+  roll `maxUnavailable` gangs at a time. With Recreate, all at once. Everything the
+  decision needs is read from the API objects, so an operator restarted in the middle of a
+  rollout continues it without exceeding the budget.
+
+A gang's verdict is a pure function of its Cliques and the `Context`, so the verdicts of
+one plan (a `Judgement`) are handed to the next plan of the same CliqueSet, which judges
+again only the gangs whose Cliques are other objects: the informer cache replaces an
+object on every change and never mutates one, so while a thousand Cliques report their
+pods one by one, a plan re-judges only the few gangs that changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.clique import CONDITION_READY, Clique
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
+from cliques.controllers import clique_planner
+
+
+def hash_of(clique: Clique) -> str:
+    """The template hash a Clique is labelled with."""
+    return clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+
+
+def algorithm_of(clique: Clique) -> int:
+    """The hash algorithm of a Clique's template-hash label (0 if unknown)."""
+    try:
+        return int(clique.metadata.annotations.get(labels.ANNOTATION_HASH_ALGORITHM, "0"))
+    except ValueError:
+        return 0
+
+
+def needs_rehash(clique: Clique, hashes: Mapping[str, str], algorithm: int) -> bool:
+    """Whether the verdict on `clique` needs its template's hash under `algorithm`: it is
+    labelled with another hash than the desired one, by another algorithm."""
+    want = hashes.get(clique.spec.clique_name)
+    return (
+        want is not None
+        and clique.metadata.deletion_timestamp is None
+        and hash_of(clique) != want
+        and algorithm_of(clique) != algorithm
+    )
+
+
+@dataclass
+class Change:
+    """What must change in place on one Clique (no roll)."""
+
+    spec: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Everything of the CliqueSet a gang's verdict depends on (besides its Cliques)."""
+
+    name: str
+    #: role -> (desired hash, replicas, minAvailable)
+    wanted: dict[str, tuple[str, int, int]]
+    #: role -> the roles it starts after
+    deps: dict[str, list[str]]
+    #: the clique templates in order: (role, replicas, minAvailable)
+    templates: tuple[tuple[str, int, int], ...]
+    algorithm: int
+
+
+def context(
+    cqs: CliqueSet, hashes: Mapping[str, str], deps: dict[str, list[str]], algorithm: int
+) -> Context:
+    cliques = cqs.spec.template.cliques
+    return Context(
+        name=cqs.metadata.name,
+        wanted={t.name: (hashes[t.name], t.replicas, t.effective_min_available) for t in cliques},
+        deps=deps,
+        templates=tuple((t.name, t.replicas, t.effective_min_available) for t in cliques),
+        algorithm=algorithm,
+    )
+
+
+@dataclass(slots=True)
+class GangFacts:
+    """What the rollout and the status need to know about one gang, read in one pass."""
+
+    #: every clique template has its Clique, Ready for its current template
+    available: bool = False
+    #: every clique has minAvailable ready pods (whatever their template)
+    ready: bool = False
+    #: every clique reports all its pods on its current template
+    updated: bool = False
+    #: `gang/clique` of the Cliques below minAvailable
+    degraded: list[str] = field(default_factory=list)
+    #: (Clique name, its ReplicaFailure condition) of the Cliques whose writes are refused
+    failing: list[tuple[str, Condition]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The verdict on one gang: its facts, whether it is outdated, in-place changes."""
+
+    facts: GangFacts
+    outdated: bool
+    #: (Clique name, change) of the Cliques to change in place (resize, re-label)
+    changes: tuple[tuple[str, Change], ...]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdicts of one plan under one context, per gang with the Cliques judged.
+
+    It holds the Cliques it judged, so no other object can take their identity; a gang of
+    other but equal objects is reused too, as its verdict would be the same.
+    """
+
+    context: Context
+    gangs: Mapping[int, tuple[tuple[Clique, ...], Verdict]]
+
+    def verdict(self, ctx: Context, gang: int, members: tuple[Clique, ...]) -> Verdict | None:
+        """The verdict reached on these very `members` under `ctx`, if any."""
+        if ctx != self.context:
+            return None
+        entry = self.gangs.get(gang)
+        # Identical objects compare equal without reading a field.
+        if entry is None or entry[0] != members:
+            return None
+        return entry[1]
+
+
+@dataclass(frozen=True)
+class Gangs:
+    """The verdicts on gangs `0..replicas-1`, gathered."""
+
+    facts: list[GangFacts]
+    #: Clique name -> (its gang, its in-place change)
+    changes: dict[str, tuple[int, Change]]
+    outdated: list[int]
+    judgement: Judgement
+
+
+def judge_gangs(
+    by_gang: dict[int, dict[str, Clique]],
+    replicas: int,
+    ctx: Context,
+    rehashes: Mapping[str, str],
+    previous: Judgement | None,
+) -> Gangs:
+    """The verdicts on gangs `0..replicas-1`; those `previous` reached on the same Cliques
+    under the same context are reused."""
+    facts: list[GangFacts] = []
+    changes: dict[str, tuple[int, Change]] = {}
+    outdated: list[int] = []
+    judged: dict[int, tuple[tuple[Clique, ...], Verdict]] = {}
+    for gang in range(replicas):
+        members = by_gang.get(gang)
+        if not members:
+            facts.append(GangFacts())
+            continue
+        key = tuple(members.values())
+        verdict = previous.verdict(ctx, gang, key) if previous is not None else None
+        if verdict is None:
+            verdict = judge(gang, members, ctx, rehashes)
+        judged[gang] = (key, verdict)
+        facts.append(verdict.facts)
+        if verdict.outdated:
+            outdated.append(gang)
+        for name, change in verdict.changes:
+            changes[name] = (gang, change)
+    return Gangs(facts, changes, outdated, Judgement(ctx, judged))
+
+
+def judge(
+    gang: int, members: dict[str, Clique], ctx: Context, rehashes: Mapping[str, str]
+) -> Verdict:
+    """One gang's verdict (a pure function of its Cliques and the context)."""
+    outdated, changes = _classify(gang, members, ctx, rehashes)
+    return Verdict(facts=_gang_facts(gang, members, ctx), outdated=outdated, changes=changes)
+
+
+def _classify(
+    gang: int, members: dict[str, Clique], ctx: Context, rehashes: Mapping[str, str]
+) -> tuple[bool, tuple[tuple[str, Change], ...]]:
+    """Whether the gang is outdated, and the in-place changes of its Cliques (resize,
+    re-label). The common case (a Clique that needs nothing) is a few comparisons."""
+    hash_label = labels.LABEL_TEMPLATE_HASH
+    changes: list[tuple[str, Change]] = []
+    stale = False
+    for role, clique in members.items():
+        want_role = ctx.wanted.get(role)
+        if want_role is None or clique.metadata.deletion_timestamp is not None:
+            continue
+        want, replicas, min_available = want_role
+        change: Change | None = None
+        if clique.metadata.labels.get(hash_label, "") != want:
+            if algorithm_of(clique) != ctx.algorithm and rehashes.get(clique.metadata.name) == want:
+                change = Change()
+                _relabel(change, clique, want, ctx.algorithm)
+            else:
+                stale = True
+        cspec = clique.spec
+        if cspec.replicas != replicas:
+            change = change or Change()
+            change.spec["replicas"] = replicas
+        if cspec.min_available != min_available:
+            change = change or Change()
+            change.spec["minAvailable"] = min_available
+        deps = ctx.deps[role]
+        if cspec.starts_after or deps:
+            starts_after = [labels.clique_name(ctx.name, gang, d) for d in deps]
+            if sorted(cspec.starts_after) != sorted(starts_after):
+                change = change or Change()
+                change.spec["startsAfter"] = starts_after
+        if change is not None:
+            changes.append((clique.metadata.name, change))
+    return stale, tuple(changes)
+
+
+def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFacts:
+    """A gang's facts, each Clique's Ready condition looked up once."""
+    facts = GangFacts()
+    ready_true: set[str] = set()
+    for role, clique in members.items():
+        status = clique.status
+        if status is None:
+            continue
+        cond = find_condition(status.conditions, CONDITION_READY)
+        if cond is None:
+            continue
+        refused = find_condition(status.conditions, CONDITION_REPLICA_FAILURE)
+        if refused is not None and refused.status == "True":
+            facts.failing.append((clique.metadata.name, refused))
+        if cond.status == "True":
+            ready_true.add(role)
+        elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
+            facts.degraded.append(f"{gang}/{role}")
+    facts.degraded.sort()
+    available = ready = updated = True
+    for name, replicas, min_available in ctx.templates:
+        member = members.get(name)
+        status = member.status if member is not None else None
+        if member is None or status is None:
+            return facts
+        if status.ready_replicas < min_available:
+            ready = False
+        if status.updated_replicas != replicas:
+            updated = False
+        # clique_planner.clique_ready, with the condition already found
+        if (
+            name not in ready_true
+            or status.observed_generation != member.metadata.generation
+            or status.template_hash != member.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+        ):
+            available = False
+    facts.available, facts.ready, facts.updated = available, ready, updated
+    return facts
+
+
+def _relabel(change: Change, clique: Clique, new_hash: str, algorithm: int) -> None:
+    """Same template under another hash algorithm: re-label, remember the old hash."""
+    ann = clique.metadata.annotations
+    previous = [h for h in ann.get(labels.ANNOTATION_PREVIOUS_HASHES, "").split(",") if h]
+    old = hash_of(clique)
+    if old and old not in previous:
+        previous.append(old)
+    change.labels[labels.LABEL_TEMPLATE_HASH] = new_hash
+    change.annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
+    change.annotations[labels.ANNOTATION_PREVIOUS_HASHES] = ",".join(previous[-4:])
+
+
+def pick(
+    strategy: str, max_unavailable: int, outdated: list[int], unavailable: set[int]
+) -> list[int]:
+    """The outdated gangs to update now, in order.
+
+    Invariant (tests/unit/test_rollout_budget.py drives random edits through the planner):
+    the gangs that were available when the rollout took them and are not available again
+    never number more than `max_unavailable`. Picking unavailable outdated gangs first
+    keeps that true: an available gang is only taken once every unavailable outdated gang
+    has been, and each pick is paid for.
+    """
+    if strategy == "Recreate":
+        return list(outdated)
+    stale = set(outdated)
+    budget = max(1, max_unavailable) - sum(1 for g in unavailable if g not in stale)
+    if budget <= 0:
+        return []
+    order = sorted(outdated, key=lambda g: (g not in unavailable, g))
+    return sorted(order[:budget])

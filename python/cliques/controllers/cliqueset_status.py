@@ -1,0 +1,136 @@
+"""The status of a CliqueSet (pure): gang counts and conditions, from the gangs' verdicts.
+
+- Counts: `replicas` (gangs with at least one Clique), `readyReplicas` (every clique has
+  minAvailable ready pods), `availableReplicas` (every clique Ready for its current
+  template), `updatedReplicas` (up to date and every pod on its template).
+- `Available`: every gang available. `Progressing`: a rollout (RollingUpdate, with the
+  number of gangs to go) or a scale (Scaling) is under way, else Complete. `Degraded`: a
+  clique is below minAvailable. `ReplicaFailure`: the API server refuses the CliqueSet's
+  writes, or a Clique's (the first by name, and how many more).
+- `templateHash`: one hash for the whole gang template (`set_hash`).
+- An invalid spec (`invalid`) keeps the counts and says why in all three conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cliques import _core
+from cliques.api import labels
+from cliques.api.cliqueset import (
+    CONDITION_AVAILABLE,
+    CONDITION_DEGRADED,
+    CONDITION_PROGRESSING,
+    REASON_INVALID_SPEC,
+    CliqueSet,
+    CliqueSetSpec,
+    CliqueSetStatus,
+)
+from cliques.controllers import clique_planner, conditions, failures, revision
+from cliques.controllers.cliqueset_rollout import GangFacts
+
+
+def set_hash(spec: CliqueSetSpec, hashes: Mapping[str, str]) -> str:
+    """One hash for the whole gang template: the clique hashes, by name (or in list order
+    for InOrder, where order is meaning)."""
+    names = [c.name for c in spec.template.cliques]
+    if spec.startup_type != "InOrder":
+        names.sort()
+    joined = ";".join(f"{n}={hashes.get(n, '')}" for n in names).encode()
+    return revision.safe_encode(_core.fnv1a_64(joined))
+
+
+def status(
+    cqs: CliqueSet,
+    facts: list[GangFacts],
+    outdated: list[int],
+    *,
+    existing: int,
+    template_hash: str,
+    algorithm: int,
+    failure: failures.Failure | None,
+    now: str,
+) -> CliqueSetStatus:
+    """The status of `cqs` from the facts of gangs `0..replicas-1`, the outdated ones, the
+    number of gangs that have Cliques, and the CliqueSet's own refused write, if any."""
+    spec = cqs.spec
+    gen = cqs.metadata.generation
+    old = cqs.status or CliqueSetStatus()
+    conds = conditions.Setter(old.conditions, now, gen)
+    ready = sum(f.ready for f in facts)
+    available = sum(f.available for f in facts)
+    stale = set(outdated)
+    updated = sum(1 for g, f in enumerate(facts) if f.updated and g not in stale)
+    degraded = [d for f in facts for d in f.degraded]
+    gangs_available = f"{available}/{spec.replicas} gangs available"
+    if available == spec.replicas:
+        avail_c = conds.set(CONDITION_AVAILABLE, "True", "AllGangsAvailable", gangs_available)
+    else:
+        avail_c = conds.set(CONDITION_AVAILABLE, "False", "GangsUnavailable", gangs_available)
+    if outdated:
+        to_update = f"{len(outdated)} gang(s) to update to {template_hash}"
+        prog_c = conds.set(CONDITION_PROGRESSING, "True", "RollingUpdate", to_update)
+    elif available != spec.replicas or existing != spec.replicas:
+        prog_c = conds.set(CONDITION_PROGRESSING, "True", "Scaling", gangs_available)
+    else:
+        done = "every gang is available and up to date"
+        prog_c = conds.set(CONDITION_PROGRESSING, "False", "Complete", done)
+    if degraded:
+        below = "below minAvailable: " + ", ".join(degraded[:10])
+        deg_c = conds.set(CONDITION_DEGRADED, "True", clique_planner.REASON_BELOW_MIN, below)
+    else:
+        none_below = "no gang is below minAvailable"
+        deg_c = conds.set(CONDITION_DEGRADED, "False", "AsExpected", none_below)
+    return CliqueSetStatus(
+        observed_generation=gen,
+        replicas=existing,
+        ready_replicas=ready,
+        available_replicas=available,
+        updated_replicas=updated,
+        template_hash=template_hash,
+        hash_algorithm=algorithm,
+        selector=_selector(cqs),
+        conditions=[
+            avail_c,
+            prog_c,
+            deg_c,
+            *failures.condition(conds, failure or _clique_failure(facts)),
+        ],
+    )
+
+
+def _clique_failure(facts: list[GangFacts]) -> failures.Failure | None:
+    """The CliqueSet's ReplicaFailure for refused writes of its Cliques: the first one by
+    name, with its reason and message, and how many more there are."""
+    failing = sorted((pair for f in facts for pair in f.failing), key=lambda pair: pair[0])
+    if not failing:
+        return None
+    name, cond = failing[0]
+    more = f" (and {len(failing) - 1} more Cliques)" if len(failing) > 1 else ""
+    return failures.Failure(cond.reason, f"{name}: {cond.message}{more}")
+
+
+def invalid(cqs: CliqueSet, message: str, *, now: str) -> CliqueSetStatus:
+    """The status of a CliqueSet whose spec cannot be planned: its counts as they were,
+    not Available, not Progressing, Degraded, each with reason InvalidSpec and `message`."""
+    old = cqs.status or CliqueSetStatus()
+    conds = conditions.Setter(old.conditions, now, cqs.metadata.generation)
+    return CliqueSetStatus(
+        observed_generation=cqs.metadata.generation,
+        replicas=old.replicas,
+        ready_replicas=old.ready_replicas,
+        available_replicas=old.available_replicas,
+        updated_replicas=old.updated_replicas,
+        template_hash=old.template_hash,
+        hash_algorithm=old.hash_algorithm,
+        selector=_selector(cqs),
+        conditions=[
+            conds.set(CONDITION_AVAILABLE, "False", REASON_INVALID_SPEC, message),
+            conds.set(CONDITION_PROGRESSING, "False", REASON_INVALID_SPEC, message),
+            conds.set(CONDITION_DEGRADED, "True", REASON_INVALID_SPEC, message),
+        ],
+    )
+
+
+def _selector(cqs: CliqueSet) -> str:
+    return f"{labels.LABEL_CLIQUESET}={cqs.metadata.name}"

@@ -1,0 +1,153 @@
+"""The scheduler's gang scheduling for a CliqueSet: a `scheduling.k8s.io/v1alpha1` Workload
+and each pod's `spec.workloadRef` (pure; docs/gangs.md).
+
+One Workload per CliqueSet and gang shape, owned by the CliqueSet (controller reference,
+blockOwnerDeletion), with one pod group `gang` whose gang policy's `minCount` is the pods
+a gang needs to be available (the sum of its cliques' `minAvailable`, which is every pod
+unless `minAvailable` was lowered). Every gang is one replica of that group: a pod's
+`workloadRef` is `{name: <workload>, podGroup: gang, podGroupReplicaKey: <gang index>}`,
+and the scheduler applies the policy to each replica key separately: it binds none of a
+gang's pods until `minCount` of them fit at once.
+
+A Workload's pod groups are immutable, and so is a pod's `workloadRef`; the Workload is
+therefore named `<cliqueset>-<short hash of the shape>` (the pod groups), so a new shape is
+a new object, never an update. `decide` resolves `gangScheduling.backend` against what the
+cluster serves (`cliques.kube.gangapi`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from cliques.api import labels
+from cliques.api.cliqueset import BACKEND_AUTO, BACKEND_NONE, BACKEND_WORKLOAD, CliqueSet
+
+API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
+KIND: Final = "Workload"
+#: The one pod group of a CliqueSet's Workload; gangs are its replica keys.
+POD_GROUP: Final = "gang"
+#: The scheduler's limit on pod groups per Workload (`WorkloadMaxPodGroups`).
+MAX_POD_GROUPS: Final = 8
+#: Hex digits of the shape hash in the Workload name.
+HASH_LENGTH: Final = 10
+
+# Reasons `decide` gives (condition reasons of the CliqueSet once wired).
+REASON_WORKLOAD: Final = "WorkloadGangScheduling"
+REASON_DISABLED: Final = "GangSchedulingDisabled"
+REASON_UNAVAILABLE: Final = "WorkloadAPIUnavailable"
+
+
+def min_count(cqs: CliqueSet) -> int:
+    """The pods a gang needs at once: the sum of its cliques' effective minAvailable."""
+    return sum(c.effective_min_available for c in cqs.spec.template.cliques)
+
+
+def pod_groups(cqs: CliqueSet) -> list[dict[str, Any]]:
+    """The Workload's `spec.podGroups`: one group, gang policy with `min_count`, or the basic
+    policy when a gang needs no pod at all (minCount must be positive)."""
+    needed = min_count(cqs)
+    policy: dict[str, Any] = {"gang": {"minCount": needed}} if needed > 0 else {"basic": {}}
+    return [{"name": POD_GROUP, "policy": policy}]
+
+
+def shape_hash(groups: list[dict[str, Any]]) -> str:
+    """A short, stable hash of the pod groups (key order and spacing do not matter)."""
+    canonical = json.dumps(groups, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
+
+
+def workload_name(cqs: CliqueSet) -> str:
+    """`<cliqueset>-<shape hash>`: at most 52 + 1 + 10 characters, a DNS subdomain."""
+    return f"{cqs.metadata.name}-{shape_hash(pod_groups(cqs))}"
+
+
+def build_workload(cqs: CliqueSet) -> dict[str, Any]:
+    """The Workload body for `cqs` (create it; it is never updated)."""
+    meta = cqs.metadata
+    if not meta.name or not meta.uid:
+        raise ValueError("the CliqueSet needs a name and a uid to own its Workload")
+    groups = pod_groups(cqs)
+    if len(groups) > MAX_POD_GROUPS:  # pragma: no cover - one group today
+        raise ValueError(f"{len(groups)} pod groups, more than {MAX_POD_GROUPS}")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": f"{meta.name}-{shape_hash(groups)}",
+            "namespace": meta.namespace,
+            "labels": {labels.LABEL_CLIQUESET: meta.name},
+            "ownerReferences": [
+                {
+                    "apiVersion": cqs.api_version,
+                    "kind": cqs.kind,
+                    "name": meta.name,
+                    "uid": meta.uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "controllerRef": {
+                "apiGroup": labels.GROUP,
+                "kind": labels.KIND_CLIQUESET,
+                "name": meta.name,
+            },
+            "podGroups": groups,
+        },
+    }
+
+
+def workload_ref(name: str, gang_index: int) -> dict[str, str]:
+    """A pod's `spec.workloadRef`: gang `gang_index` of Workload `name`."""
+    if gang_index < 0:
+        raise ValueError(f"gang index must be non-negative, got {gang_index}")
+    return {"name": name, "podGroup": POD_GROUP, "podGroupReplicaKey": str(gang_index)}
+
+
+# ---- Which backend a CliqueSet gets ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The backend in effect for a CliqueSet, and why (a condition reason and message)."""
+
+    backend: Literal["Workload", "None"]
+    reason: str
+    message: str
+    #: False when the user asked for `Workload` and the cluster cannot give it: the
+    #: gang's pods should not be created (they would be scheduled one by one).
+    satisfiable: bool = True
+
+
+def decide(requested: str, workload_api: bool, detail: str = "") -> Decision:
+    """Resolve `gangScheduling.backend` given whether the cluster serves the Workload API.
+
+    Auto falls back to None (pod-by-pod scheduling) and says so; an explicit Workload that
+    the cluster cannot serve is unsatisfiable, never quietly downgraded.
+    """
+    why = f": {detail}" if detail else ""
+    if requested == BACKEND_NONE:
+        return Decision("None", REASON_DISABLED, "gangScheduling.backend is None")
+    if workload_api:
+        return Decision(
+            "Workload", REASON_WORKLOAD, f"gangs are scheduled through {API_VERSION} Workloads"
+        )
+    if requested == BACKEND_AUTO:
+        return Decision(
+            "None",
+            REASON_UNAVAILABLE,
+            f"the cluster does not serve {API_VERSION} workloads{why}; gangs are scheduled "
+            "pod by pod",
+        )
+    assert requested == BACKEND_WORKLOAD, requested
+    return Decision(
+        "None",
+        REASON_UNAVAILABLE,
+        f"gangScheduling.backend is Workload but the cluster does not serve {API_VERSION} "
+        f"workloads{why}",
+        satisfiable=False,
+    )

@@ -1,0 +1,323 @@
+"""Gang scheduling and placement on the real kube-scheduler, without the operator.
+
+The dev cluster runs with the gang-scheduling gates (cliques.devcluster.kwok.GANG_*). Each
+test adds its own KWOK nodes offering a resource no other node has (`example.com/slot`),
+so its pods can only land there, and removes them afterwards. The bodies come from the
+pure builders the operator will use: `controllers.workload` (Workload, workloadRef) and
+`controllers.placement` (affinity). Waits poll the API with a deadline; the only fixed
+waits are the windows in which nothing may bind.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques import api
+from cliques.api import labels
+from cliques.controllers import placement as pl
+from cliques.controllers import workload as wl
+from cliques.devcluster import kwok
+from cliques.kube import gangapi
+from tests.support.kubectl import Kubectl
+
+pytestmark = pytest.mark.cluster
+
+SLOT = "example.com/slot"
+RACK = "topology.kubernetes.io/rack"
+BIND_TIMEOUT = 30.0
+#: How long "nothing binds" is watched: several scheduling attempts and backoffs.
+QUIET_WINDOW = 8.0
+
+
+@pytest.fixture
+def k(kubeconfig: str, namespace: str) -> Kubectl:
+    return Kubectl(kubeconfig, namespace)
+
+
+@pytest.fixture
+def nodes(kubeconfig: str) -> Iterator[Callable[..., list[str]]]:
+    """add(count, slots=1, labels=None) -> names of new Ready KWOK nodes; all removed after."""
+    cluster_kubectl = Kubectl(kubeconfig)
+    made: list[str] = []
+    tag = secrets.token_hex(3)
+
+    def add(count: int, slots: int = 1, node_labels: dict[str, str] | None = None) -> list[str]:
+        names = []
+        items = []
+        for _ in range(count):
+            node = kwok.node_manifest(0)
+            name = f"gang-{tag}-{len(made)}"
+            node["metadata"]["name"] = name
+            node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+            # Not one of the dev cluster's own nodes: `up` must never scale it away.
+            del node["metadata"]["labels"][kwok.NODE_LABEL]
+            node["metadata"]["labels"].update(node_labels or {})
+            del node["spec"]
+            capacity = {**node["status"]["capacity"], SLOT: str(slots)}
+            node["status"] = {"capacity": capacity, "allocatable": capacity}
+            items.append(node)
+            names.append(name)
+            made.append(name)
+        cluster_kubectl.ok(
+            "create",
+            "-f",
+            "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+        )
+        wait_for(
+            lambda: all(node_ready(cluster_kubectl.get("node", n)) for n in names),
+            f"nodes {names} Ready",
+        )
+        return names
+
+    yield add
+    if made:
+        cluster_kubectl.run("delete", "node", "--wait=false", *made)
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions", [])
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return ready and not any(t["key"].startswith("node.kubernetes.io/") for t in taints)
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = BIND_TIMEOUT) -> float:
+    """Poll `check` until true; the seconds it took. Fails the test after `timeout`."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def pod(
+    name: str,
+    gang: int,
+    *,
+    workload: str | None = None,
+    cliqueset: str = "g",
+    affinity: dict[str, Any] | None = None,
+    extra_labels: dict[str, str] | None = None,
+    slots: int = 1,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "resources": {"requests": {SLOT: str(slots)}, "limits": {SLOT: str(slots)}},
+            }
+        ],
+        "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+    }
+    if workload is not None:
+        spec["workloadRef"] = wl.workload_ref(workload, gang)
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {**pl.gang_labels(cliqueset, gang), **(extra_labels or {})},
+        },
+        "spec": spec,
+    }
+
+
+def create(k: Kubectl, *bodies: dict[str, Any]) -> None:
+    k.ok(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(bodies)}),
+    )
+
+
+def bound(k: Kubectl, selector: str = "") -> dict[str, str]:
+    """pod name -> node name, of the pods (matching `selector`) that have one."""
+    args = ["get", "pods"] + (["-l", selector] if selector else [])
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in k.json(*args)["items"]
+        if p["spec"].get("nodeName")
+    }
+
+
+def gang_cliqueset(name: str, pods: int, namespace: str, uid: str) -> api.CliqueSet:
+    return msgspec.convert(
+        {
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {
+                "template": {
+                    "cliques": [
+                        {"name": "w", "replicas": pods, "template": {"spec": {"containers": []}}}
+                    ]
+                }
+            },
+        },
+        api.CliqueSet,
+    )
+
+
+def create_workload(k: Kubectl, namespace: str, pods: int) -> str:
+    """A Workload built by controllers.workload for a one-clique set of `pods` pods, owned
+    by a ConfigMap standing in for the CliqueSet (the CRD is not needed here)."""
+    owner = k.json("create", "configmap", "owner")
+    cqs = gang_cliqueset("g", pods, namespace, owner["metadata"]["uid"])
+    body = wl.build_workload(cqs)
+    ref = body["metadata"]["ownerReferences"][0]
+    ref.update(apiVersion="v1", kind="ConfigMap", name="owner")
+    k.ok("create", "-f", "-", stdin=json.dumps(body))
+    return str(body["metadata"]["name"])
+
+
+# ---- What the cluster serves ---------------------------------------------------------------
+
+
+class KubectlDiscovery:
+    def __init__(self, k: Kubectl) -> None:
+        self.k = k
+
+    async def get_path(self, path: str) -> bytes:
+        return self.k.ok("get", "--raw", path).encode()
+
+
+def test_discovery_finds_the_workload_api(kubeconfig: str) -> None:
+    import asyncio
+
+    found = asyncio.run(gangapi.detect(KubectlDiscovery(Kubectl(kubeconfig))))
+    assert found.workloads, found.describe()
+    assert "v1alpha1" in found.versions
+    assert wl.decide("Auto", found.workloads).backend == "Workload"
+
+
+# ---- All or nothing --------------------------------------------------------------------------
+
+
+def test_a_gang_binds_all_or_nothing(
+    k: Kubectl, namespace: str, nodes: Callable[..., list[str]]
+) -> None:
+    nodes(3)
+    name = create_workload(k, namespace, 4)
+    create(k, *(pod(f"p{i}", 0, workload=name) for i in range(4)))
+    time.sleep(QUIET_WINDOW)  # room for 3 of 4: nothing may bind
+    assert bound(k) == {}
+    nodes(1)
+    took = wait_for(lambda: len(bound(k)) == 4, "all 4 gang pods bound")
+    assert took < 15, f"the gang bound {took:.1f}s after the 4th node"
+    assert len(set(bound(k).values())) == 4
+
+
+def test_without_workload_ref_pods_bind_one_by_one(
+    k: Kubectl, nodes: Callable[..., list[str]]
+) -> None:
+    nodes(3)
+    create(k, *(pod(f"p{i}", 0) for i in range(4)))
+    wait_for(lambda: len(bound(k)) == 3, "3 pods bound")
+    time.sleep(2)
+    assert len(bound(k)) == 3
+    pending = [p for p in k.json("get", "pods")["items"] if not p["spec"].get("nodeName")]
+    assert len(pending) == 1
+    scheduled = {c["type"]: c for c in pending[0]["status"].get("conditions", [])}
+    assert scheduled["PodScheduled"]["reason"] == "Unschedulable"
+
+
+def test_two_gangs_competing_for_room_for_one(
+    k: Kubectl, namespace: str, nodes: Callable[..., list[str]]
+) -> None:
+    nodes(4)
+    name = create_workload(k, namespace, 4)
+    create(k, *(pod(f"a{i}", 0, workload=name) for i in range(4)))
+    create(k, *(pod(f"b{i}", 1, workload=name) for i in range(4)))
+
+    def one_gang_whole() -> bool:
+        names = bound(k)
+        return any(sum(n.startswith(g) for n in names) == 4 for g in "ab")
+
+    wait_for(one_gang_whole, "one gang bound whole")
+    time.sleep(QUIET_WINDOW)
+    names = bound(k)
+    counts = sorted(sum(n.startswith(g) for n in names) for g in "ab")
+    assert counts == [0, 4], names
+
+
+# ---- Placement -------------------------------------------------------------------------------
+
+
+def placement(pack: str | None = None, exclusive: str | None = None) -> api.Placement:
+    return api.Placement(
+        pack=api.PackPolicy(topology_key=pack) if pack else None,
+        exclusive=api.ExclusivePolicy(topology_key=exclusive) if exclusive else None,
+    )
+
+
+def racks(k: Kubectl) -> dict[str, str]:
+    nodes = k.json("get", "nodes", "-l", RACK)["items"]
+    return {n["metadata"]["name"]: n["metadata"]["labels"][RACK] for n in nodes}
+
+
+def test_pack_required_puts_a_gang_in_one_rack(k: Kubectl, nodes: Callable[..., list[str]]) -> None:
+    for rack in ("r1", "r2", "r3"):
+        nodes(2, slots=2, node_labels={RACK: rack})
+    affinity = pl.merge_affinity(None, placement(pack=RACK), "g", 0)
+    # The first pod of the gang has no gang pod to join: the scheduler lets it through
+    # because the pack term matches its own labels (placement module docstring).
+    create(k, *(pod(f"p{i}", 0, affinity=affinity) for i in range(4)))
+    wait_for(lambda: len(bound(k)) == 4, "4 packed pods bound")
+    rack_of = racks(k)
+    assert len({rack_of[n] for n in bound(k).values()}) == 1, bound(k)
+
+
+def test_exclusive_keeps_gangs_apart(k: Kubectl, nodes: Callable[..., list[str]]) -> None:
+    for rack in ("r1", "r2"):
+        nodes(2, slots=2, node_labels={RACK: rack})
+    wanted = placement(pack=RACK, exclusive=RACK)
+    for gang in (0, 1):
+        affinity = pl.merge_affinity(None, wanted, "g", gang)
+        create(k, *(pod(f"g{gang}-{i}", gang, affinity=affinity) for i in range(2)))
+    wait_for(lambda: len(bound(k)) == 4, "both gangs bound")
+    rack_of = racks(k)
+    where = {g: {rack_of[n] for p, n in bound(k).items() if p.startswith(f"g{g}-")} for g in (0, 1)}
+    assert len(where[0]) == len(where[1]) == 1 and where[0] != where[1], where
+    # A third gang has no rack of its own left: it waits.
+    affinity = pl.merge_affinity(None, wanted, "g", 2)
+    create(k, pod("g2-0", 2, affinity=affinity))
+    time.sleep(QUIET_WINDOW / 2)
+    assert "g2-0" not in bound(k)
+
+
+def test_a_user_term_outside_the_gang_makes_pack_unschedulable(
+    k: Kubectl, nodes: Callable[..., list[str]]
+) -> None:
+    """The subtlety `placement.unplaceable` reports: required terms are ANDed, so a user term
+    selecting pods outside the gang plus the pack term match no pod, ever."""
+    nodes(2, slots=4, node_labels={RACK: "r1"})
+    create(k, pod("cache", 9, cliqueset="other", extra_labels={"app": "cache"}))
+    wait_for(lambda: "cache" in bound(k), "the cache pod bound")
+    user = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": RACK}
+            ]
+        }
+    }
+    alone = pod("user-only", 0, cliqueset="solo", affinity=user)
+    template = {"spec": {"affinity": user}}
+    packed_template = pl.apply_to_template(template, placement(pack=RACK), "g", 0)
+    packed = pod("packed", 0, affinity=packed_template["spec"]["affinity"])
+    assert pl.unplaceable([("w", packed_template, packed["metadata"]["labels"])]) == ["w"]
+    create(k, alone, packed)
+    wait_for(lambda: "user-only" in bound(k), "the pod with only the user's term bound")
+    time.sleep(QUIET_WINDOW / 2)
+    assert "packed" not in bound(k)
+    assert labels.LABEL_GANG_INDEX in packed["metadata"]["labels"]

@@ -1,0 +1,221 @@
+"""cliques.controllers.workload (the Workload body, pods' workloadRef, the backend decision)
+and cliques.kube.gangapi (what discovery says the cluster serves)."""
+
+import asyncio
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques import api
+from cliques.api import labels
+from cliques.controllers import workload as wl
+from cliques.kube import errors, gangapi
+
+
+def cliqueset(*sizes: tuple[int, int | None], name: str = "llama") -> api.CliqueSet:
+    pod = {"spec": {"containers": [{"name": "m"}]}}
+    return msgspec.convert(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": "u-1"},
+            "spec": {
+                "replicas": 3,
+                "template": {
+                    "cliques": [
+                        {"name": f"c{i}", "replicas": r, "minAvailable": m, "template": pod}
+                        if m is not None
+                        else {"name": f"c{i}", "replicas": r, "template": pod}
+                        for i, (r, m) in enumerate(sizes)
+                    ]
+                },
+            },
+        },
+        api.CliqueSet,
+    )
+
+
+@pytest.mark.parametrize(
+    ("sizes", "policy"),
+    [
+        ([(1, None), (3, None)], {"gang": {"minCount": 4}}),
+        ([(1, None), (4, 3)], {"gang": {"minCount": 4}}),
+        ([(2, 0), (4, 1)], {"gang": {"minCount": 1}}),
+        ([(2, 0), (4, 0)], {"basic": {}}),
+        ([(0, None)], {"basic": {}}),
+    ],
+    ids=["all-pods", "min-available", "partial", "none-needed", "empty"],
+)
+def test_pod_groups(sizes: list[tuple[int, int | None]], policy: dict[str, Any]) -> None:
+    assert wl.pod_groups(cliqueset(*sizes)) == [{"name": "gang", "policy": policy}]
+
+
+def test_the_workload_is_owned_and_named_by_its_shape() -> None:
+    cqs = cliqueset((1, None), (3, None))
+    body = wl.build_workload(cqs)
+    assert body["apiVersion"] == "scheduling.k8s.io/v1alpha1" and body["kind"] == "Workload"
+    meta = body["metadata"]
+    assert meta["namespace"] == "ns"
+    assert meta["labels"] == {labels.LABEL_CLIQUESET: "llama"}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "cliques.dev/v1alpha1",
+            "kind": "CliqueSet",
+            "name": "llama",
+            "uid": "u-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert body["spec"] == {
+        "controllerRef": {"apiGroup": "cliques.dev", "kind": "CliqueSet", "name": "llama"},
+        "podGroups": [{"name": "gang", "policy": {"gang": {"minCount": 4}}}],
+    }
+    name = meta["name"]
+    assert name == wl.workload_name(cqs)
+    assert name.startswith("llama-") and len(name) == len("llama-") + wl.HASH_LENGTH
+    # Same shape, same name: the gang count and the pod templates do not enter it.
+    other = cliqueset((2, 1), (3, None))
+    other.spec.replicas = 7
+    assert wl.workload_name(other) == name
+    # Another minCount is another (immutable) object.
+    assert wl.workload_name(cliqueset((1, None), (4, None))) != name
+    # The longest CliqueSet name still gives a valid object name.
+    long = wl.workload_name(cliqueset((1, None), name="n" * labels.MAX_CLIQUESET_NAME_LENGTH))
+    assert len(long) <= labels.MAX_OBJECT_NAME_LENGTH
+
+
+def test_the_shape_hash_ignores_key_order() -> None:
+    groups = [{"name": "gang", "policy": {"gang": {"minCount": 4}}}]
+    shuffled = [{"policy": {"gang": {"minCount": 4}}, "name": "gang"}]
+    assert wl.shape_hash(groups) == wl.shape_hash(shuffled)
+
+
+def test_build_refuses_a_cliqueset_without_uid() -> None:
+    cqs = cliqueset((1, None))
+    cqs.metadata.uid = ""
+    with pytest.raises(ValueError, match="uid"):
+        wl.build_workload(cqs)
+
+
+def test_workload_ref() -> None:
+    assert wl.workload_ref("llama-abc", 12) == {
+        "name": "llama-abc",
+        "podGroup": "gang",
+        "podGroupReplicaKey": "12",
+    }
+    with pytest.raises(ValueError):
+        wl.workload_ref("x", -1)
+
+
+@pytest.mark.parametrize(
+    ("requested", "served", "backend", "reason", "satisfiable"),
+    [
+        ("Auto", True, "Workload", wl.REASON_WORKLOAD, True),
+        ("Auto", False, "None", wl.REASON_UNAVAILABLE, True),
+        ("Workload", True, "Workload", wl.REASON_WORKLOAD, True),
+        ("Workload", False, "None", wl.REASON_UNAVAILABLE, False),
+        ("None", True, "None", wl.REASON_DISABLED, True),
+        ("None", False, "None", wl.REASON_DISABLED, True),
+    ],
+)
+def test_decide(requested: str, served: bool, backend: str, reason: str, satisfiable: bool) -> None:
+    decision = wl.decide(requested, served, "no scheduling.k8s.io API group")
+    assert (decision.backend, decision.reason, decision.satisfiable) == (
+        backend,
+        reason,
+        satisfiable,
+    )
+    if not served and requested != "None":
+        assert "no scheduling.k8s.io API group" in decision.message
+
+
+# ---- Discovery -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("versions", "resources", "workloads", "unsupported"),
+    [
+        ([], {}, False, ()),
+        (["v1"], {}, False, ()),
+        (["v1", "v1alpha1"], {"v1alpha1": ["workloads"]}, True, ()),
+        (["v1", "v1alpha1"], {"v1alpha1": ["priorityclasses"]}, False, ()),
+        (
+            ["v1", "v1alpha2"],
+            {"v1alpha2": ["podgroups", "workloads"]},
+            False,
+            ("scheduling.k8s.io/v1alpha2 podgroups",),
+        ),
+        (
+            ["v1", "v1alpha1", "v1alpha2"],
+            {"v1alpha1": ["workloads"], "v1alpha2": ["podgroups"]},
+            True,
+            ("scheduling.k8s.io/v1alpha2 podgroups",),
+        ),
+    ],
+)
+def test_interpret(
+    versions: list[str],
+    resources: dict[str, list[str]],
+    workloads: bool,
+    unsupported: tuple[str, ...],
+) -> None:
+    found = gangapi.interpret(versions, resources)
+    assert found.workloads is workloads
+    assert found.unsupported == unsupported
+    assert found.describe()
+
+
+class FakeDiscovery:
+    def __init__(self, paths: dict[str, Any]) -> None:
+        self.paths = paths
+        self.asked: list[str] = []
+
+    async def get_path(self, path: str) -> bytes:
+        self.asked.append(path)
+        if path not in self.paths:
+            raise errors.NotFound(404, "NotFound", "not found", verb="get", path=path)
+        return json.dumps(self.paths[path]).encode()
+
+
+def group(*versions: str) -> dict[str, Any]:
+    return {
+        "kind": "APIGroup",
+        "name": "scheduling.k8s.io",
+        "versions": [{"groupVersion": f"scheduling.k8s.io/{v}", "version": v} for v in versions],
+    }
+
+
+def resource_list(*names: str) -> dict[str, Any]:
+    return {"kind": "APIResourceList", "resources": [{"name": n, "kind": "X"} for n in names]}
+
+
+def test_detect_finds_workloads() -> None:
+    fake = FakeDiscovery(
+        {
+            "/apis/scheduling.k8s.io": group("v1", "v1alpha1"),
+            "/apis/scheduling.k8s.io/v1alpha1": resource_list("workloads"),
+        }
+    )
+    found = asyncio.run(gangapi.detect(fake))
+    assert found.workloads and found.versions == ("v1", "v1alpha1")
+    assert "/apis/scheduling.k8s.io/v1" not in fake.asked  # only the alpha versions are read
+
+
+def test_detect_reports_podgroups_as_unsupported() -> None:
+    fake = FakeDiscovery(
+        {
+            "/apis/scheduling.k8s.io": group("v1", "v1alpha2"),
+            "/apis/scheduling.k8s.io/v1alpha2": resource_list("podgroups", "workloads"),
+        }
+    )
+    found = asyncio.run(gangapi.detect(fake))
+    assert not found.workloads
+    assert found.unsupported == ("scheduling.k8s.io/v1alpha2 podgroups",)
+    assert "not supported by this version" in found.describe()
+
+
+def test_detect_without_the_group() -> None:
+    found = asyncio.run(gangapi.detect(FakeDiscovery({})))
+    assert found == gangapi.GangAPI(False)
+    assert found.describe() == "no scheduling.k8s.io API group"
