@@ -11,6 +11,8 @@ Fixtures (any test directory can use them; unit tests simply never ask):
 - `kubeconfig` (session): `str(kube_cluster.kubeconfig)`.
 - `namespace`: a fresh namespace per test (its default ServiceAccount exists, so pods can be
   created at once), deleted afterwards.
+- `helm` (session): the path of a `helm` binary: `$CLIQUES_HELM`, else the one built from
+  `gomod/helm` into the cache (built, if missing, before the first test, like the cluster).
 
 For the whole session `KUBECONFIG`, `KUBECACHEDIR` and `PATH` (kubectl first) point at the
 test cluster, so that a stray `kubectl` in a test can never reach another cluster.
@@ -22,6 +24,7 @@ Environment:
 - `CLIQUES_TEST_CLUSTER`: the dev cluster's name (default `cliques-test`).
 - `CLIQUES_KEEP_CLUSTER=1`: leave the dev cluster running after the session (the next
   session reuses it in a second or so).
+- `CLIQUES_HELM`: the helm binary to use (nothing is built for it).
 - `CLIQUES_CACHE_DIR`, `CLIQUES_GO`: as for `cliques dev-cluster` (cache, Go toolchain).
 
 The binaries are built, if missing, right after collection and before the first test, so
@@ -50,6 +53,7 @@ from typing import Any
 import pytest
 
 CLUSTER_FIXTURE = "kube_cluster"
+HELM_FIXTURE = "helm"
 DEFAULT_TEST_CLUSTER = "cliques-test"
 KUBECTL_TIMEOUT = 60.0
 NAMESPACE_READY_TIMEOUT = 60.0
@@ -96,6 +100,7 @@ class KubeCluster:
 
 _CLUSTER_KEY = pytest.StashKey[KubeCluster]()
 _BUILD_ERROR_KEY = pytest.StashKey[str]()
+_HELM_ERROR_KEY = pytest.StashKey[str]()
 _LOGS_KEY = pytest.StashKey[Path]()
 
 
@@ -104,13 +109,16 @@ def _external() -> Path | None:
     return Path(value).expanduser().resolve() if value else None
 
 
-def _needs_cluster(items: list[pytest.Item]) -> bool:
-    return any(CLUSTER_FIXTURE in getattr(item, "fixturenames", ()) for item in items)
+def _needs(fixture: str, items: list[pytest.Item]) -> bool:
+    return any(fixture in getattr(item, "fixturenames", ()) for item in items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build the dev-cluster binaries before any test runs, if a selected test needs them."""
-    if _external() is not None or not _needs_cluster(session.items):
+    """Build the dev-cluster binaries (and helm) before any test runs, if a selected test
+    needs them."""
+    if not os.environ.get("CLIQUES_HELM") and _needs(HELM_FIXTURE, session.items):
+        _build_helm(session)
+    if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
         return
     from cliques.devcluster import build, progress
     from cliques.devcluster.errors import DevClusterError
@@ -130,6 +138,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     except DevClusterError as exc:
         session.config.stash[_BUILD_ERROR_KEY] = str(exc)
         print(f"dev-cluster build failed:\n{exc}", file=stream, flush=True)
+
+
+def _build_helm(session: pytest.Session) -> None:
+    from cliques.devcluster import build, gomodules, progress
+    from cliques.devcluster.errors import DevClusterError
+
+    if build.installed_tool(gomodules.HELM) is not None:
+        return
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    print("\nbuilding helm from its Go module before the tests (once per machine)", file=stream)
+    try:
+        build.ensure_tool(gomodules.HELM, progress.PlainReporter(stream))
+    except DevClusterError as exc:
+        session.config.stash[_HELM_ERROR_KEY] = str(exc)
+        print(f"helm build failed:\n{exc}", file=stream, flush=True)
+
+
+@pytest.fixture(scope="session")
+def helm(request: pytest.FixtureRequest) -> Path:
+    """A helm binary: `$CLIQUES_HELM`, else the cached build of gomod/helm."""
+    explicit = os.environ.get("CLIQUES_HELM")
+    if explicit:
+        return Path(explicit)
+    failed = request.config.stash.get(_HELM_ERROR_KEY, None)
+    if failed is not None:
+        pytest.fail(f"helm could not be built:\n{failed}", pytrace=False)
+    from cliques.devcluster import build, gomodules
+
+    return build.ensure_tool(gomodules.HELM).binary("helm")
 
 
 @pytest.fixture(scope="session")

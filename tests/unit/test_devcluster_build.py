@@ -49,7 +49,7 @@ build)
             name=$(basename "$a")
             case "$name" in v[0-9]*) name=$(basename "$(dirname "$a")");; esac
             echo "$a" >&2
-            printf '#!/bin/sh\necho "versions v1.35.4 3.6.16 0.8.0 $*"\n' > "$out/$name"
+            printf '#!/bin/sh\necho "versions v1.35.4 3.6.16 0.8.0 v4.3.1 $*"\n' > "$out/$name"
             chmod +x "$out/$name" ;;
         esac
     done ;;
@@ -111,6 +111,27 @@ def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path:
     assert build.ensure_binaries(root=root) == binaries
     assert build.installed_binaries(root) == binaries
     assert len(calls(tmp_path)) == before  # nothing ran: not even `go env`
+
+
+def test_helm_is_built_only_when_asked_then_reused(fake_go: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    build.ensure_binaries(root=root)
+    assert not any("helm.sh/" in c for c in calls(tmp_path))
+    assert build.installed_tool(gomodules.HELM, root) is None
+
+    out = io.StringIO()
+    helm = build.ensure_tool(gomodules.HELM, progress.PlainReporter(out), root=root)
+    assert helm.binary("helm") == root / f"helm-{gomodules.HELM.version()}" / "bin" / "helm"
+    assert os.access(helm.binary("helm"), os.X_OK)
+    builds = [c for c in calls(tmp_path) if c.startswith("build") and "helm.sh/" in c]
+    assert len(builds) == 1 and "internal/version.version=v4." in builds[0]
+    assert "/helm version --short\nversions" in helm.log_path.read_text()
+    assert "built in" in out.getvalue()
+
+    before = len(calls(tmp_path))
+    assert build.ensure_tool(gomodules.HELM, root=root) == helm
+    assert build.installed_tool(gomodules.HELM, root) == helm
+    assert len(calls(tmp_path)) == before
 
 
 def test_patched_modules_build_from_a_patched_copy(fake_go: Path, tmp_path: Path) -> None:
@@ -302,3 +323,24 @@ def test_rich_progress_runs_through_a_build() -> None:
     reporter.finish("kube v1", True, "built")
     reporter.close()
     reporter.close()  # idempotent
+
+
+def test_the_build_command_builds_helm_only_with_its_flag(
+    fake_go: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cliques.cli import build_parser
+
+    monkeypatch.setenv("CLIQUES_CACHE_DIR", str(tmp_path / "cache"))
+    args = build_parser().parse_args(["dev-cluster", "build"])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed[-1].endswith("/kwokctl") and not any("helm" in p for p in printed)
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--helm"])
+    assert args.func(args) == 0
+    helm = Path(capsys.readouterr().out.split()[-1])
+    assert helm == tmp_path / "cache" / f"helm-{gomodules.HELM.version()}" / "bin" / "helm"
+    assert os.access(helm, os.X_OK)

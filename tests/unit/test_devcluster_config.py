@@ -74,6 +74,16 @@ def test_the_repository_modules_build_the_binaries_a_cluster_needs() -> None:
     assert set(binaries["kwok"]) == {"kwok", "kwokctl"}
 
 
+def test_helm_is_a_tool_a_cluster_does_not_wait_for() -> None:
+    assert gomodules.HELM not in gomodules.MODULES
+    assert gomodules.TOOLS == (gomodules.HELM,)
+    assert gomodules.HELM.binaries() == {"helm": "helm.sh/helm/v4/cmd/helm"}
+    version = gomodules.HELM.version()
+    assert [int(p) for p in version.removeprefix("v").split(".")[:2]] >= [4, 3]
+    flags = gomodules.ldflags_for(gomodules.HELM, version).split()
+    assert f"helm.sh/helm/v4/internal/version.version={version}" in flags
+
+
 def test_pinned_versions_meet_the_issue() -> None:
     versions = {m.key: m.version() for m in gomodules.MODULES}
     major_minor = [int(p) for p in versions["kube"].removeprefix("v").split(".")[:2]]

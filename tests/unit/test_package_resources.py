@@ -28,7 +28,12 @@ from cliques.devcluster.errors import DevClusterError
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "cliques"
-COPIES = {data.CRDS: ROOT / "deploy" / "crds", data.EXAMPLES: ROOT / "deploy" / "examples"}
+# (package data directory, a copy of it in the source tree)
+COPIES = [
+    (data.CRDS, ROOT / "deploy" / "crds"),
+    (data.CRDS, ROOT / "deploy" / "helm" / "cliques" / "crds"),
+    (data.EXAMPLES, ROOT / "deploy" / "examples"),
+]
 # Top-level directories of the source tree that an installed package does not have.
 CHECKOUT_DIRS = ("deploy", "tests", "rust", "scripts", "testdata")
 
@@ -58,18 +63,21 @@ def test_as_path_gives_files_kubectl_can_read() -> None:
         assert example.is_file()
 
 
-@pytest.mark.parametrize("directory", sorted(COPIES))
-def test_the_deploy_copies_are_identical(directory: str) -> None:
+@pytest.mark.parametrize(
+    ("directory", "copy"), COPIES, ids=[str(c.relative_to(ROOT)) for _, c in COPIES]
+)
+def test_the_deploy_copies_are_identical(directory: str, copy: Path) -> None:
     packaged = {
         p.name: p.read_bytes()
         for p in PACKAGE.joinpath("data", directory).iterdir()
         if p.suffix == ".yaml"
     }
-    copied = {p.name: p.read_bytes() for p in COPIES[directory].glob("*.yaml")}
+    copied = {p.name: p.read_bytes() for p in copy.glob("*.yaml")}
     assert packaged, directory
+    where = copy.relative_to(ROOT)
     assert copied == packaged, (
-        f"python/cliques/data/{directory}/ is the source and deploy/{directory}/ its copy: "
-        f"cp python/cliques/data/{directory}/*.yaml deploy/{directory}/"
+        f"python/cliques/data/{directory}/ is the source and {where}/ its copy: "
+        f"cp python/cliques/data/{directory}/*.yaml {where}/"
     )
 
 

@@ -6,7 +6,7 @@
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
     cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
-    cliques dev-cluster build [--force]           only build (or check) the binaries
+    cliques dev-cluster build [--force] [--helm]  only build (or check) the binaries
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
 modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from cliques import argtypes
-from cliques.devcluster import build, cluster, kwok, progress
+from cliques.devcluster import build, cluster, gomodules, kwok, progress
 from cliques.devcluster.errors import DevClusterError
 
 
@@ -95,6 +95,9 @@ def register(subparsers: Any) -> None:
         "build", help="build the binaries (or check they are cached) and print where they are"
     )
     build_p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    build_p.add_argument(
+        "--helm", action="store_true", help="also build helm (for the Helm chart's tests)"
+    )
     build_p.set_defaults(func=_build)
 
 
@@ -240,6 +243,9 @@ def _build(args: argparse.Namespace) -> int:
     try:
         with progress.ReporterScope(reporter):
             binaries = build.ensure_binaries(reporter, force=args.force)
+            helm = (
+                build.ensure_tool(gomodules.HELM, reporter, force=args.force) if args.helm else None
+            )
     except DevClusterError as exc:
         return _fail(exc)
     for field_name in (
@@ -252,4 +258,6 @@ def _build(args: argparse.Namespace) -> int:
         "kwokctl",
     ):
         print(getattr(binaries, field_name))
+    if helm is not None:
+        print(helm.binary("helm"))
     return 0

@@ -10,7 +10,9 @@ second waits, then reuses the first one's result). Each build writes its log to
 `<cache>/<key>-<version>/build.log`; a failure names the failing step and that log.
 
 `ensure_binaries()` is the entry point (used by `cluster.up`, the test fixture and
-`cliques dev-cluster build`); `installed_binaries()` only looks.
+`cliques dev-cluster build`); `installed_binaries()` only looks. `ensure_tool()` and
+`installed_tool()` do the same for one module of `gomodules.TOOLS` (helm), which a dev
+cluster does not need and is built only when asked for.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from cliques.devcluster.progress import QuietReporter, Reporter, format_seconds
 _MIN_GO = (1, 21)
 _PACKAGE_LINE = re.compile(r"^[A-Za-z0-9_.~\-]+(/[A-Za-z0-9_.~\-+]+)*$")
 _LOG_TAIL_LINES = 25
+_ALL_MODULES = gomodules.MODULES + gomodules.TOOLS
+# How each binary reports its version (default: `--version`).
+_VERSION_ARGS = {"kubectl": ("version", "--client"), "helm": ("version", "--short")}
 
 
 def cache_root() -> Path:
@@ -176,6 +181,30 @@ def ensure_binaries(
     return _binaries_from(builds)
 
 
+def ensure_tool(
+    module: GoModule,
+    reporter: Reporter | None = None,
+    *,
+    root: Path | None = None,
+    force: bool = False,
+) -> ModuleBuild:
+    """Build one tool module (e.g. `gomodules.HELM`) into the cache unless it is there."""
+    base = root if root is not None else cache_root()
+    tool = ModuleBuild(module, module.version(), base)
+    if force or not tool.is_complete():
+        go = find_go()
+        check_go_version(go)
+        build_module(tool, go, reporter if reporter is not None else QuietReporter(), force=force)
+    return tool
+
+
+def installed_tool(module: GoModule, root: Path | None = None) -> ModuleBuild | None:
+    """The cached build of a tool module if it is complete, else None (never builds)."""
+    base = root if root is not None else cache_root()
+    tool = ModuleBuild(module, module.version(), base)
+    return tool if tool.is_complete() else None
+
+
 # --- the Go toolchain -------------------------------------------------------------------
 
 
@@ -205,7 +234,7 @@ def find_go(locations: Sequence[Path] | None = None) -> Path:
 
 
 def go_missing_message() -> str:
-    needed = max(gomodules.MODULES, key=lambda m: parse_go_version(m.go_version())).go_version()
+    needed = max(_ALL_MODULES, key=lambda m: parse_go_version(m.go_version())).go_version()
     return (
         "The dev cluster's binaries are built from source with Go, and no Go toolchain was "
         "found (looked at $CLIQUES_GO, `go` on PATH, /usr/local/go/bin and ~/sdk).\n"
@@ -238,7 +267,7 @@ def check_go_version(go: Path) -> str:
         raise GoNotFoundError(f"{go} does not run (`go env` failed: {exc}).") from exc
     version = out[0] if out else "unknown"
     toolchain = out[1] if len(out) > 1 else "auto"
-    needed = max(parse_go_version(m.go_version()) for m in gomodules.MODULES)
+    needed = max(parse_go_version(m.go_version()) for m in _ALL_MODULES)
     have = parse_go_version(version) if version.startswith("go") else (0,)
     needed_text = ".".join(map(str, needed))
     if have < _MIN_GO or (have < needed and toolchain == "local"):
@@ -488,9 +517,7 @@ def _stream(
 
 
 def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str]) -> None:
-    argv = [str(binary), "version", "--client"] if binary.name == "kubectl" else [str(binary)]
-    if binary.name != "kubectl":
-        argv.append("--version")
+    argv = [str(binary), *_VERSION_ARGS.get(binary.name, ("--version",))]
     log.write(f"$ {' '.join(argv)}\n")
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
@@ -561,6 +588,8 @@ __all__ = [
     "ModuleBuild",
     "cache_root",
     "ensure_binaries",
+    "ensure_tool",
     "find_go",
     "installed_binaries",
+    "installed_tool",
 ]

@@ -10,6 +10,10 @@ commands to build), so the versions live in one place and `go get -tool` updates
   kube-controller-manager, kube-scheduler and kubectl.
 - `gomod/etcd`: go.etcd.io/etcd/server/v3: etcd.
 - `gomod/kwok`: sigs.k8s.io/kwok: kwok (the fake-node controller) and kwokctl.
+- `gomod/helm`: helm.sh/helm/v4: helm.
+
+`MODULES` are what a dev cluster runs; `TOOLS` are built only when asked for (helm, for
+the Helm chart's tests and `cliques dev-cluster build --helm`).
 """
 
 from __future__ import annotations
@@ -119,6 +123,8 @@ KWOK_DELETE_BY_UID = SourcePatch(
 )
 KWOK = GoModule(key="kwok", version_module="sigs.k8s.io/kwok", patches=(KWOK_DELETE_BY_UID,))
 MODULES: tuple[GoModule, ...] = (KUBE, ETCD, KWOK)
+HELM = GoModule(key="helm", version_module="helm.sh/helm/v4")
+TOOLS: tuple[GoModule, ...] = (HELM,)
 
 
 def tool_packages(gomod: str) -> list[str]:
@@ -210,4 +216,7 @@ def ldflags_for(module: GoModule, version: str) -> str:
         flags.append(f"-X go.etcd.io/etcd/api/v3/version.GitSHA=module-{version}")
     elif module.key == KWOK.key:
         flags.append(f"-X sigs.k8s.io/kwok/pkg/consts.Version={version.removeprefix('v')}")
+    elif module.key == HELM.key:
+        flags.append(f"-X helm.sh/helm/v4/internal/version.version={version}")
+        flags.append("-X helm.sh/helm/v4/internal/version.gitTreeState=clean")
     return " ".join(flags)
