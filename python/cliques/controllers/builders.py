@@ -3,7 +3,8 @@
 - A Clique is one clique template of one gang: its deterministic name, the gang labels
   (with the bucket label used for sharding), the template-hash label and algorithm
   annotation, the subdomain and leader-address annotations of a gang with a headless
-  Service, and the `startsAfter` of its gang.
+  Service, the `startsAfter` of its gang, and its pod template with the affinity of
+  `spec.placement` for its gang (`placement`).
 - A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
 - A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
@@ -21,6 +22,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.controllers import placement
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -103,9 +105,15 @@ def clique_body(
             "replicas": tmpl.replicas,
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
-            "template": tmpl.template,
+            "template": gang_template(cqs, gang, tmpl),
         },
     }
+
+
+def gang_template(cqs: CliqueSet, gang: int, tmpl: CliqueTemplate) -> Any:
+    """The pod template of clique template `tmpl` in gang `gang`: the user's, with the
+    affinity `spec.placement` compiles to for that gang (`placement.gang_template`)."""
+    return placement.gang_template(tmpl.template, cqs.spec.placement, cqs.metadata.name, gang)
 
 
 def service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:

@@ -6,8 +6,10 @@ It only handles CliqueSets whose bucket this process owns (`owns(namespace, name
 Watch events of Cliques and Services also satisfy its expectations.
 
 It keeps what is worth keeping between two plans of a CliqueSet: the template hashes of its
-generation, and the gang verdicts of its last plan (`cliqueset_rollout.Judgement`), which
-the next plan reuses for the gangs whose Cliques are unchanged.
+generation (of `placement.hash_basis`: the user's template, with gang 0's placement terms
+when `spec.placement` asks for any), and the gang verdicts of its last plan
+(`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner, cliqueset_rollout
+from cliques.controllers import cliqueset_planner, cliqueset_rollout, placement
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
@@ -123,20 +125,31 @@ class CliqueSetController:
         memo_key = (cqs.metadata.uid, cqs.metadata.generation)
         hashes = self._hash_memo.get(memo_key)
         if hashes is None:
+            where, name = cqs.spec.placement, cqs.metadata.name
             hashes = {
-                c.name: self.hasher.template_hash(c.template) for c in cqs.spec.template.cliques
+                c.name: self.hasher.template_hash(
+                    dict(placement.hash_basis(c.template, where, name))
+                )
+                for c in cqs.spec.template.cliques
             }
             if len(self._hash_memo) > 10_000:
                 self._hash_memo.clear()
             self._hash_memo[memo_key] = hashes
         return hashes
 
-    def _rehashes(self, cliques: list[Clique], hashes: dict[str, str]) -> dict[str, str]:
+    def _rehashes(
+        self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
+    ) -> dict[str, str]:
         """The hashes under the current algorithm of the Cliques that need one (a ValueError
-        of a template the canonical form refuses fails the reconcile)."""
+        of a template the canonical form refuses fails the reconcile). A Clique's template
+        carries its gang's placement terms: they are swapped for gang 0's, as in
+        `placement.hash_basis`."""
         algorithm = self.hasher.algorithm
+        where, name = cqs.spec.placement, cqs.metadata.name
         return {
-            c.metadata.name: self.hasher.template_hash(c.spec.template)
+            c.metadata.name: self.hasher.template_hash(
+                dict(placement.regang(c.spec.template, where, name, c.spec.gang_index))
+            )
             for c in cliques
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
@@ -155,7 +168,7 @@ class CliqueSetController:
             cliques=cliques,
             services=self.services.store.by_index("controller", uid),
             hashes=hashes,
-            rehashes=self._rehashes(cliques, hashes) if not invalid else {},
+            rehashes=self._rehashes(cqs, cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),

@@ -8,7 +8,8 @@
   changes become merge patches, a roll a JSON patch of the Clique's template.
 - The status comes from `cliqueset_status`.
 - An invalid spec, a pod template the canonical form refuses (`snap.invalid`, found while
-  hashing) or a startsAfter cycle, is an InvalidSpec: no Clique is created or changed, the
+  hashing), a startsAfter cycle or a placement whose pods could never be scheduled
+  (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
   conditions say why and a Warning Event is recorded (once, while the status says so).
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
@@ -30,6 +31,7 @@ from cliques.controllers import (
     cliqueset_rollout,
     cliqueset_status,
     failures,
+    placement,
     startup,
 )
 from cliques.controllers.actions import Create, Delete, Event, Patch, Plan
@@ -77,6 +79,19 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
         return _invalid(snap, str(exc))
+    stuck = placement.unplaceable_cliques(
+        [(c.name, c.template) for c in spec.template.cliques],
+        spec.placement,
+        meta.name,
+        meta.namespace,
+    )
+    if stuck:
+        return _invalid(
+            snap,
+            f"placement: the pods of clique(s) {', '.join(stuck)} could never be scheduled: "
+            "their required pod affinity, ANDed with the pack term, selects no pod of the "
+            "gang (docs/gangs.md)",
+        )
     out = CliqueSetPlan()
 
     roles = {c.name: c for c in spec.template.cliques}
@@ -232,7 +247,11 @@ def _template_patch(
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/uid", "value": clique.metadata.uid},
-        {"op": "replace", "path": "/spec/template", "value": tmpl.template},
+        {
+            "op": "replace",
+            "path": "/spec/template",
+            "value": builders.gang_template(snap.cliqueset, clique.spec.gang_index, tmpl),
+        },
         {
             "op": "add",
             "path": "/metadata/labels/" + _escape(labels.LABEL_TEMPLATE_HASH),
