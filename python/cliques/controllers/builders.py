@@ -8,7 +8,8 @@
 - A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
 - A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
-  hostname and subdomain for stable DNS, and the CLIQUES_* environment in every container.
+  hostname and subdomain for stable DNS, the CLIQUES_* environment in every container, and
+  `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any.
   The template is never mutated: containers that get env are shallow copies.
 
 Each body carries a controller owner reference to the object it belongs to
@@ -22,7 +23,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueTemplate
-from cliques.controllers import placement
+from cliques.controllers import placement, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -73,12 +74,15 @@ def clique_body(
     template_hash: str,
     algorithm: int,
     bucket: str,
+    workload: str = "",
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
-    (clique template names) it starts after."""
+    (clique template names) it starts after; `workload` the Workload its gang uses."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
+    if workload:
+        annotations[labels.ANNOTATION_WORKLOAD] = workload
     if cqs.spec.headless_service:
         first_role = cqs.spec.template.cliques[0].name
         annotations[labels.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
@@ -180,6 +184,9 @@ def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> 
     subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
     if subdomain:
         pod_spec["subdomain"] = subdomain
+    gang_workload = meta.annotations.get(labels.ANNOTATION_WORKLOAD)
+    if gang_workload:
+        pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)
 
     return {
         "apiVersion": "v1",

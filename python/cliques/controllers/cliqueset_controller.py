@@ -1,7 +1,10 @@
 """The CliqueSet controller: snapshot → `cliqueset_planner.plan` → `plan_runner`, per key.
 
 It owns one work queue of CliqueSet keys. Events that enqueue a CliqueSet: the CliqueSet
-itself, and any of its Cliques or gang Services (found by the `cliques.dev/cliqueset` label).
+itself, and any of its Cliques, gang Services or Workloads (found by the
+`cliques.dev/cliqueset` label). What the cluster serves for gang scheduling (`gang_api`) is
+asked once by the process and handed in; the Workload informer exists only where the
+cluster serves the Workload API.
 It only handles CliqueSets whose bucket this process owns (`owns(namespace, name)`).
 Watch events of Cliques and Services also satisfy its expectations.
 
@@ -23,10 +26,12 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
+from cliques.api.workload import Workload
 from cliques.controllers import cliqueset_planner, cliqueset_rollout, placement
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
+from cliques.kube import gangapi
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
@@ -50,7 +55,12 @@ class CliqueSetController:
         owns: Callable[[str, str], bool] = lambda ns, name: True,
         child_debounce: float = 0.5,
         max_child_debounce: float = 1.0,
+        gang_api: gangapi.GangAPI | None = None,
+        workloads: Informer[Workload] | None = None,
     ) -> None:
+        #: what the cluster serves for gang scheduling (asked once per process)
+        self.gang_api = gang_api or gangapi.GangAPI(False)
+        self.workloads = workloads
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -71,6 +81,8 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
+        if workloads is not None:
+            workloads.add_handler(self._on_child)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -175,6 +187,13 @@ class CliqueSetController:
             previous=self._judgements.get(uid),
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
+            workload_api=self.gang_api.workloads,
+            gang_api=self.gang_api.describe(),
+            workloads=(
+                self.workloads.store.by_index("controller", uid)
+                if self.workloads is not None
+                else []
+            ),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:

@@ -11,6 +11,10 @@
   hashing), a startsAfter cycle or a placement whose pods could never be scheduled
   (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
   conditions say why and a Warning Event is recorded (once, while the status says so).
+- Gang scheduling (`gang_scheduling`): the Workload is created before the Cliques of new
+  gangs, which record it; with the Workload backend no Clique gets a `startsAfter`; the
+  `GangScheduling` condition (an Event when it changes); a `Workload` backend the cluster
+  cannot serve is an InvalidSpec.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
 """
@@ -26,11 +30,14 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
 from cliques.api.service import Service
+from cliques.api.workload import Workload
 from cliques.controllers import (
     builders,
     cliqueset_rollout,
     cliqueset_status,
+    conditions,
     failures,
+    gang_scheduling,
     placement,
     startup,
 )
@@ -60,6 +67,11 @@ class CliqueSetSnapshot:
     failure: failures.Failure | None = None
     #: why the spec cannot be planned though the API server accepted it ("" if it can)
     invalid: str = ""
+    #: whether the cluster serves the Workload API, and what it serves (`gangapi`)
+    workload_api: bool = False
+    gang_api: str = ""
+    #: the Workloads this CliqueSet owns
+    workloads: list[Workload] = field(default_factory=list)
 
 
 @dataclass
@@ -92,10 +104,21 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             "their required pod affinity, ANDed with the pack term, selects no pod of the "
             "gang (docs/gangs.md)",
         )
+    bucket = str(_core.bucket_of(meta.namespace, meta.name))
+    sched = gang_scheduling.plan(
+        cqs,
+        snap.cliques,
+        snap.workloads,
+        workload_api=snap.workload_api,
+        detail=snap.gang_api,
+        bucket=bucket,
+    )
+    if not sched.decision.satisfiable:
+        return _invalid(snap, sched.decision.message)
+    deps = gang_scheduling.deps_for(sched.decision, deps)
     out = CliqueSetPlan()
 
     roles = {c.name: c for c in spec.template.cliques}
-    bucket = str(_core.bucket_of(meta.namespace, meta.name))
     by_gang: dict[int, dict[str, Clique]] = {}
     removed: list[tuple[int, str, Clique]] = []
     for clique in snap.cliques:
@@ -106,8 +129,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         ):
             removed.append((-gang, role, clique))
 
-    deletes: list[Delete] = []
-    creates: list[Create] = []
+    deletes: list[Delete] = list(sched.deletes)
+    creates: list[Create] = list(sched.creates) if snap.expectations_satisfied else []
     for minus_gang, _, clique in sorted(removed, key=lambda r: r[:2]):
         why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
         deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
@@ -115,23 +138,27 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
-    for gang in range(spec.replicas) if can_create else ():
-        have = by_gang.get(gang)
+    for index in range(spec.replicas) if can_create else ():
+        have = by_gang.get(index)
         if have is not None and roles.keys() <= have.keys():
             continue
         have = have or {}
+        uses = gang_scheduling.gang_workload(have, sched.current)
+        if uses and uses == sched.current and not sched.ready:
+            continue  # its Workload first
         for role, tmpl in roles.items():
             if role not in have:
                 body = builders.clique_body(
                     cqs,
-                    gang,
+                    index,
                     tmpl,
                     starts_after=deps[role],
                     template_hash=snap.hashes[role],
                     algorithm=snap.algorithm,
                     bucket=bucket,
+                    workload=uses,
                 )
-                name = labels.clique_name(meta.name, gang, role)
+                name = labels.clique_name(meta.name, index, role)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
     # Services: one headless Service per gang.
@@ -201,6 +228,14 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         failure=snap.failure,
         now=snap.now,
     )
+    old_conditions = cqs.status.conditions if cqs.status is not None else []
+    setter = conditions.Setter(old_conditions, snap.now, meta.generation)
+    ordered = spec.startup_type != "AnyOrder"
+    gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
+    out.status.conditions.append(gang_condition)
+    said = gang_scheduling.event(old_conditions, gang_condition)
+    if said is not None:
+        out.events.append(said)
     if out.status == cqs.status:
         out.status = None
     return out
