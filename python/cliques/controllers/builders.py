@@ -164,6 +164,9 @@ def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> 
     pod_labels[labels.LABEL_TEMPLATE_HASH] = template_hash
     annotations = dict(tmeta.get("annotations") or {})
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
+    restarts = meta.annotations.get(labels.ANNOTATION_GANG_RESTARTS)
+    if restarts:
+        annotations[labels.ANNOTATION_GANG_RESTARTS] = restarts
 
     env = [
         {"name": labels.ENV_SET, "value": clabels.get(labels.LABEL_CLIQUESET, "")},

@@ -15,6 +15,9 @@
   gangs, which record it; with the Workload backend no Clique gets a `startsAfter`; the
   `GangScheduling` condition (an Event when it changes); a `Workload` backend the cluster
   cannot serve is an InvalidSpec.
+- `failurePolicy: RecreateGang` (`gang_failures`): breach marks and restart counts as
+  annotations of each gang's Cliques, a requeue when the next restart is due, the
+  conditions GangRestarting and GangFailed, the total on `status.gangRestarts`.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
 """
@@ -37,6 +40,7 @@ from cliques.controllers import (
     cliqueset_status,
     conditions,
     failures,
+    gang_failures,
     gang_scheduling,
     placement,
     startup,
@@ -79,6 +83,9 @@ class CliqueSetPlan(Plan):
     """A plan, and the verdicts it reached (for the next plan of the same CliqueSet)."""
 
     judgement: Judgement | None = None
+    #: gangs breached and to be recreated, and gangs that used up their restarts
+    restarting: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
 
 
 def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
@@ -228,17 +235,73 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         failure=snap.failure,
         now=snap.now,
     )
+    restarts = _failure_policy(snap, by_gang, gangs.facts, touched, out)
+    out.status.gang_restarts = restarts
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, meta.generation)
     ordered = spec.startup_type != "AnyOrder"
     gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
+    if spec.failure_policy.restart_policy == "RecreateGang":
+        out.status.conditions += gang_failures.conditions(setter, out.restarting, out.failed)
     said = gang_scheduling.event(old_conditions, gang_condition)
     if said is not None:
         out.events.append(said)
     if out.status == cqs.status:
         out.status = None
     return out
+
+
+def _failure_policy(
+    snap: CliqueSetSnapshot,
+    by_gang: dict[int, dict[str, Clique]],
+    facts: list[cliqueset_rollout.GangFacts],
+    touched: set[int],
+    out: CliqueSetPlan,
+) -> int:
+    """`failurePolicy` over every gang (`gang_failures.decide`): annotation patches of the
+    gangs' Cliques (not of a gang another patch of this plan touches), Events, the gangs
+    restarting and failed, the requeue; returns the restarts of all gangs."""
+    policy = snap.cliqueset.spec.failure_policy
+    total = 0
+    for index, gang_facts in enumerate(facts):
+        members = {
+            role: c
+            for role, c in by_gang.get(index, {}).items()
+            if c.metadata.deletion_timestamp is None
+        }
+        total += gang_failures.restarts_of(members)
+        decision = gang_failures.decide(policy, members, bool(gang_facts.degraded), snap.now)
+        if decision.failed:
+            out.failed.append(index)
+        if decision.restarting:
+            out.restarting.append(index)
+        if decision.requeue_after:
+            out.requeue_after = min(
+                out.requeue_after or decision.requeue_after, decision.requeue_after
+            )
+        if not decision.annotate or index in touched or not snap.expectations_satisfied:
+            continue
+        for _, clique in sorted(members.items()):
+            body = {
+                "metadata": {
+                    "resourceVersion": clique.metadata.resource_version,
+                    "annotations": decision.annotate,
+                }
+            }
+            reason = "GangRestart" if decision.restart else "GangBreach"
+            out.patches.append(Patch(CLIQUES, clique.metadata.name, body, reason=reason))
+        if decision.restart:
+            n = decision.annotate[gang_failures.ANNOTATION_RESTARTS]
+            out.events.append(
+                Event(
+                    "Warning",
+                    "GangRestart",
+                    f"gang {index} below minAvailable ({', '.join(gang_facts.degraded)}): "
+                    f"recreating all its pods (restart {n} of {policy.max_gang_restarts})",
+                )
+            )
+    return total
 
 
 def _invalid(snap: CliqueSetSnapshot, message: str) -> CliqueSetPlan:
