@@ -70,6 +70,7 @@ CLIQUESET_JSON: dict[str, Any] = {
         "readyReplicas": 1,
         "availableReplicas": 1,
         "updatedReplicas": 2,
+        "gangRestarts": 1,
         "templateHash": "7c9f8d6b5",
         "hashAlgorithm": 1,
         "selector": "cliques.dev/cliqueset=llama",

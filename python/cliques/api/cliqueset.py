@@ -180,6 +180,8 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
     ready_replicas: int = 0
     available_replicas: int = 0
     updated_replicas: int = 0
+    #: gangs recreated whole by failurePolicy RecreateGang, in total
+    gang_restarts: int = 0
     template_hash: str = ""
     hash_algorithm: int = 0
     #: The label selector of the CliqueSet's pods, serialized, for the scale subresource.

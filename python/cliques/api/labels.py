@@ -48,6 +48,15 @@ ANNOTATION_PREVIOUS_HASHES: Final = f"{GROUP}/previous-template-hashes"
 ANNOTATION_SUBDOMAIN: Final = f"{GROUP}/subdomain"
 #: On a Clique of a gang with a headless Service: what `CLIQUES_LEADER_ADDRESS` holds.
 ANNOTATION_LEADER_ADDRESS: Final = f"{GROUP}/leader-address"
+#: On a Clique whose gang is gang-scheduled: the name of the Workload its pods reference
+#: (fixed when the gang's Cliques are created; pods' `spec.workloadRef` is immutable).
+ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
+#: On a Clique (failurePolicy RecreateGang): when its gang was first seen below
+#: minAvailable, how many times the gang was recreated (also on its pods: pods of another
+#: count are deleted), and when it last was (`controllers.gang_failures`).
+ANNOTATION_BREACH_SINCE: Final = f"{GROUP}/breach-since"
+ANNOTATION_GANG_RESTARTS: Final = f"{GROUP}/gang-restarts"
+ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
 #: On a shard Lease: the instance token of the process that holds it.
 ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
 

@@ -3,11 +3,13 @@
 - A Clique is one clique template of one gang: its deterministic name, the gang labels
   (with the bucket label used for sharding), the template-hash label and algorithm
   annotation, the subdomain and leader-address annotations of a gang with a headless
-  Service, and the `startsAfter` of its gang.
+  Service, the `startsAfter` of its gang, and its pod template with the affinity of
+  `spec.placement` for its gang (`placement`).
 - A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
 - A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
-  hostname and subdomain for stable DNS, and the CLIQUES_* environment in every container.
+  hostname and subdomain for stable DNS, the CLIQUES_* environment in every container, and
+  `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any.
   The template is never mutated: containers that get env are shallow copies.
 
 Each body carries a controller owner reference to the object it belongs to
@@ -21,6 +23,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.controllers import placement, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -71,12 +74,15 @@ def clique_body(
     template_hash: str,
     algorithm: int,
     bucket: str,
+    workload: str = "",
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
-    (clique template names) it starts after."""
+    (clique template names) it starts after; `workload` the Workload its gang uses."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
+    if workload:
+        annotations[labels.ANNOTATION_WORKLOAD] = workload
     if cqs.spec.headless_service:
         first_role = cqs.spec.template.cliques[0].name
         annotations[labels.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
@@ -103,9 +109,15 @@ def clique_body(
             "replicas": tmpl.replicas,
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
-            "template": tmpl.template,
+            "template": gang_template(cqs, gang, tmpl),
         },
     }
+
+
+def gang_template(cqs: CliqueSet, gang: int, tmpl: CliqueTemplate) -> Any:
+    """The pod template of clique template `tmpl` in gang `gang`: the user's, with the
+    affinity `spec.placement` compiles to for that gang (`placement.gang_template`)."""
+    return placement.gang_template(tmpl.template, cqs.spec.placement, cqs.metadata.name, gang)
 
 
 def service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:
@@ -152,6 +164,9 @@ def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> 
     pod_labels[labels.LABEL_TEMPLATE_HASH] = template_hash
     annotations = dict(tmeta.get("annotations") or {})
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
+    restarts = meta.annotations.get(labels.ANNOTATION_GANG_RESTARTS)
+    if restarts:
+        annotations[labels.ANNOTATION_GANG_RESTARTS] = restarts
 
     env = [
         {"name": labels.ENV_SET, "value": clabels.get(labels.LABEL_CLIQUESET, "")},
@@ -172,6 +187,9 @@ def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> 
     subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
     if subdomain:
         pod_spec["subdomain"] = subdomain
+    gang_workload = meta.annotations.get(labels.ANNOTATION_WORKLOAD)
+    if gang_workload:
+        pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)
 
     return {
         "apiVersion": "v1",

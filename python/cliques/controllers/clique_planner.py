@@ -6,6 +6,8 @@ Rules, in the order they are applied:
 2. Pods whose template-hash label is neither the Clique's hash nor one of its
    `previous-template-hashes` (hashes of the same template under an older hash algorithm)
    are deleted: the CliqueSet controller decided this gang rolls now.
+   Pods recording another gang restart count than the Clique (`cliques.dev/gang-restarts`)
+   are deleted too: the CliqueSet controller recreates the gang whole (`gang_failures`).
 3. Pods labelled with a previous hash are re-labelled in place, never recreated.
 4. Missing indices in 0..replicas-1 are created (lowest first), unless the Clique has not
    started yet and a clique it starts after is not Ready. A pod being deleted still holds
@@ -61,6 +63,11 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
     )
 
 
+def _restarts(annotations: dict[str, str]) -> str:
+    """A gang's restart count as recorded on a Clique or pod ("0" when not recorded)."""
+    return annotations.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
+
+
 def pod_index(name: str, pod_labels: dict[str, str]) -> int | None:
     """A pod's index: its label, else the number after the last '-' of its name."""
     raw = pod_labels.get(labels.LABEL_POD_INDEX)
@@ -90,6 +97,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
         if idx is not None:
             by_index[idx] = pod
 
+    restarts = _restarts(meta.annotations)
     deletes: list[Delete] = []
     for idx in sorted(by_index, reverse=True):
         pod = by_index[idx]
@@ -103,6 +111,8 @@ def plan(snap: CliqueSnapshot) -> Plan:
             reason = "PodFinished"
         elif pod_hash != desired and pod_hash not in previous:
             reason = "TemplateChanged"
+        elif _restarts(pod.metadata.annotations) != restarts:
+            reason = "GangRestart"
         if reason:
             deletes.append(Delete(PODS, pod.metadata.name, pod.metadata.uid, uid, reason))
         elif pod_hash in previous:

@@ -1,13 +1,18 @@
 """The CliqueSet controller: snapshot → `cliqueset_planner.plan` → `plan_runner`, per key.
 
 It owns one work queue of CliqueSet keys. Events that enqueue a CliqueSet: the CliqueSet
-itself, and any of its Cliques or gang Services (found by the `cliques.dev/cliqueset` label).
+itself, and any of its Cliques, gang Services or Workloads (found by the
+`cliques.dev/cliqueset` label). What the cluster serves for gang scheduling (`gang_api`) is
+asked once by the process and handed in; the Workload informer exists only where the
+cluster serves the Workload API.
 It only handles CliqueSets whose bucket this process owns (`owns(namespace, name)`).
 Watch events of Cliques and Services also satisfy its expectations.
 
 It keeps what is worth keeping between two plans of a CliqueSet: the template hashes of its
-generation, and the gang verdicts of its last plan (`cliqueset_rollout.Judgement`), which
-the next plan reuses for the gangs whose Cliques are unchanged.
+generation (of `placement.hash_basis`: the user's template, with gang 0's placement terms
+when `spec.placement` asks for any), and the gang verdicts of its last plan
+(`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner, cliqueset_rollout
+from cliques.api.workload import Workload
+from cliques.controllers import cliqueset_planner, cliqueset_rollout, placement
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
-from cliques.kube import store
+from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
@@ -49,7 +55,12 @@ class CliqueSetController:
         owns: Callable[[str, str], bool] = lambda ns, name: True,
         child_debounce: float = 0.5,
         max_child_debounce: float = 1.0,
+        gang_api: gangapi.GangAPI | None = None,
+        workloads: Informer[Workload] | None = None,
     ) -> None:
+        #: what the cluster serves for gang scheduling (asked once per process)
+        self.gang_api = gang_api or gangapi.GangAPI(False)
+        self.workloads = workloads
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -70,6 +81,8 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
+        if workloads is not None:
+            workloads.add_handler(self._on_child)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -124,20 +137,31 @@ class CliqueSetController:
         memo_key = (cqs.metadata.uid, cqs.metadata.generation)
         hashes = self._hash_memo.get(memo_key)
         if hashes is None:
+            where, name = cqs.spec.placement, cqs.metadata.name
             hashes = {
-                c.name: self.hasher.template_hash(c.template) for c in cqs.spec.template.cliques
+                c.name: self.hasher.template_hash(
+                    dict(placement.hash_basis(c.template, where, name))
+                )
+                for c in cqs.spec.template.cliques
             }
             if len(self._hash_memo) > 10_000:
                 self._hash_memo.clear()
             self._hash_memo[memo_key] = hashes
         return hashes
 
-    def _rehashes(self, cliques: list[Clique], hashes: dict[str, str]) -> dict[str, str]:
+    def _rehashes(
+        self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
+    ) -> dict[str, str]:
         """The hashes under the current algorithm of the Cliques that need one (a ValueError
-        of a template the canonical form refuses fails the reconcile)."""
+        of a template the canonical form refuses fails the reconcile). A Clique's template
+        carries its gang's placement terms: they are swapped for gang 0's, as in
+        `placement.hash_basis`."""
         algorithm = self.hasher.algorithm
+        where, name = cqs.spec.placement, cqs.metadata.name
         return {
-            c.metadata.name: self.hasher.template_hash(c.spec.template)
+            c.metadata.name: self.hasher.template_hash(
+                dict(placement.regang(c.spec.template, where, name, c.spec.gang_index))
+            )
             for c in cliques
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
@@ -157,13 +181,20 @@ class CliqueSetController:
             cliques=cliques,
             services=self.services.store.by_index("controller", owner),
             hashes=hashes,
-            rehashes=self._rehashes(cliques, hashes) if not invalid else {},
+            rehashes=self._rehashes(cqs, cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
             previous=self._judgements.get(uid),
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
+            workload_api=self.gang_api.workloads,
+            gang_api=self.gang_api.describe(),
+            workloads=(
+                self.workloads.store.by_index("controller", owner)
+                if self.workloads is not None
+                else []
+            ),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
@@ -190,4 +221,8 @@ class CliqueSetController:
         plan = self._planned(snap)
         self._plan_cost[key] = time.perf_counter() - started
         satisfied = snap.expectations_satisfied
-        return await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
+        result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
+        if plan.requeue_after and not 0 < result.requeue_after <= plan.requeue_after:
+            # a gang restart falls due then (failurePolicy): look again, never sleep
+            return Result(requeue_after=plan.requeue_after)
+        return result

@@ -8,8 +8,16 @@
   changes become merge patches, a roll a JSON patch of the Clique's template.
 - The status comes from `cliqueset_status`.
 - An invalid spec, a pod template the canonical form refuses (`snap.invalid`, found while
-  hashing) or a startsAfter cycle, is an InvalidSpec: no Clique is created or changed, the
+  hashing), a startsAfter cycle or a placement whose pods could never be scheduled
+  (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
   conditions say why and a Warning Event is recorded (once, while the status says so).
+- Gang scheduling (`gang_scheduling`): the Workload is created before the Cliques of new
+  gangs, which record it; with the Workload backend no Clique gets a `startsAfter`; the
+  `GangScheduling` condition (an Event when it changes); a `Workload` backend the cluster
+  cannot serve is an InvalidSpec.
+- `failurePolicy: RecreateGang` (`gang_failures`): breach marks and restart counts as
+  annotations of each gang's Cliques, a requeue when the next restart is due, the
+  conditions GangRestarting and GangFailed, the total on `status.gangRestarts`.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
 """
@@ -25,11 +33,16 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
 from cliques.api.service import Service
+from cliques.api.workload import Workload
 from cliques.controllers import (
     builders,
     cliqueset_rollout,
     cliqueset_status,
+    conditions,
     failures,
+    gang_failures,
+    gang_scheduling,
+    placement,
     startup,
 )
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
@@ -58,6 +71,11 @@ class CliqueSetSnapshot:
     failure: failures.Failure | None = None
     #: why the spec cannot be planned though the API server accepted it ("" if it can)
     invalid: str = ""
+    #: whether the cluster serves the Workload API, and what it serves (`gangapi`)
+    workload_api: bool = False
+    gang_api: str = ""
+    #: the Workloads this CliqueSet owns
+    workloads: list[Workload] = field(default_factory=list)
 
 
 @dataclass
@@ -65,6 +83,9 @@ class CliqueSetPlan(Plan):
     """A plan, and the verdicts it reached (for the next plan of the same CliqueSet)."""
 
     judgement: Judgement | None = None
+    #: gangs breached and to be recreated, and gangs that used up their restarts
+    restarting: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
 
 
 def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
@@ -77,10 +98,34 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
         return _invalid(snap, str(exc))
+    stuck = placement.unplaceable_cliques(
+        [(c.name, c.template) for c in spec.template.cliques],
+        spec.placement,
+        meta.name,
+        meta.namespace,
+    )
+    if stuck:
+        return _invalid(
+            snap,
+            f"placement: the pods of clique(s) {', '.join(stuck)} could never be scheduled: "
+            "their required pod affinity, ANDed with the pack term, selects no pod of the "
+            "gang (docs/gangs.md)",
+        )
+    bucket = str(_core.bucket_of(meta.namespace, meta.name))
+    sched = gang_scheduling.plan(
+        cqs,
+        snap.cliques,
+        snap.workloads,
+        workload_api=snap.workload_api,
+        detail=snap.gang_api,
+        bucket=bucket,
+    )
+    if not sched.decision.satisfiable:
+        return _invalid(snap, sched.decision.message)
+    deps = gang_scheduling.deps_for(sched.decision, deps)
     out = CliqueSetPlan()
 
     roles = {c.name: c for c in spec.template.cliques}
-    bucket = str(_core.bucket_of(meta.namespace, meta.name))
     by_gang: dict[int, dict[str, Clique]] = {}
     removed: list[tuple[int, str, Clique]] = []
     for clique in snap.cliques:
@@ -91,8 +136,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         ):
             removed.append((-gang, role, clique))
 
-    deletes: list[Delete] = []
-    creates: list[Create] = []
+    deletes: list[Delete] = list(sched.deletes)
+    creates: list[Create] = list(sched.creates) if snap.expectations_satisfied else []
     for minus_gang, _, clique in sorted(removed, key=lambda r: r[:2]):
         why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
         deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
@@ -100,25 +145,29 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
-    for gang in range(spec.replicas) if can_create else ():
+    for index in range(spec.replicas) if can_create else ():
         if len(creates) >= CREATE_BURST:
             break  # the next pass, started by these creates' watch events, goes on
-        have = by_gang.get(gang)
+        have = by_gang.get(index)
         if have is not None and roles.keys() <= have.keys():
             continue
         have = have or {}
+        uses = gang_scheduling.gang_workload(have, sched.current)
+        if uses and uses == sched.current and not sched.ready:
+            continue  # its Workload first
         for role, tmpl in roles.items():
             if role not in have:
                 body = builders.clique_body(
                     cqs,
-                    gang,
+                    index,
                     tmpl,
                     starts_after=deps[role],
                     template_hash=snap.hashes[role],
                     algorithm=snap.algorithm,
                     bucket=bucket,
+                    workload=uses,
                 )
-                name = labels.clique_name(meta.name, gang, role)
+                name = labels.clique_name(meta.name, index, role)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
     # Services: one headless Service per gang.
@@ -190,9 +239,73 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         failure=snap.failure,
         now=snap.now,
     )
+    restarts = _failure_policy(snap, by_gang, gangs.facts, touched, out)
+    out.status.gang_restarts = restarts
+    old_conditions = cqs.status.conditions if cqs.status is not None else []
+    setter = conditions.Setter(old_conditions, snap.now, meta.generation)
+    ordered = spec.startup_type != "AnyOrder"
+    gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
+    out.status.conditions.append(gang_condition)
+    if spec.failure_policy.restart_policy == "RecreateGang":
+        out.status.conditions += gang_failures.conditions(setter, out.restarting, out.failed)
+    said = gang_scheduling.event(old_conditions, gang_condition)
+    if said is not None:
+        out.events.append(said)
     if out.status == cqs.status:
         out.status = None
     return out
+
+
+def _failure_policy(
+    snap: CliqueSetSnapshot,
+    by_gang: dict[int, dict[str, Clique]],
+    facts: list[cliqueset_rollout.GangFacts],
+    touched: set[int],
+    out: CliqueSetPlan,
+) -> int:
+    """`failurePolicy` over every gang (`gang_failures.decide`): annotation patches of the
+    gangs' Cliques (not of a gang another patch of this plan touches), Events, the gangs
+    restarting and failed, the requeue; returns the restarts of all gangs."""
+    policy = snap.cliqueset.spec.failure_policy
+    total = 0
+    for index, gang_facts in enumerate(facts):
+        members = {
+            role: c
+            for role, c in by_gang.get(index, {}).items()
+            if c.metadata.deletion_timestamp is None
+        }
+        total += gang_failures.restarts_of(members)
+        decision = gang_failures.decide(policy, members, bool(gang_facts.degraded), snap.now)
+        if decision.failed:
+            out.failed.append(index)
+        if decision.restarting:
+            out.restarting.append(index)
+        if decision.requeue_after:
+            out.requeue_after = min(
+                out.requeue_after or decision.requeue_after, decision.requeue_after
+            )
+        if not decision.annotate or index in touched or not snap.expectations_satisfied:
+            continue
+        for _, clique in sorted(members.items()):
+            body = {
+                "metadata": {
+                    "resourceVersion": clique.metadata.resource_version,
+                    "annotations": decision.annotate,
+                }
+            }
+            reason = "GangRestart" if decision.restart else "GangBreach"
+            out.patches.append(Patch(CLIQUES, clique.metadata.name, body, reason=reason))
+        if decision.restart:
+            n = decision.annotate[gang_failures.ANNOTATION_RESTARTS]
+            out.events.append(
+                Event(
+                    "Warning",
+                    "GangRestart",
+                    f"gang {index} below minAvailable ({', '.join(gang_facts.degraded)}): "
+                    f"recreating all its pods (restart {n} of {policy.max_gang_restarts})",
+                )
+            )
+    return total
 
 
 def _invalid(snap: CliqueSetSnapshot, message: str) -> CliqueSetPlan:
@@ -236,7 +349,11 @@ def _template_patch(
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/uid", "value": clique.metadata.uid},
-        {"op": "replace", "path": "/spec/template", "value": tmpl.template},
+        {
+            "op": "replace",
+            "path": "/spec/template",
+            "value": builders.gang_template(snap.cliqueset, clique.spec.gang_index, tmpl),
+        },
         {
             "op": "add",
             "path": "/metadata/labels/" + _escape(labels.LABEL_TEMPLATE_HASH),

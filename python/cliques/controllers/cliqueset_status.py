@@ -121,6 +121,7 @@ def invalid(cqs: CliqueSet, message: str, *, now: str) -> CliqueSetStatus:
         ready_replicas=old.ready_replicas,
         available_replicas=old.available_replicas,
         updated_replicas=old.updated_replicas,
+        gang_restarts=old.gang_restarts,
         template_hash=old.template_hash,
         hash_algorithm=old.hash_algorithm,
         selector=_selector(cqs),

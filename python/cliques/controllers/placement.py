@@ -34,6 +34,7 @@ scheduler requires every topology key of a pod's required affinity on the node).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -213,3 +214,81 @@ def unplaceable(
                 placeable.add(name)
                 changed = True
     return [name for name, _, _ in templates if name not in placeable]
+
+
+# ---- The template of one gang's Clique, and what its hash is taken of ----------------------
+
+
+def gang_template(
+    template: Mapping[str, Any], placement: Placement | None, cliqueset: str, gang_index: int
+) -> Mapping[str, Any]:
+    """The pod template of gang `gang_index`'s Clique: the user's template itself without
+    placement (never copied), else `apply_to_template`."""
+    if placement is None or (placement.pack is None and placement.exclusive is None):
+        return template
+    return apply_to_template(template, placement, cliqueset, gang_index)
+
+
+def hash_basis(
+    template: Mapping[str, Any], placement: Placement | None, cliqueset: str
+) -> Mapping[str, Any]:
+    """What a clique's template hash is taken of: the user's template without placement
+    (so the hash of a set without placement is what it always was, and its gangs never
+    roll on an upgrade), else the template compiled for gang 0 (the same for every gang,
+    and a change of `placement` is a change of hash: the gangs roll)."""
+    return gang_template(template, placement, cliqueset, 0)
+
+
+def regang(
+    template: Mapping[str, Any],
+    placement: Placement | None,
+    cliqueset: str,
+    gang_index: int,
+) -> Mapping[str, Any]:
+    """A gang's compiled template with its own placement terms swapped for gang 0's, so
+    that it hashes as `hash_basis` does (a template compiled from another placement keeps
+    its terms and hashes differently, as it should)."""
+    if placement is None or gang_index == 0:
+        return template
+    ours = compile_placement(placement, cliqueset, gang_index)
+    zero = compile_placement(placement, cliqueset, 0)
+    result = copy.deepcopy(dict(template))
+    affinity = (result.get("spec") or {}).get("affinity")
+    if not isinstance(affinity, dict):
+        return result
+    for kind, lists in ours.items():
+        section = affinity.get(kind)
+        if not isinstance(section, dict):
+            continue
+        for list_name, terms in lists.items():
+            existing = section.get(list_name)
+            if not isinstance(existing, list):
+                continue
+            swap = dict(zip(map(_key, terms), zero[kind][list_name], strict=True))
+            section[list_name] = [swap.get(_key(t), t) for t in existing]
+    return result
+
+
+def _key(term: Any) -> str:
+    return json.dumps(term, sort_keys=True)
+
+
+def unplaceable_cliques(
+    cliques: Sequence[tuple[str, Mapping[str, Any]]],
+    placement: Placement | None,
+    cliqueset: str,
+    namespace: str,
+) -> list[str]:
+    """`unplaceable` for gang 0 of a CliqueSet, from its (clique name, user template) pairs:
+    the cliques whose pods could never be scheduled (every gang is the same up to its
+    index). Empty without a required pack term."""
+    if placement is None or placement.pack is None or placement.pack.mode != PACK_REQUIRED:
+        return []
+    judged = []
+    for name, template in cliques:
+        compiled = apply_to_template(template, placement, cliqueset, 0)
+        own = dict(((compiled.get("metadata") or {}).get("labels")) or {})
+        own.update(gang_labels(cliqueset, 0))
+        own[labels.LABEL_CLIQUE] = name
+        judged.append((name, compiled, own))
+    return unplaceable(judged, namespace)

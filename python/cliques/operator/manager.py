@@ -1,7 +1,9 @@
 """One operator process: client, informers, the two controllers, their runners.
 
-`Manager.run()` connects, starts the informers (CliqueSets: all in the watched namespace;
-Cliques, Pods and Services: only those labelled with one of this process's buckets), waits
+`Manager.run()` connects, asks the API server once which gang-scheduling API it serves
+(`gangapi.detect`), starts the informers (CliqueSets: all in the watched namespace;
+Cliques, Pods, Services and, where the cluster serves them, Workloads: only those labelled
+with one of this process's buckets), waits
 until they have synced, starts the reconcile runners, and on `stop()` drains the queues
 (in-flight reconciles finish, nothing new starts) before closing the client.
 """
@@ -20,15 +22,16 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
+from cliques.api.workload import Workload
 from cliques.controllers import clique_controller, cliqueset_controller
 from cliques.controllers.executor import Executor
 from cliques.controllers.revision import CORE_ALGORITHM, Hasher
-from cliques.kube import store
+from cliques.kube import gangapi, store
 from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
-from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES, Resource
+from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES, WORKLOADS, Resource
 from cliques.kube.runner import Runner
 from cliques.operator import undecodable
 from cliques.operator.buckets import BucketSet
@@ -155,6 +158,20 @@ class Manager:
             resync_period=cfg.resync_period,
         )
         self.informers = [cqs_inf, cq_inf, pod_inf, svc_inf]
+        gang_api = await gangapi.detect(client)
+        log.info("gang scheduling: %s", gang_api.describe())
+        wl_inf: Informer[Workload] | None = None
+        if gang_api.workloads:
+            wl_inf = Informer(
+                client,
+                WORKLOADS,
+                Workload,
+                namespace=ns,
+                label_selector=selector,
+                indexers={"controller": ctl},
+                resync_period=cfg.resync_period,
+            )
+            self.informers.append(wl_inf)
         self.recorder = EventRecorder(client) if cfg.events else None
         hasher = Hasher(cfg.hash_algorithm)
         owns = cfg.buckets.owns
@@ -183,6 +200,8 @@ class Manager:
             cqs_exp,
             hasher,
             owns=owns,
+            gang_api=gang_api,
+            workloads=wl_inf,
         )
         cq_ctl = clique_controller.CliqueController(
             cq_inf,

@@ -1,0 +1,151 @@
+"""`failurePolicy: RecreateGang`, decided (pure): when a broken gang is recreated whole.
+
+A gang is breached while one of its Cliques reports Ready=False with reason
+BelowMinAvailable (a pod failed, was deleted, or stopped being ready). Everything the
+decision needs lives on the gang's Cliques, as annotations, so a restarted operator decides
+the same:
+
+    cliques.dev/breach-since    when the breach was first seen (cleared when it ends)
+    cliques.dev/gang-restarts   how many times the gang was recreated
+    cliques.dev/last-restart    when it last was
+
+A breach that lasts `minAvailableBreachedSeconds`, plus the backoff
+`min(initialSeconds * 2**restarts, maxSeconds)`, recreates the gang: its Cliques get
+`gang-restarts` + 1, which their pods carry too (`builders.pod_body`), and the Clique
+planner deletes every pod of another restart count (`clique_planner`), so all the gang's
+pods go and come back at the same indices while the Cliques, and their counts, stay. The
+breach clock starts again at the restart. After `maxGangRestarts` restarts a breached gang
+is `failed` and left as it is. Other gangs are never touched.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import FailurePolicy
+from cliques.api.meta import Condition
+from cliques.controllers import conditions as conds
+
+CONDITION_RESTARTING: Final = "GangRestarting"
+CONDITION_FAILED: Final = "GangFailed"
+ANNOTATION_BREACH_SINCE: Final = labels.ANNOTATION_BREACH_SINCE
+ANNOTATION_RESTARTS: Final = labels.ANNOTATION_GANG_RESTARTS
+ANNOTATION_LAST_RESTART: Final = labels.ANNOTATION_LAST_RESTART
+
+
+def parse_time(value: str) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return None
+
+
+def restarts_of(members: Mapping[str, Clique]) -> int:
+    """The gang's restart count: the highest its Cliques record."""
+    best = 0
+    for clique in members.values():
+        try:
+            best = max(best, int(clique.metadata.annotations.get(ANNOTATION_RESTARTS, "0")))
+        except ValueError:
+            continue
+    return best
+
+
+def backoff(policy: FailurePolicy, restarts: int) -> float:
+    """Seconds between the end of the breach window and restart number `restarts` + 1."""
+    b = policy.restart_backoff
+    return float(min(b.initial_seconds * 2 ** min(restarts, 30), b.max_seconds))
+
+
+@dataclass
+class GangDecision:
+    """What to do about one gang now."""
+
+    #: annotations to merge into every Clique of the gang (a value None removes one)
+    annotate: dict[str, str | None] = field(default_factory=dict)
+    #: the gang is recreated now (the annotations carry the new restart count)
+    restart: bool = False
+    #: the gang is breached and has used up its restarts
+    failed: bool = False
+    #: breached, a restart is coming
+    restarting: bool = False
+    #: seconds until this gang needs another look (0: none needed)
+    requeue_after: float = 0.0
+
+
+def decide(
+    policy: FailurePolicy,
+    members: Mapping[str, Clique],
+    breached: bool,
+    now: str,
+) -> GangDecision:
+    """The decision for one gang whose Cliques are `members`, breached or not, at `now`."""
+    out = GangDecision()
+    marks = [c.metadata.annotations.get(ANNOTATION_BREACH_SINCE, "") for c in members.values()]
+    since_raw = min((m for m in marks if m), default="")
+    if policy.restart_policy != "RecreateGang" or not members:
+        return out
+    if not breached:
+        if any(ANNOTATION_BREACH_SINCE in c.metadata.annotations for c in members.values()):
+            out.annotate[ANNOTATION_BREACH_SINCE] = None
+        return out
+    restarts = restarts_of(members)
+    if restarts >= policy.max_gang_restarts:
+        out.failed = True
+        return out
+    out.restarting = True
+    now_t = parse_time(now)
+    since = parse_time(since_raw) if since_raw else None
+    if since is None or now_t is None:
+        if any(
+            c.metadata.annotations.get(ANNOTATION_BREACH_SINCE) != now for c in members.values()
+        ):
+            out.annotate[ANNOTATION_BREACH_SINCE] = now
+        out.requeue_after = policy.min_available_breached_seconds + backoff(policy, restarts)
+        return out
+    due = since + datetime.timedelta(
+        seconds=policy.min_available_breached_seconds + backoff(policy, restarts)
+    )
+    if now_t < due:
+        out.requeue_after = max(1.0, (due - now_t).total_seconds())
+        if any(
+            c.metadata.annotations.get(ANNOTATION_BREACH_SINCE) != since_raw
+            for c in members.values()
+        ):
+            out.annotate[ANNOTATION_BREACH_SINCE] = since_raw  # the whole gang says the same
+        return out
+    out.restart = True
+    out.annotate = {
+        ANNOTATION_RESTARTS: str(restarts + 1),
+        ANNOTATION_LAST_RESTART: now,
+        ANNOTATION_BREACH_SINCE: now,
+    }
+    out.requeue_after = policy.min_available_breached_seconds + backoff(policy, restarts + 1)
+    return out
+
+
+def conditions(setter: conds.Setter, restarting: list[int], failed: list[int]) -> list[Condition]:
+    """`GangRestarting` and `GangFailed`, naming the gangs."""
+    if restarting:
+        names = ", ".join(map(str, restarting))
+        going = setter.set(
+            CONDITION_RESTARTING, "True", "BelowMinAvailable", f"gang(s) {names} to be recreated"
+        )
+    else:
+        going = setter.set(CONDITION_RESTARTING, "False", "AsExpected", "no gang is restarting")
+    if failed:
+        names = ", ".join(map(str, failed))
+        gone = setter.set(
+            CONDITION_FAILED,
+            "True",
+            "MaxGangRestartsReached",
+            f"gang(s) {names} below minAvailable after maxGangRestarts restarts; left as they are",
+        )
+    else:
+        gone = setter.set(CONDITION_FAILED, "False", "AsExpected", "no gang has failed")
+    return [going, gone]

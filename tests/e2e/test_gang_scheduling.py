@@ -1,0 +1,103 @@
+"""gangScheduling with the operator on the real kube-scheduler (the dev cluster's gang
+gates on): with the Workload backend a gang binds whole or not at all, even with
+startupType InOrder; with None its pods bind one by one. Each test makes its own one-slot
+KWOK nodes (`tests.support.gangnodes`), so its pods can only land there."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.pod import Pod
+from cliques.controllers import workload
+from cliques.kube.resources import PODS, WORKLOADS
+from tests.support.gangnodes import gang_nodes, slot_cliqueset
+from tests.support.harness import Cluster, running_operator, wait_for
+
+__all__ = ["gang_nodes"]
+
+#: How long "nothing binds" is watched: several scheduling attempts and backoffs.
+QUIET_WINDOW = 8.0
+
+
+async def _pods(cluster: Cluster, count: int) -> list[Pod]:
+    async def made() -> list[Pod] | None:
+        pods = await cluster.pods()
+        return pods if len(pods) == count else None
+
+    return await wait_for(made, timeout=60, what=f"{count} pods created")
+
+
+async def _condition(cluster: Cluster, name: str, status: str) -> None:
+    async def said() -> bool:
+        cond = await cluster.condition(name, "GangScheduling")
+        return cond is not None and cond.status == status
+
+    await wait_for(said, timeout=30, what=f"{name} GangScheduling={status}")
+
+
+async def _bound(cluster: Cluster) -> int:
+    return sum(1 for p in await cluster.pods() if p.spec.node_name)
+
+
+async def test_workload_backend_binds_a_gang_whole_even_in_order(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any
+) -> None:
+    gang_nodes(3)  # room for 3 of the gang's 4 pods
+    body = slot_cliqueset(
+        "gang",
+        1,
+        (("leader", 1), ("worker", 3)),
+        startupType="InOrder",
+        gangScheduling={"backend": "Workload"},
+    )
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await _pods(cluster, 4)  # InOrder does not hold the workers back
+        cqs = await cluster.cliqueset("gang")
+        name = workload.workload_name(cqs)
+        refs = [p["spec"].get("workloadRef") for p in await cluster.list(PODS, dict)]
+        assert sorted(r["name"] for r in refs) == [name] * 4, refs
+        listed = await cluster.client.get(WORKLOADS, namespace, name, dict)
+        assert listed["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 4}}
+        await _condition(cluster, "gang", "True")
+
+        deadline = time.monotonic() + QUIET_WINDOW
+        while time.monotonic() < deadline:
+            assert await _bound(cluster) == 0, "a pod bound without its whole gang"
+            await asyncio.sleep(0.5)
+
+        gang_nodes(1)
+        started = time.monotonic()
+
+        async def all_bound() -> bool:
+            return await _bound(cluster) == 4
+
+        await wait_for(all_bound, timeout=30, what="the whole gang bound")
+        print(f"gang bound {time.monotonic() - started:.1f}s after the 4th node")
+        await cluster.wait_available("gang", timeout=60)
+
+
+async def test_backend_none_binds_pod_by_pod(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any
+) -> None:
+    gang_nodes(3)
+    body = slot_cliqueset(
+        "loose", 1, (("leader", 1), ("worker", 3)), gangScheduling={"backend": "None"}
+    )
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await _pods(cluster, 4)
+        assert not any("workloadRef" in p["spec"] for p in await cluster.list(PODS, dict))
+
+        async def three() -> bool:
+            return await _bound(cluster) == 3
+
+        await wait_for(three, timeout=30, what="3 pods bound")
+        await asyncio.sleep(2)
+        pods = await cluster.pods()
+        assert sorted(bool(p.spec.node_name) for p in pods) == [False, True, True, True]
+        await _condition(cluster, "loose", "False")
+        assert not any(p.metadata.labels.get(labels.LABEL_CLIQUESET) != "loose" for p in pods)

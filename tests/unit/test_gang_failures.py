@@ -1,0 +1,107 @@
+"""failurePolicy RecreateGang, decided purely: the breach clock, the backoff, the restart
+count on the Cliques, GangFailed after maxGangRestarts, other gangs untouched; and the
+Clique planner deleting the pods of another restart count."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+
+from cliques.api import labels
+from cliques.api.cliqueset import FailurePolicy, RestartBackoff
+from cliques.controllers import clique_planner, cliqueset_planner, gang_failures
+from tests.unit.planner_fixtures import clique, cliqueset, pod, set_snapshot
+
+POLICY = FailurePolicy(
+    restart_policy="RecreateGang",
+    min_available_breached_seconds=30,
+    max_gang_restarts=2,
+    restart_backoff=RestartBackoff(initial_seconds=10, max_seconds=15),
+)
+T0 = "2026-11-22T08:00:00Z"
+
+
+def members(**annotations: str):  # type: ignore[no-untyped-def]
+    return {r: clique(0, r, annotations=dict(annotations)) for r in ("leader", "worker")}
+
+
+def test_backoff_doubles_up_to_max() -> None:
+    assert [gang_failures.backoff(POLICY, n) for n in range(4)] == [10, 15, 15, 15]
+
+
+def test_breach_is_marked_then_restarted_after_window_and_backoff() -> None:
+    first = gang_failures.decide(POLICY, members(), True, T0)
+    assert first.annotate == {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    assert first.requeue_after == 40 and first.restarting and not first.restart
+    marked = members(**{gang_failures.ANNOTATION_BREACH_SINCE: T0})
+    early = gang_failures.decide(POLICY, marked, True, "2026-11-22T08:00:39Z")
+    assert not early.restart and not early.annotate and early.requeue_after == 1
+    due = gang_failures.decide(POLICY, marked, True, "2026-11-22T08:00:40Z")
+    assert due.restart
+    assert due.annotate[gang_failures.ANNOTATION_RESTARTS] == "1"
+    assert due.annotate[gang_failures.ANNOTATION_BREACH_SINCE] == "2026-11-22T08:00:40Z"
+
+
+def test_breach_that_ends_is_cleared_and_never_restarts() -> None:
+    marked = members(**{gang_failures.ANNOTATION_BREACH_SINCE: T0})
+    healed = gang_failures.decide(POLICY, marked, False, "2026-11-22T09:00:00Z")
+    assert healed.annotate == {gang_failures.ANNOTATION_BREACH_SINCE: None}
+    assert not healed.restart and not healed.restarting
+
+
+def test_after_max_restarts_the_gang_failed_and_is_left_alone() -> None:
+    spent = members(
+        **{gang_failures.ANNOTATION_RESTARTS: "2", gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    )
+    d = gang_failures.decide(POLICY, spent, True, "2026-11-22T10:00:00Z")
+    assert d.failed and not d.restart and not d.annotate
+
+
+def test_policy_none_does_nothing() -> None:
+    d = gang_failures.decide(FailurePolicy(), members(), True, T0)
+    assert not d.annotate and not d.restart and not d.requeue_after
+
+
+def test_planner_recreates_only_the_breached_gang() -> None:
+    cqs = cliqueset(replicas=2)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    cliques = [
+        clique(0, "leader"),
+        clique(0, "worker", replicas=2),
+        clique(1, "leader", annotations=since),
+        clique(
+            1,
+            "worker",
+            replicas=2,
+            ready=False,
+            ready_reason="BelowMinAvailable",
+            annotations=since,
+        ),
+    ]
+    snap = dataclasses.replace(set_snapshot(cqs, cliques), now="2026-11-22T08:01:00Z")
+    plan = cliqueset_planner.plan(snap)
+    patched = sorted(p.name for p in plan.patches)
+    assert patched == ["llama-1-leader", "llama-1-worker"]
+    assert all(
+        p.patch["metadata"]["annotations"][gang_failures.ANNOTATION_RESTARTS] == "1"
+        for p in plan.patches
+    )
+    assert [e.reason for e in plan.events if e.reason == "GangRestart"] == ["GangRestart"]
+    assert plan.status is not None
+    cond = {c.type: c for c in plan.status.conditions}
+    assert cond["GangRestarting"].status == "True" and "1" in cond["GangRestarting"].message
+    assert cond["GangFailed"].status == "False"
+    assert plan.requeue_after > 0
+
+
+def test_clique_planner_deletes_pods_of_another_restart_count() -> None:
+    cq = clique(0, "worker", replicas=2, annotations={labels.ANNOTATION_GANG_RESTARTS: "1"})
+    pods = [pod(cq, i) for i in range(2)]
+    plan = clique_planner.plan(
+        clique_planner.CliqueSnapshot(clique=cq, pods=pods, template_hash="h1")
+    )
+    assert sorted(d.reason for d in plan.deletes) == ["GangRestart", "GangRestart"]
