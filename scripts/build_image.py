@@ -109,8 +109,12 @@ class BuildError(Exception):
     """A step failed: the message says which and what to do."""
 
 
+_STARTED = time.monotonic()
+
+
 def step(message: str) -> None:
-    print(f"==> {message}", flush=True)
+    """One line of progress, with the seconds since the build started."""
+    print(f"==> [{time.monotonic() - _STARTED:5.1f}s] {message}", flush=True)
 
 
 def run(*argv: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -318,6 +322,7 @@ def finish(layout: Path, out_dir: Path, version: str, commit: str, key: str) -> 
         config = ["config", "--no-history", "--image", f"{oci}:build", "--tag", tags[0]]
         config += ["--config.user", f"{UID}:{GID}", "--config.entrypoint", ENTRYPOINT]
         config += ["--config.cmd", "operator", "--config.workingdir", "/"]
+        config += ["--config.env", "PATH=/usr/local/bin:/usr/bin:/bin"]
         config += ["--config.env", "PYTHONDONTWRITEBYTECODE=1", "--config.env", "TMPDIR=/tmp"]
         config += ["--config.env", "PYTHONUNBUFFERED=1", "--clear=config.labels"]
         for name, value in labels.items():
@@ -332,6 +337,9 @@ def finish(layout: Path, out_dir: Path, version: str, commit: str, key: str) -> 
             for entry in sorted(oci.iterdir()):
                 tar.add(entry, arcname=entry.name)
         partial.rename(archive)
+    for old in out_dir.glob("cliques-*.oci.tar"):
+        if old != archive:
+            old.unlink()  # one image in dist/: the one image.json describes
     info: dict[str, object] = {
         "archive": str(archive.relative_to(ROOT)),
         "tags": tags,
