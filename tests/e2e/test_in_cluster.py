@@ -361,7 +361,12 @@ def test_block_owner_deletion_needs_update_on_the_owners_finalizers(
         kube_cluster.kubectl_run("delete", "pod", "b", "-n", namespace, check=False)
         time.sleep(0.5)
         message = refused()
-    assert message is not None, "a blockOwnerDeletion reference was accepted without the rule"
+    assert message is not None, (
+        "a blockOwnerDeletion reference was accepted without update on cliques/finalizers: "
+        "the API server does not enforce OwnerReferencesPermissionEnforcement (a dev cluster "
+        "created before it was enabled keeps its flags: `cliques dev-cluster down --name "
+        f"{kube_cluster.name}` and run again)"
+    )
     assert "blockOwnerDeletion" in message, message
 
 
