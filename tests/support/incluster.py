@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,6 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 SA_DIR = "run/secrets/kubernetes.io/serviceaccount"  # /var/run is a link to /run
 SHIPPED_NAMESPACE = "cliques-system"
 BUILD_TIMEOUT = 900
+# The host's chroot, by path: `env -i` below searches the image's PATH.
+CHROOT = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/chroot"
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ mkdir {r}/dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs {r}/dev/shm
 ln -s /proc/self/fd {r}/dev/fd
 mount -o remount,bind,ro {r}
 exec env -i {" ".join(shlex.quote(e) for e in env)} \\
-  chroot --userspec={user["uid"]}:{user["gid"]} --groups={user["gid"]} {r} \\
+  {shlex.quote(CHROOT)} --userspec={user["uid"]}:{user["gid"]} --groups={user["gid"]} {r} \\
   {" ".join(shlex.quote(a) for a in [*process["args"][:1], *args])}
 """
         self.log_path = log_path
