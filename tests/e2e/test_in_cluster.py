@@ -70,6 +70,30 @@ def image_rootfs(
     return unpack(operator_image, tmp_path_factory.mktemp("image"))
 
 
+def test_the_image_holds_the_operator_and_nothing_to_build_or_install_with(
+    operator_image: Image, image_rootfs: tuple[Path, dict[str, Any]]
+) -> None:
+    rootfs, runtime = image_rootfs
+    process = runtime["process"]
+    assert process["args"][0] == "/usr/local/bin/cliques"
+    assert (process["user"]["uid"], process["user"]["gid"]) == (65532, 65532)
+    assert operator_image.info["tags"][0] == operator_image.info["version"]
+    site = rootfs / "usr/local/lib/python3.11/dist-packages"
+    assert (site / "cliques").is_dir() and list((site / "cliques").glob("_core*.so"))
+    assert (rootfs / "etc/ssl/certs/ca-certificates.crt").stat().st_size > 100_000
+    absent = [
+        "bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/apt-get", "usr/bin/dpkg", "usr/bin/perl",
+        "usr/bin/gcc", "usr/bin/cc", "usr/bin/cargo", "usr/bin/rustc", "usr/bin/pip",
+        "usr/bin/pip3", "usr/local/bin/pip", "root/.cache", "root/.cargo", ".git",
+    ]  # fmt: skip
+    present = [p for p in absent if (rootfs / p).exists() or (rootfs / p).is_symlink()]
+    assert not present, f"the image holds {present}"
+    assert not list(site.glob("pip")) and not list(site.glob("*.whl"))
+    assert not list(rootfs.glob("**/.git")), "a .git directory in the image"
+    total = sum(f.stat().st_size for f in rootfs.rglob("*") if f.is_file() and not f.is_symlink())
+    assert total < 150 * 10**6, f"the image's files take {total / 1e6:.0f} MB"
+
+
 def apply(kube_cluster: Any, docs: list[dict[str, Any]]) -> None:
     kube_cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
