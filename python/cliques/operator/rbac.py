@@ -11,6 +11,8 @@ Where each comes from:
 - the executors create, patch (relabel, rolling update) and delete Cliques and Pods, create
   and delete Services, and patch the `status` of CliqueSets and Cliques, re-reading the object
   (`get`) when a status write meets a conflict;
+- a create whose name is taken reads the holder (`get` on Cliques, Pods and Services) and
+  adopts an orphan with a `patch` of its owner references;
 - owner references with `blockOwnerDeletion: true` need `update` on the owner's `finalizers`
   subresource when the `OwnerReferencesPermissionEnforcement` admission plugin is on;
 - the event recorder creates core/v1 Events;
@@ -45,8 +47,8 @@ WORKLOAD: Final = (
     Rule("cliques.dev", "cliques", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("cliques.dev", "cliques/status", ("patch",)),
     Rule("cliques.dev", "cliques/finalizers", ("update",)),
-    Rule("", "pods", ("list", "watch", "create", "patch", "delete")),
-    Rule("", "services", ("list", "watch", "create", "delete")),
+    Rule("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
+    Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "events", ("create",)),
 )
 
