@@ -1,4 +1,5 @@
-# The one entry point: `make dev`, `make test`, `make lint`, `make demo`, `make bench`.
+# The one entry point: `make dev`, `make test`, `make lint`, `make demo`, `make bench`,
+# `make image`.
 # Every target installs what it needs into .venv (and Go builds into ~/.cache/cliques) and
 # reuses what is already there.
 
@@ -11,7 +12,7 @@ RUST_SOURCES := $(shell find rust/core/src rust/py/src -name '*.rs' 2>/dev/null)
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: dev test lint fmt unit integration cargo-test demo bench clean
+.PHONY: dev test lint fmt unit integration cargo-test demo bench image clean
 
 dev: $(STAMPS)/ext
 
@@ -61,6 +62,10 @@ demo: dev
 
 bench: dev
 	$(VENV)/bin/cliques bench hash
+
+# The operator's OCI image, without Docker, into dist/ (scripts/build_image.py; docs/install.md).
+image: dev
+	$(PY) scripts/build_image.py
 
 clean:
 	rm -rf $(VENV) target

@@ -155,6 +155,13 @@ def test_kwokctl_configuration_uses_local_binaries_on_loopback() -> None:
         "kwokControllerBinary",
     }
     assert all(v.startswith("/cache/") for v in binary_options.values())
+    (patch,) = config["componentsPatches"]
+    assert patch == {
+        "name": "kube-apiserver",
+        "extraArgs": [
+            {"key": "enable-admission-plugins", "value": "OwnerReferencesPermissionEnforcement"}
+        ],
+    }
     fast = kwok.kwokctl_configuration(binaries(), disable_qps_limits=True)
     assert fast["options"]["disableQPSLimits"] is True
 

@@ -48,6 +48,12 @@ COMPONENTS: Final = (
 GANG_FEATURE_GATES: Final = "GenericWorkload=true,GangScheduling=true"
 GANG_RUNTIME_CONFIG: Final = "scheduling.k8s.io/v1alpha1=true"
 
+#: Admission plugins the API server enables on top of its defaults, as production clusters
+#: (OpenShift, hardened kubeadm) do: OwnerReferencesPermissionEnforcement refuses an owner
+#: reference with `blockOwnerDeletion: true` unless the writer may update the owner's
+#: `finalizers`, so a missing RBAC rule shows up here rather than in production.
+ADMISSION_PLUGINS: Final = ("OwnerReferencesPermissionEnforcement",)
+
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -93,10 +99,12 @@ def kwokctl_configuration(
     if gang_scheduling:
         options["kubeFeatureGates"] = GANG_FEATURE_GATES
         options["kubeRuntimeConfig"] = GANG_RUNTIME_CONFIG
+    apiserver_args = [{"key": "enable-admission-plugins", "value": ",".join(ADMISSION_PLUGINS)}]
     return {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
         "options": options,
+        "componentsPatches": [{"name": "kube-apiserver", "extraArgs": apiserver_args}],
     }
 
 
