@@ -371,6 +371,19 @@ def test_the_pod_passes_pod_security_restricted(
     dry_run(kube_cluster, [pod_of(deployment, restricted)])
 
 
+def test_the_kustomize_pod_passes_pod_security_restricted(
+    kube_cluster: KubeCluster, restricted: str, kustomize_docs: list[dict[str, Any]]
+) -> None:
+    account = dict(one(kustomize_docs, "ServiceAccount"))
+    account["metadata"] = {**account["metadata"], "namespace": restricted}
+    kube_cluster.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump(account))
+    deployment = one(kustomize_docs, "Deployment")
+    deployment["metadata"] = {**deployment["metadata"], "namespace": restricted}
+    done = dry_run(kube_cluster, [deployment])
+    assert "PodSecurity" not in done.stderr, done.stderr
+    dry_run(kube_cluster, [pod_of(deployment, restricted)])
+
+
 def test_a_root_pod_is_refused_by_pod_security_restricted(
     helm: Path, kube_cluster: KubeCluster, restricted: str
 ) -> None:
