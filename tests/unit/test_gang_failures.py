@@ -105,3 +105,39 @@ def test_clique_planner_deletes_pods_of_another_restart_count() -> None:
         clique_planner.CliqueSnapshot(clique=cq, pods=pods, template_hash="h1")
     )
     assert sorted(d.reason for d in plan.deletes) == ["GangRestart", "GangRestart"]
+
+
+def test_an_interrupted_restart_is_completed_not_repeated() -> None:
+    # A restart patches each Clique of the gang on its own; when one patch is refused (a
+    # 409 on its resourceVersion) the gang is left half restarted: the leader says 1 with
+    # a fresh breach mark, the worker still 0 with the old one. The worker is brought to
+    # the leader's count (its pods are recreated too); the old mark starts no new restart.
+    restarted = "2026-11-22T08:00:40Z"
+    gang = {
+        "leader": clique(
+            0,
+            "leader",
+            annotations={
+                gang_failures.ANNOTATION_RESTARTS: "1",
+                gang_failures.ANNOTATION_LAST_RESTART: restarted,
+                gang_failures.ANNOTATION_BREACH_SINCE: restarted,
+            },
+        ),
+        "worker": clique(0, "worker", annotations={gang_failures.ANNOTATION_BREACH_SINCE: T0}),
+    }
+    d = gang_failures.decide(POLICY, gang, True, "2026-11-22T08:00:45Z")
+    assert not d.restart and d.restarting and not d.failed
+    assert d.annotate == {
+        gang_failures.ANNOTATION_RESTARTS: "1",
+        gang_failures.ANNOTATION_LAST_RESTART: restarted,
+        gang_failures.ANNOTATION_BREACH_SINCE: restarted,
+    }
+    # once level, the clock runs from the restart: due 30 + 15 s after it
+    marks = {k: v for k, v in d.annotate.items() if v is not None}
+    level = {r: clique(0, r, annotations=marks) for r in ("leader", "worker")}
+    early = gang_failures.decide(POLICY, level, True, "2026-11-22T08:01:24Z")
+    assert not early.restart and not early.annotate
+    assert gang_failures.decide(POLICY, level, True, "2026-11-22T08:01:25Z").restart
+    # levelled whether or not the gang is still below minAvailable
+    healed = gang_failures.decide(POLICY, gang, False, "2026-11-22T08:00:45Z")
+    assert healed.annotate[gang_failures.ANNOTATION_RESTARTS] == "1"
