@@ -141,3 +141,17 @@ def test_an_interrupted_restart_is_completed_not_repeated() -> None:
     # levelled whether or not the gang is still below minAvailable
     healed = gang_failures.decide(POLICY, gang, False, "2026-11-22T08:00:45Z")
     assert healed.annotate[gang_failures.ANNOTATION_RESTARTS] == "1"
+
+
+def test_a_clique_added_to_a_restarted_gang_joins_its_count() -> None:
+    # Otherwise it would be levelled to the gang's count right after its pods are made,
+    # and they would be recreated for nothing.
+    cqs = cliqueset(replicas=1)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    leader = clique(0, "leader", annotations={labels.ANNOTATION_GANG_RESTARTS: "2"})
+    plan = cliqueset_planner.plan(set_snapshot(cqs, [leader]))
+    (worker,) = [c for c in plan.creates if c.name == "llama-0-worker"]
+    assert worker.body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] == "2"
+    assert not [p for p in plan.patches if p.name == "llama-0-worker"]

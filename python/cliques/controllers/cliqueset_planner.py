@@ -167,6 +167,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     bucket=bucket,
                     workload=uses,
                 )
+                restarts = gang_failures.restarts_of(have)
+                if restarts:  # a clique added to a restarted gang joins its count
+                    body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
                 name = labels.clique_name(meta.name, index, role)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
