@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
-from cliques.kube.resources import EVENTS, PODS
+from cliques.kube.resources import CLIQUES, EVENTS, PODS
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 SET = "train"
@@ -103,6 +103,20 @@ async def _condition_true(cluster: Cluster, type_: str, timeout: float) -> Any:
     return await wait_for(check, timeout=timeout, what=f"{SET} {type_}=True")
 
 
+async def _settled(cluster: Cluster, restarts: int) -> None:
+    """Wait until the set counts `restarts` gang restarts and is Available again (a status
+    of before the restart may still say Available)."""
+
+    async def counted() -> bool:
+        cqs = await cluster.cliqueset(SET)
+        return cqs.status is not None and cqs.status.gang_restarts == restarts
+
+    await wait_for(counted, timeout=30, what=f"status.gangRestarts {restarts}")
+    await cluster.wait_available(SET, timeout=60)
+    cqs = await cluster.cliqueset(SET)
+    assert cqs.status is not None and cqs.status.gang_restarts == restarts, cqs.status
+
+
 def _leader(gang: int) -> str:
     return labels.pod_name(labels.clique_name(SET, gang, "leader"), 0)
 
@@ -120,8 +134,7 @@ async def _restart_once(cluster: Cluster, expected: int) -> dict[str, str]:
     # not before the breach window and the backoff (less a second: times are in seconds)
     assert took >= WINDOW + min(2 ** (expected - 1), 2) - 1.0, took
     assert not set(new.values()) & set(gang1.values()), "a pod of gang 1 survived the restart"
-    cqs = await cluster.wait_available(SET, timeout=60)
-    assert cqs.status is not None and cqs.status.gang_restarts == expected, cqs.status
+    await _settled(cluster, restarts=expected)
     assert await _uids(cluster, 0) == gang0, "gang 0 was touched"
     return new
 
@@ -164,6 +177,46 @@ async def test_gang_failed_after_max_restarts_is_left_alone(cluster: Cluster, cr
         assert await _uids(cluster, 0) == gang0, "gang 0 was touched"
         restarting = await cluster.condition(SET, "GangRestarting")
         assert restarting is not None and restarting.status == "False", restarting
+
+
+async def _marks(cluster: Cluster, gang: int) -> list[dict[str, str]]:
+    cliques = await cluster.list(CLIQUES, dict, f"{labels.LABEL_GANG_INDEX}={gang}")
+    return [c["metadata"].get("annotations", {}) for c in cliques]
+
+
+async def test_the_breach_clock_survives_an_operator_restart(cluster: Cluster, crds: str) -> None:
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(_body(**POLICY))
+        await cluster.wait_available(SET, timeout=90)
+        gang1 = await _uids(cluster, 1)
+        await _break(cluster, _leader(1))
+
+        async def marked() -> bool:
+            marks = await _marks(cluster, 1)
+            return len(marks) == 2 and all(labels.ANNOTATION_BREACH_SINCE in m for m in marks)
+
+        await wait_for(marked, timeout=30, what="gang 1's breach marked on its Cliques")
+        cond = await _condition_true(cluster, "GangRestarting", timeout=30)
+        assert "gang(s) 1 " in cond.message, cond
+        broken = time.monotonic()
+    # No operator while the restart falls due (window + backoff: 3 s after the mark).
+    while time.monotonic() < broken + WINDOW + 1.5:
+        assert await _uids(cluster, 1) == gang1, "recreated without an operator"
+        await asyncio.sleep(0.5)
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        back = time.monotonic()
+
+        async def restarted() -> bool:
+            marks = await _marks(cluster, 1)
+            return all(m.get(labels.ANNOTATION_GANG_RESTARTS) == "1" for m in marks)
+
+        await wait_for(restarted, timeout=30, what="gang 1's restart")
+        took = time.monotonic() - back
+        print(f"restarted {took:.1f}s after the new operator was ready")
+        # a clock started again by the new operator would wait the whole window + backoff
+        assert took < WINDOW + 1.0, took
+        await _recreated(cluster, 1, gang1, timeout=60)
+        await _settled(cluster, restarts=1)
 
 
 async def test_without_the_policy_a_lost_pod_is_replaced_alone(cluster: Cluster, crds: str) -> None:
