@@ -1,7 +1,8 @@
 """failurePolicy with the operator on the real control plane: a gang below minAvailable
 for the breach window is recreated whole (`RecreateGang`), other gangs untouched, until
 `maxGangRestarts` is used up and the gang is reported `GangFailed` and left as it is;
-without the policy a lost pod is replaced alone.
+the breach clock survives an operator restart; a Failed pod replaced within the window
+restarts nothing; without the policy a lost pod is replaced alone.
 
 KWOK keeps a pod's status as it is patched through the pods/status subresource (its
 stages only act on pods without a podIP or being deleted), so a pod patched Ready=False
@@ -217,6 +218,29 @@ async def test_the_breach_clock_survives_an_operator_restart(cluster: Cluster, c
         assert took < WINDOW + 1.0, took
         await _recreated(cluster, 1, gang1, timeout=60)
         await _settled(cluster, restarts=1)
+
+
+async def test_a_failed_pod_replaced_in_time_restarts_nothing(cluster: Cluster, crds: str) -> None:
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(_body(**POLICY))
+        await cluster.wait_available(SET, timeout=90)
+        gang1 = await _uids(cluster, 1)
+        lost = _leader(1)
+        await _break(cluster, lost, how="failed")
+
+        async def replaced() -> dict[str, str] | None:
+            now = await _uids(cluster, 1)
+            return now if now.keys() == gang1.keys() and now[lost] != gang1[lost] else None
+
+        now = await wait_for(replaced, timeout=30, what=f"{lost} replaced")
+        # longer than the breach window and the backoff: nothing else is recreated
+        deadline = time.monotonic() + QUIET_WINDOW
+        while time.monotonic() < deadline:
+            assert await _uids(cluster, 1) == now, "the gang was restarted"
+            await asyncio.sleep(0.5)
+        cqs = await cluster.wait_available(SET, timeout=60)
+        assert cqs.status is not None and cqs.status.gang_restarts == 0
+        assert not any(labels.ANNOTATION_BREACH_SINCE in m for m in await _marks(cluster, 1))
 
 
 async def test_without_the_policy_a_lost_pod_is_replaced_alone(cluster: Cluster, crds: str) -> None:
