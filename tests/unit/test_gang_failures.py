@@ -155,3 +155,37 @@ def test_a_clique_added_to_a_restarted_gang_joins_its_count() -> None:
     (worker,) = [c for c in plan.creates if c.name == "llama-0-worker"]
     assert worker.body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] == "2"
     assert not [p for p in plan.patches if p.name == "llama-0-worker"]
+
+
+def test_a_restart_is_expected_until_the_cache_shows_it() -> None:
+    # Until the watch shows the new count, the next plan must not act on Cliques that
+    # still say the old one: a rolling update's template patch rewrites a Clique's
+    # annotations from the cache and would put the old count back.
+    cqs = cliqueset(replicas=1)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    cliques = [
+        clique(0, "leader", annotations=since),
+        clique(
+            0,
+            "worker",
+            replicas=2,
+            ready=False,
+            ready_reason="BelowMinAvailable",
+            annotations=since,
+        ),
+    ]
+    snap = dataclasses.replace(set_snapshot(cqs, cliques), now="2026-11-22T08:01:00Z")
+    plan = cliqueset_planner.plan(snap)
+    assert sorted(p.expect for p in plan.patches) == [
+        gang_failures.expect_token("llama-0-leader", "1"),
+        gang_failures.expect_token("llama-0-worker", "1"),
+    ]
+    # the Clique controller's watch settles it with what the Clique records
+    watched = clique(0, "worker", annotations={labels.ANNOTATION_GANG_RESTARTS: "1"})
+    assert gang_failures.observed_token(watched.metadata) == gang_failures.expect_token(
+        "llama-0-worker", "1"
+    )
+    assert gang_failures.observed_token(clique(0, "leader").metadata) is None

@@ -33,7 +33,7 @@ from typing import Final
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy
-from cliques.api.meta import Condition
+from cliques.api.meta import Condition, ObjectMeta
 from cliques.controllers import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"
@@ -41,6 +41,20 @@ CONDITION_FAILED: Final = "GangFailed"
 ANNOTATION_BREACH_SINCE: Final = labels.ANNOTATION_BREACH_SINCE
 ANNOTATION_RESTARTS: Final = labels.ANNOTATION_GANG_RESTARTS
 ANNOTATION_LAST_RESTART: Final = labels.ANNOTATION_LAST_RESTART
+
+
+def expect_token(name: str, restarts: str) -> str:
+    """The expectation a patch giving Clique `name` the restart count `restarts` sets:
+    the owner's next plan waits until the watch shows it (`observed_token`), so a plan
+    from a cache without it never writes the old count back (a rolling update's template
+    patch rewrites the annotations it has cached)."""
+    return f"{name}@restarts={restarts}"
+
+
+def observed_token(meta: ObjectMeta) -> str | None:
+    """The restart expectation a watched Clique settles, if it records a count."""
+    restarts = meta.annotations.get(ANNOTATION_RESTARTS)
+    return expect_token(meta.name, restarts) if restarts else None
 
 
 def parse_time(value: str) -> datetime.datetime | None:
