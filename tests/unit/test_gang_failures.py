@@ -105,3 +105,87 @@ def test_clique_planner_deletes_pods_of_another_restart_count() -> None:
         clique_planner.CliqueSnapshot(clique=cq, pods=pods, template_hash="h1")
     )
     assert sorted(d.reason for d in plan.deletes) == ["GangRestart", "GangRestart"]
+
+
+def test_an_interrupted_restart_is_completed_not_repeated() -> None:
+    # A restart patches each Clique of the gang on its own; when one patch is refused (a
+    # 409 on its resourceVersion) the gang is left half restarted: the leader says 1 with
+    # a fresh breach mark, the worker still 0 with the old one. The worker is brought to
+    # the leader's count (its pods are recreated too); the old mark starts no new restart.
+    restarted = "2026-11-22T08:00:40Z"
+    gang = {
+        "leader": clique(
+            0,
+            "leader",
+            annotations={
+                gang_failures.ANNOTATION_RESTARTS: "1",
+                gang_failures.ANNOTATION_LAST_RESTART: restarted,
+                gang_failures.ANNOTATION_BREACH_SINCE: restarted,
+            },
+        ),
+        "worker": clique(0, "worker", annotations={gang_failures.ANNOTATION_BREACH_SINCE: T0}),
+    }
+    d = gang_failures.decide(POLICY, gang, True, "2026-11-22T08:00:45Z")
+    assert not d.restart and d.restarting and not d.failed
+    assert d.annotate == {
+        gang_failures.ANNOTATION_RESTARTS: "1",
+        gang_failures.ANNOTATION_LAST_RESTART: restarted,
+        gang_failures.ANNOTATION_BREACH_SINCE: restarted,
+    }
+    # once level, the clock runs from the restart: due 30 + 15 s after it
+    marks = {k: v for k, v in d.annotate.items() if v is not None}
+    level = {r: clique(0, r, annotations=marks) for r in ("leader", "worker")}
+    early = gang_failures.decide(POLICY, level, True, "2026-11-22T08:01:24Z")
+    assert not early.restart and not early.annotate
+    assert gang_failures.decide(POLICY, level, True, "2026-11-22T08:01:25Z").restart
+    # levelled whether or not the gang is still below minAvailable
+    healed = gang_failures.decide(POLICY, gang, False, "2026-11-22T08:00:45Z")
+    assert healed.annotate[gang_failures.ANNOTATION_RESTARTS] == "1"
+
+
+def test_a_clique_added_to_a_restarted_gang_joins_its_count() -> None:
+    # Otherwise it would be levelled to the gang's count right after its pods are made,
+    # and they would be recreated for nothing.
+    cqs = cliqueset(replicas=1)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    leader = clique(0, "leader", annotations={labels.ANNOTATION_GANG_RESTARTS: "2"})
+    plan = cliqueset_planner.plan(set_snapshot(cqs, [leader]))
+    (worker,) = [c for c in plan.creates if c.name == "llama-0-worker"]
+    assert worker.body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] == "2"
+    assert not [p for p in plan.patches if p.name == "llama-0-worker"]
+
+
+def test_a_restart_is_expected_until_the_cache_shows_it() -> None:
+    # Until the watch shows the new count, the next plan must not act on Cliques that
+    # still say the old one: a rolling update's template patch rewrites a Clique's
+    # annotations from the cache and would put the old count back.
+    cqs = cliqueset(replicas=1)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    cliques = [
+        clique(0, "leader", annotations=since),
+        clique(
+            0,
+            "worker",
+            replicas=2,
+            ready=False,
+            ready_reason="BelowMinAvailable",
+            annotations=since,
+        ),
+    ]
+    snap = dataclasses.replace(set_snapshot(cqs, cliques), now="2026-11-22T08:01:00Z")
+    plan = cliqueset_planner.plan(snap)
+    assert sorted(p.expect for p in plan.patches) == [
+        gang_failures.expect_token("llama-0-leader", "1"),
+        gang_failures.expect_token("llama-0-worker", "1"),
+    ]
+    # the Clique controller's watch settles it with what the Clique records
+    watched = clique(0, "worker", annotations={labels.ANNOTATION_GANG_RESTARTS: "1"})
+    assert gang_failures.observed_token(watched.metadata) == gang_failures.expect_token(
+        "llama-0-worker", "1"
+    )
+    assert gang_failures.observed_token(clique(0, "leader").metadata) is None

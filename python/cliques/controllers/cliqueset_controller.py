@@ -27,7 +27,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import cliqueset_planner, cliqueset_rollout, placement
+from cliques.controllers import cliqueset_planner, cliqueset_rollout, gang_failures, placement
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
@@ -113,6 +113,9 @@ class CliqueSetController:
                 h = meta.labels.get(labels.LABEL_TEMPLATE_HASH)
                 if h:
                     self.expectations.created(owner, f"{meta.name}@{h}")
+                restart = gang_failures.observed_token(meta)
+                if restart is not None:
+                    self.expectations.created(owner, restart)
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
         if parent and self.owns(meta.namespace, parent):
             key = f"{meta.namespace}/{parent}"

@@ -167,6 +167,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     bucket=bucket,
                     workload=uses,
                 )
+                restarts = gang_failures.restarts_of(have)
+                if restarts:  # a clique added to a restarted gang joins its count
+                    body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
                 name = labels.clique_name(meta.name, index, role)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
@@ -294,7 +297,11 @@ def _failure_policy(
                 }
             }
             reason = "GangRestart" if decision.restart else "GangBreach"
-            out.patches.append(Patch(CLIQUES, clique.metadata.name, body, reason=reason))
+            count = decision.annotate.get(gang_failures.ANNOTATION_RESTARTS)
+            expect = gang_failures.expect_token(clique.metadata.name, count) if count else ""
+            out.patches.append(
+                Patch(CLIQUES, clique.metadata.name, body, reason=reason, expect=expect)
+            )
         if decision.restart:
             n = decision.annotate[gang_failures.ANNOTATION_RESTARTS]
             out.events.append(

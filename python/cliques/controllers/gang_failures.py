@@ -16,6 +16,11 @@ planner deletes every pod of another restart count (`clique_planner`), so all th
 pods go and come back at the same indices while the Cliques, and their counts, stay. The
 breach clock starts again at the restart. After `maxGangRestarts` restarts a breached gang
 is `failed` and left as it is. Other gangs are never touched.
+
+A restart is one patch per Clique; when some are refused (a 409 on a resourceVersion), the
+Cliques disagree on the count. The others are then brought to the highest count and its
+marks (the restart finishes, every pod of the gang goes) before anything else is decided:
+an older breach mark left on them never starts a second restart.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Final
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy
-from cliques.api.meta import Condition
+from cliques.api.meta import Condition, ObjectMeta
 from cliques.controllers import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"
@@ -38,6 +43,20 @@ ANNOTATION_RESTARTS: Final = labels.ANNOTATION_GANG_RESTARTS
 ANNOTATION_LAST_RESTART: Final = labels.ANNOTATION_LAST_RESTART
 
 
+def expect_token(name: str, restarts: str) -> str:
+    """The expectation a patch giving Clique `name` the restart count `restarts` sets:
+    the owner's next plan waits until the watch shows it (`observed_token`), so a plan
+    from a cache without it never writes the old count back (a rolling update's template
+    patch rewrites the annotations it has cached)."""
+    return f"{name}@restarts={restarts}"
+
+
+def observed_token(meta: ObjectMeta) -> str | None:
+    """The restart expectation a watched Clique settles, if it records a count."""
+    restarts = meta.annotations.get(ANNOTATION_RESTARTS)
+    return expect_token(meta.name, restarts) if restarts else None
+
+
 def parse_time(value: str) -> datetime.datetime | None:
     try:
         return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
@@ -45,15 +64,30 @@ def parse_time(value: str) -> datetime.datetime | None:
         return None
 
 
+def _count(clique: Clique) -> int:
+    """The restart count one Clique records (0 when none or unreadable)."""
+    try:
+        return int(clique.metadata.annotations.get(ANNOTATION_RESTARTS, "0"))
+    except ValueError:
+        return 0
+
+
 def restarts_of(members: Mapping[str, Clique]) -> int:
     """The gang's restart count: the highest its Cliques record."""
-    best = 0
-    for clique in members.values():
-        try:
-            best = max(best, int(clique.metadata.annotations.get(ANNOTATION_RESTARTS, "0")))
-        except ValueError:
-            continue
-    return best
+    return max((_count(c) for c in members.values()), default=0)
+
+
+def _level(members: Mapping[str, Clique], restarts: int) -> dict[str, str]:
+    """The restart marks of a Clique that records the gang's count `restarts`, for the
+    Cliques a restart did not reach (its patches are one per Clique, and one may have
+    been refused): they finish that restart, they never start another."""
+    lead = next(c for c in members.values() if _count(c) == restarts)
+    marks = {ANNOTATION_RESTARTS: str(restarts)}
+    for key in (ANNOTATION_LAST_RESTART, ANNOTATION_BREACH_SINCE):
+        value = lead.metadata.annotations.get(key)
+        if value:
+            marks[key] = value
+    return marks
 
 
 def backoff(policy: FailurePolicy, restarts: int) -> float:
@@ -90,11 +124,18 @@ def decide(
     since_raw = min((m for m in marks if m), default="")
     if policy.restart_policy != "RecreateGang" or not members:
         return out
+    restarts = restarts_of(members)
+    if any(_count(c) != restarts for c in members.values()):
+        # a restart that reached only some Cliques: bring the others to it first
+        out.annotate = dict(_level(members, restarts))
+        out.failed = breached and restarts >= policy.max_gang_restarts
+        out.restarting = breached and not out.failed
+        out.requeue_after = 1.0 if out.restarting else 0.0
+        return out
     if not breached:
         if any(ANNOTATION_BREACH_SINCE in c.metadata.annotations for c in members.values()):
             out.annotate[ANNOTATION_BREACH_SINCE] = None
         return out
-    restarts = restarts_of(members)
     if restarts >= policy.max_gang_restarts:
         out.failed = True
         return out
