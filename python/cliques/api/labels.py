@@ -59,6 +59,8 @@ ANNOTATION_GANG_RESTARTS: Final = f"{GROUP}/gang-restarts"
 ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
 #: On a shard Lease: the instance token of the process that holds it.
 ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
+#: On a Clique: how many pods finished in a row at each index (`controllers.pod_backoff`).
+ANNOTATION_FINISHED_PODS: Final = f"{GROUP}/finished-pods"
 
 # Environment injected into every container of every pod.
 ENV_SET: Final = "CLIQUES_SET"

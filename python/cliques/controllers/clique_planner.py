@@ -2,7 +2,9 @@
 
 Rules, in the order they are applied:
 1. Pods at index >= replicas are deleted, highest first (scale down); pods that finished
-   (Succeeded/Failed) are deleted so they are recreated at their index.
+   (Succeeded/Failed) are deleted so they are recreated at their index, once the back-off
+   of that index allows (`pod_backoff`: pods that keep finishing are replaced ever more
+   slowly; the plan asks to be requeued when the next one is due).
 2. Pods whose template-hash label is neither the Clique's hash nor one of its
    `previous-template-hashes` (hashes of the same template under an older hash algorithm)
    are deleted: the CliqueSet controller decided this gang rolls now.
@@ -29,13 +31,14 @@ from dataclasses import dataclass, field
 
 from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
-from cliques.api.meta import CONDITION_REPLICA_FAILURE, find_condition, same_marks
+from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import builders, conditions, failures
-from cliques.controllers.actions import CREATE_BURST, Create, Delete, Patch, Plan
-from cliques.kube.resources import PODS
+from cliques.controllers import builders, conditions, failures, pod_backoff
+from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
+from cliques.kube.resources import CLIQUES, PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"
+CONDITION_POD_BACKOFF = "PodBackOff"
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,9 @@ def plan(snap: CliqueSnapshot) -> Plan:
             by_index[idx] = pod
 
     restarts = _restarts(meta.annotations)
+    finished = pod_backoff.parse(meta.annotations.get(labels.ANNOTATION_FINISHED_PODS, ""))
+    counts = {i: c for i, c in finished.items() if i < spec.replicas}
+    held: dict[int, float] = {}  # finished pods waiting for their back-off: index -> seconds
     deletes: list[Delete] = []
     for idx in sorted(by_index, reverse=True):
         pod = by_index[idx]
@@ -108,7 +114,24 @@ def plan(snap: CliqueSnapshot) -> Plan:
         if idx >= spec.replicas:
             reason = "ScaleDown"
         elif pod.is_terminal:
+            lived = pod_backoff.age(pod.metadata.creation_timestamp, snap.now)
+            wait, in_a_row = pod_backoff.decide(counts.get(idx, 0), lived)
+            if wait > 0:
+                held[idx] = wait
+                continue
             reason = "PodFinished"
+            counts[idx] = in_a_row
+            if in_a_row > 1:
+                out.events.append(
+                    Event(
+                        "Warning",
+                        "BackOff",
+                        f"pod {pod.metadata.name} finished ({pod.status.phase}): "
+                        f"{in_a_row} pods in a row finished at index {idx}; if the next "
+                        f"one finishes too it is replaced {pod_backoff.delay(in_a_row):.0f}s "
+                        "after it was created at the earliest",
+                    )
+                )
         elif pod_hash != desired and pod_hash not in previous:
             reason = "TemplateChanged"
         elif _restarts(pod.metadata.annotations) != restarts:
@@ -142,6 +165,12 @@ def plan(snap: CliqueSnapshot) -> Plan:
 
     if snap.expectations_satisfied:
         out.deletes = deletes
+        if counts != finished:
+            value = pod_backoff.encode(counts) or None
+            body = {"metadata": {"annotations": {labels.ANNOTATION_FINISHED_PODS: value}}}
+            out.patches.append(Patch(CLIQUES, meta.name, body, reason="FinishedPods"))
+        if held:
+            out.requeue_after = min(held.values())
         if not gated:
             algorithm = snap.algorithm
             out.creates = [
@@ -152,7 +181,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
             ]
     # No Event per Clique for a roll: the CliqueSet's RollingUpdate event names the gangs
     # (one Event per Clique was a fifth of the operator's requests in a 1,000-pod rollout).
-    out.status = _status(snap, by_index, desired, gated, started)
+    out.status = _status(snap, by_index, desired, gated, started, held)
     if out.status == clique.status:
         out.status = None
     return out
@@ -221,7 +250,12 @@ def _pod(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict
 
 
 def _status(
-    snap: CliqueSnapshot, by_index: dict[int, Pod], desired: str, gated: bool, started: bool
+    snap: CliqueSnapshot,
+    by_index: dict[int, Pod],
+    desired: str,
+    gated: bool,
+    started: bool,
+    held: dict[int, float],
 ) -> CliqueStatus:
     clique = snap.clique
     spec = clique.spec
@@ -264,8 +298,21 @@ def _status(
             started_c,
             ready_c,
             *failures.condition(conds, snap.failure),
+            *_backoff_condition(conds, held),
         ],
     )
+
+
+def _backoff_condition(conds: conditions.Setter, held: dict[int, float]) -> list[Condition]:
+    """PodBackOff while finished pods wait for their back-off, naming their indices."""
+    if not held:
+        return []
+    first = min(held.values())
+    message = (
+        f"pods that keep finishing at index(es) {', '.join(map(str, sorted(held)))} are "
+        f"replaced after a back-off (the next in {first:.0f}s)"
+    )
+    return [conds.set(CONDITION_POD_BACKOFF, "True", "PodsKeepFinishing", message)]
 
 
 def _selector(clique: Clique) -> str:
