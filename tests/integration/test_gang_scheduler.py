@@ -11,9 +11,8 @@ waits are the windows in which nothing may bind.
 from __future__ import annotations
 
 import json
-import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -23,14 +22,14 @@ from cliques import api
 from cliques.api import labels
 from cliques.controllers import placement as pl
 from cliques.controllers import workload as wl
-from cliques.devcluster import kwok
 from cliques.kube import gangapi
+from tests.support.gangnodes import RACK, SLOT, gang_nodes
 from tests.support.kubectl import Kubectl
+
+__all__ = ["gang_nodes"]  # the fixture, used through `nodes`
 
 pytestmark = pytest.mark.cluster
 
-SLOT = "example.com/slot"
-RACK = "topology.kubernetes.io/rack"
 BIND_TIMEOUT = 30.0
 #: How long "nothing binds" is watched: several scheduling attempts and backoffs.
 QUIET_WINDOW = 8.0
@@ -42,51 +41,9 @@ def k(kubeconfig: str, namespace: str) -> Kubectl:
 
 
 @pytest.fixture
-def nodes(kubeconfig: str) -> Iterator[Callable[..., list[str]]]:
-    """add(count, slots=1, labels=None) -> names of new Ready KWOK nodes; all removed after."""
-    cluster_kubectl = Kubectl(kubeconfig)
-    made: list[str] = []
-    tag = secrets.token_hex(3)
-
-    def add(count: int, slots: int = 1, node_labels: dict[str, str] | None = None) -> list[str]:
-        names = []
-        items = []
-        for _ in range(count):
-            node = kwok.node_manifest(0)
-            name = f"gang-{tag}-{len(made)}"
-            node["metadata"]["name"] = name
-            node["metadata"]["labels"]["kubernetes.io/hostname"] = name
-            # Not one of the dev cluster's own nodes: `up` must never scale it away.
-            del node["metadata"]["labels"][kwok.NODE_LABEL]
-            node["metadata"]["labels"].update(node_labels or {})
-            del node["spec"]
-            capacity = {**node["status"]["capacity"], SLOT: str(slots)}
-            node["status"] = {"capacity": capacity, "allocatable": capacity}
-            items.append(node)
-            names.append(name)
-            made.append(name)
-        cluster_kubectl.ok(
-            "create",
-            "-f",
-            "-",
-            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
-        )
-        wait_for(
-            lambda: all(node_ready(cluster_kubectl.get("node", n)) for n in names),
-            f"nodes {names} Ready",
-        )
-        return names
-
-    yield add
-    if made:
-        cluster_kubectl.run("delete", "node", "--wait=false", *made)
-
-
-def node_ready(node: dict[str, Any]) -> bool:
-    conditions = node.get("status", {}).get("conditions", [])
-    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-    taints = node.get("spec", {}).get("taints") or []
-    return ready and not any(t["key"].startswith("node.kubernetes.io/") for t in taints)
+def nodes(gang_nodes: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """add(count, slots=1, node_labels=None) -> names of new Ready KWOK nodes (removed after)."""
+    return gang_nodes
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float = BIND_TIMEOUT) -> float:
