@@ -39,3 +39,10 @@ def test_judge_counts_only_what_a_correct_operator_would_not_do() -> None:
     assert (roll.spurious_creates, roll.spurious_deletes, roll.replaced) == (0, 0, 2)
     reorder = workload.judge("reorder-apply", ["a"], ["a"], desired)
     assert (reorder.replaced, reorder.spurious_creates, reorder.spurious_deletes) == (1, 1, 1)
+
+
+def test_the_gang_scheduling_backend_is_pod_by_pod_unless_asked() -> None:
+    shape = workload.Shape.parse("1x2x2")
+    assert workload.manifest("s", shape)["spec"]["gangScheduling"] == {"backend": "None"}
+    body = workload.manifest("s", shape, gang_scheduling="Workload")
+    assert body["spec"]["gangScheduling"] == {"backend": "Workload"}

@@ -169,6 +169,7 @@ class Settings:
     steady: float = 30.0
     timeout: float = 600.0
     log_dir: Path = Path("/tmp")
+    gang_scheduling: str = workload.DEFAULT_GANG_SCHEDULING
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -265,6 +266,7 @@ async def _phases(
 ) -> None:
     """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0."""
     shape = cfg.shape
+    gang = cfg.gang_scheduling
     desired = shape.desired_pods()
     total = shape.total_pods
     names = shape.names()
@@ -354,7 +356,7 @@ async def _phases(
 
     # -- deploy ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply([workload.manifest(n, shape) for n in names])
+    await apply([workload.manifest(n, shape, gang_scheduling=gang) for n in names])
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
         ("pods-ready", lambda: obs.count(ready=True)),
@@ -401,7 +403,7 @@ async def _phases(
     # -- rolling update --------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
     new_image = "busybox:1.37"
-    await apply([workload.manifest(n, shape, image=new_image) for n in names])
+    await apply([workload.manifest(n, shape, image=new_image, gang_scheduling=gang) for n in names])
     ok = await wait(
         "rolling-update",
         lambda: min(
@@ -415,7 +417,12 @@ async def _phases(
 
     # -- re-order-only apply ---------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply([workload.reordered(workload.manifest(n, shape, image=new_image)) for n in names])
+    await apply(
+        [
+            workload.reordered(workload.manifest(n, shape, image=new_image, gang_scheduling=gang))
+            for n in names
+        ]
+    )
     # Settle: every set observed the new generation and stays Available for 10 s.
     # An operator that replaces pods here is followed until it is done (quiet for 2 s).
     settle_until = time.monotonic() + 10.0

@@ -80,6 +80,13 @@ def add_parsers(bench_sub: Any) -> None:
         help="rounds: every operator runs this many times, interleaved (A B C A B C ...), "
         "and the table and the targets use each phase's median (default 1)",
     )
+    p.add_argument(
+        "--gang-scheduling",
+        choices=("Auto", "Workload", "None"),
+        default=workload.DEFAULT_GANG_SCHEDULING,
+        help="spec.gangScheduling.backend of cliques' CliqueSets (default None: pod by pod, "
+        "as the peers schedule; Workload binds each gang whole through the Workload API)",
+    )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -268,13 +275,19 @@ def run_scale(args: argparse.Namespace) -> int:
     stem = f"scale-{shape}-{started.strftime('%Y%m%dT%H%M%SZ')}"
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     cfg = scale.Settings(
-        kubeconfig, shape, steady=args.steady, timeout=args.timeout, log_dir=args.out / "logs"
+        kubeconfig,
+        shape,
+        steady=args.steady,
+        timeout=args.timeout,
+        log_dir=args.out / "logs",
+        gang_scheduling=args.gang_scheduling,
     )
     runs: list[dict[str, Any]] = []
     doc: dict[str, Any] = {
         "kind": "scale",
         "shape": str(shape),
         "total_pods": shape.total_pods,
+        "gang_scheduling": args.gang_scheduling,
         "nodes": args.nodes,
         "started": started.isoformat(),
         "cpus": os.cpu_count(),

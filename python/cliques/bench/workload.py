@@ -78,7 +78,17 @@ def _template(role: str, image: str) -> dict[str, Any]:
     }
 
 
-def manifest(name: str, shape: Shape, image: str = "busybox:1.36") -> dict[str, Any]:
+#: The gang-scheduling backend of the benchmark's CliqueSets unless told otherwise: None, so
+#: that cliques schedules pod by pod as the peers do.
+DEFAULT_GANG_SCHEDULING = "None"
+
+
+def manifest(
+    name: str,
+    shape: Shape,
+    image: str = "busybox:1.36",
+    gang_scheduling: str = DEFAULT_GANG_SCHEDULING,
+) -> dict[str, Any]:
     return {
         "apiVersion": "cliques.dev/v1alpha1",
         "kind": "CliqueSet",
@@ -86,6 +96,7 @@ def manifest(name: str, shape: Shape, image: str = "busybox:1.36") -> dict[str, 
         "spec": {
             "replicas": shape.gangs,
             "startupType": "AnyOrder",
+            "gangScheduling": {"backend": gang_scheduling},
             "updateStrategy": {
                 "type": "RollingUpdate",
                 "maxUnavailable": max(1, shape.gangs // 10),
