@@ -152,3 +152,16 @@ def test_bench_report_exits_2_on_a_bad_file(
     bad.write_text("{")
     assert main(["bench", "report", str(bad)]) == 2
     assert capsys.readouterr().err.startswith(f"cliques bench report: {bad}: not JSON")
+
+
+def test_markdown_shows_the_control_planes_cpu_when_measured() -> None:
+    measured = run("cliques-w1", 1, 3.0)
+    measured["phases"][0]["extra"] = {
+        "cpu_control_plane": 12.5,
+        "cpu_kube-controller-manager": 4.25,
+    }
+    table = report.markdown([measured])
+    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 | 12.50 (kcm 4.25) |" in table
+    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |  |" in report.markdown(
+        [run("cliques-w1", 1, 3.0)]
+    )

@@ -99,3 +99,22 @@ class TreeMeter:
 
     def rss(self) -> dict[int, ProcSample]:
         return {s.pid: s for s in self.sample()}
+
+
+def cpu_of(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process alone (a control-plane component); a
+    process that is gone is left out."""
+    out = {}
+    for name, pid in pids.items():
+        stat = _read_stat(pid)
+        if stat is not None:
+            out[name] = stat[1]
+    return out
+
+
+def cpu_delta(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    """`cpu_<name>` for each process seen at both ends, and `cpu_control_plane`, their sum."""
+    out = {f"cpu_{n}": now[n] - before[n] for n in sorted(now) if n in before}
+    if out:
+        out["cpu_control_plane"] = sum(out.values())
+    return out

@@ -96,22 +96,32 @@ def _span(ph: dict[str, Any], key: str, fmt: str) -> str:
 
 def markdown(runs: list[dict[str, Any]]) -> str:
     head = (
-        "| operator | phase | wall s | CPU s | peak RSS MiB | API req | 409 | 429 | "
-        "spurious +/- | replaced |"
+        "| operator | phase | wall s | CPU s | control plane CPU s | peak RSS MiB | API req | "
+        "409 | 429 | spurious +/- | replaced |"
     )
-    rows = [head, "|" + "---|" * 10]
+    rows = [head, "|" + "---|" * 11]
     for run in runs:
         if run.get("error"):
-            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} |||||||||")
+            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} ||||||||||")
         for ph in run["phases"]:
             total, c409, c429 = _api_summary(ph["api"])
             wall = _span(ph, "wall", ".1f") + ("" if ph["completed"] else " (timeout)")
             rows.append(
                 f"| {run['operator']} | {ph['phase']} | {wall} | {_span(ph, 'cpu', '.2f')} | "
-                f"{ph['rss_peak_mib']:.0f} | {total} | {c409} | {c429} | "
+                f"{_plane(ph)} | {ph['rss_peak_mib']:.0f} | {total} | {c409} | {c429} | "
                 f"{ph['spurious_creates']}/{ph['spurious_deletes']} | {ph['replaced']} |"
             )
     return "\n".join(rows)
+
+
+def _plane(ph: dict[str, Any]) -> str:
+    """The control plane's CPU over the phase, with the controller-manager's share ("" when
+    the cluster's processes were not measured, e.g. a cluster given by --kubeconfig)."""
+    extra = ph.get("extra", {})
+    if "cpu_control_plane" not in extra:
+        return ""
+    kcm = extra.get("cpu_kube-controller-manager", 0.0)
+    return f"{extra['cpu_control_plane']:.2f} (kcm {kcm:.2f})"
 
 
 def _phase(run: dict[str, Any], name: str) -> dict[str, Any] | None:

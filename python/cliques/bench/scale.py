@@ -170,6 +170,10 @@ class Settings:
     timeout: float = 600.0
     log_dir: Path = Path("/tmp")
     gang_scheduling: str = workload.DEFAULT_GANG_SCHEDULING
+    #: component name -> pid of the dev cluster's control plane (etcd, kube-apiserver,
+    #: kube-controller-manager, kube-scheduler, kwok-controller), whose CPU every phase
+    #: records beside the operator's; empty for a cluster given by --kubeconfig
+    control_plane: dict[str, int] = field(default_factory=dict)
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -293,6 +297,7 @@ async def _phases(
             return Counter()
 
     own0: Counter[str] = Counter()
+    plane0: dict[str, float] = {}
 
     async def record(
         phase: str,
@@ -310,6 +315,7 @@ async def _phases(
         noticing the next one; `available` counts the requests of the whole deploy."""
         wall = time.monotonic() - t0
         cpu = sampler.sample() - cpu0
+        extra.update(procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), plane0))
         judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
         api1 = await apimetrics.scrape(client) if scrape else api0
         if scrape:
@@ -331,9 +337,10 @@ async def _phases(
 
     async def begin() -> tuple[Any, float, tuple[int, int], float]:
         """Start a phase: API counters, CPU, event marks, peak RSS reset, then the clock."""
-        nonlocal own0
+        nonlocal own0, plane0
         api = await apimetrics.scrape(client)
         own0 = await own_counters()
+        plane0 = procstats.cpu_of(cfg.control_plane)
         cpu = sampler.sample()
         sampler.reset_peak()
         return api, cpu, (len(obs.added), len(obs.deleted)), time.monotonic()

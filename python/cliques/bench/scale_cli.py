@@ -183,6 +183,16 @@ def _kubeconfig(args: argparse.Namespace) -> str:
     return env["KUBECONFIG"]
 
 
+def _control_plane(args: argparse.Namespace) -> dict[str, int]:
+    """The dev cluster's component pids (none for a cluster given by --kubeconfig)."""
+    if args.kubeconfig:
+        return {}
+    from cliques.devcluster import cluster
+
+    found = cluster.status(args.cluster)
+    return {c.name: c.pid for c in found.components if c.running and c.pid is not None}
+
+
 def _check_args(args: argparse.Namespace) -> workload.Shape:
     """Every option checked before a cluster or an operator is started."""
     try:
@@ -277,6 +287,7 @@ def run_scale(args: argparse.Namespace) -> int:
     cfg = scale.Settings(
         kubeconfig,
         shape,
+        control_plane=_control_plane(args),
         steady=args.steady,
         timeout=args.timeout,
         log_dir=args.out / "logs",
