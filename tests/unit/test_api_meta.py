@@ -45,3 +45,14 @@ def test_format_now_is_the_current_whole_second() -> None:
     after = format_time(datetime.datetime.fromtimestamp(int(time.time()), datetime.UTC))
     assert before <= got <= after
     assert got.endswith("Z") and len(got) == len("2026-11-22T08:00:00Z")
+
+
+def test_parse_time_reads_what_format_time_writes() -> None:
+    import datetime
+
+    from cliques.api.meta import format_time, parse_time
+
+    when = datetime.datetime(2026, 11, 22, 8, 0, 5, tzinfo=datetime.UTC)
+    assert parse_time(format_time(when)) == when
+    assert parse_time("2026-11-22T08:00:05.123Z") is None
+    assert parse_time("garbage") is None

@@ -137,3 +137,13 @@ def format_time(when: datetime.datetime) -> str:
     if when.tzinfo is None:
         raise ValueError("format_time needs an aware datetime (with tzinfo)")
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime.datetime | None:
+    """A `metav1.Time` as `format_time` writes it, back to an aware datetime; None if it is
+    not one."""
+    try:
+        stamp = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+    return stamp.replace(tzinfo=datetime.UTC)

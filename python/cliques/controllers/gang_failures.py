@@ -33,7 +33,7 @@ from typing import Final
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy
-from cliques.api.meta import Condition, ObjectMeta
+from cliques.api.meta import Condition, ObjectMeta, parse_time
 from cliques.controllers import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"
@@ -55,13 +55,6 @@ def observed_token(meta: ObjectMeta) -> str | None:
     """The restart expectation a watched Clique settles, if it records a count."""
     restarts = meta.annotations.get(ANNOTATION_RESTARTS)
     return expect_token(meta.name, restarts) if restarts else None
-
-
-def parse_time(value: str) -> datetime.datetime | None:
-    try:
-        return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    except ValueError:
-        return None
 
 
 def _count(clique: Clique) -> int:

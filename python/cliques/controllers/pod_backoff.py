@@ -17,9 +17,10 @@ replacement waits longer, like the kubelet's crash-loop back-off:
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Final
+
+from cliques.api.meta import parse_time
 
 BASE_SECONDS: Final = 10.0
 MAX_SECONDS: Final = 300.0
@@ -48,19 +49,10 @@ def encode(counts: Mapping[int, int]) -> str:
     return ",".join(f"{i}:{c}" for i, c in sorted(counts.items()) if c > 0)
 
 
-def _time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        stamp = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return None
-    return stamp.replace(tzinfo=datetime.UTC)
-
-
 def age(created: str | None, now: str) -> float | None:
     """Seconds from `created` to `now` (both RFC 3339, seconds), or None if unreadable."""
-    start, end = _time(created), _time(now)
+    start = parse_time(created) if created else None
+    end = parse_time(now)
     if start is None or end is None:
         return None
     return max(0.0, (end - start).total_seconds())
