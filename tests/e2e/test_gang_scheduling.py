@@ -1,6 +1,7 @@
 """gangScheduling with the operator on the real kube-scheduler (the dev cluster's gang
 gates on): with the Workload backend a gang binds whole or not at all, even with
-startupType InOrder; with None its pods bind one by one. Each test makes its own one-slot
+startupType InOrder, and then starts in order (start gates); with None its pods bind one
+by one. Each test makes its own one-slot
 KWOK nodes (`tests.support.gangnodes`), so its pods can only land there."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import time
 from typing import Any
 
 from cliques.api import labels
+from cliques.api.meta import Condition, find_condition
 from cliques.api.pod import Pod
-from cliques.controllers import workload
+from cliques.controllers import start_gate, workload
 from cliques.kube.resources import PODS, WORKLOADS
 from tests.support.gangnodes import gang_nodes, slot_cliqueset
 from tests.support.harness import Cluster, running_operator, wait_for
@@ -101,3 +103,79 @@ async def test_backend_none_binds_pod_by_pod(
         assert sorted(bool(p.spec.node_name) for p in pods) == [False, True, True, True]
         await _condition(cluster, "loose", "False")
         assert not any(p.metadata.labels.get(labels.LABEL_CLIQUESET) != "loose" for p in pods)
+
+
+def _ready_since(pod: dict[str, Any]) -> str:
+    """When a pod (a raw object) turned Ready, "" if it is not."""
+    for cond in pod.get("status", {}).get("conditions", []):
+        if cond["type"] == "Ready" and cond["status"] == "True":
+            return str(cond.get("lastTransitionTime", ""))
+    return ""
+
+
+async def test_in_order_gang_is_placed_whole_then_starts_in_order(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any
+) -> None:
+    """InOrder + Workload: every pod exists and binds at once; the workers wait at their
+    start gates (KWOK keeps a pod with a closed gate from starting, as a kubelet whose init
+    container waits) until the leader is Ready, then start. The test holds the leader back
+    with the same annotation, to stand for a leader that takes a while to start."""
+    gang_nodes(4)
+    body = slot_cliqueset(
+        "ordered",
+        1,
+        (("leader", 1), ("worker", 3)),
+        startupType="InOrder",
+        gangScheduling={"backend": "Workload"},
+    )
+    leader_meta = body["spec"]["template"]["cliques"][0]["template"]["metadata"]
+    leader_meta["annotations"] = {labels.ANNOTATION_START_GATE: start_gate.CLOSED}
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await _pods(cluster, 4)
+        for pod in await cluster.list(PODS, dict):
+            if pod["metadata"]["labels"][labels.LABEL_CLIQUE] == "worker":
+                assert pod["spec"]["initContainers"][0]["name"] == start_gate.CONTAINER
+            else:
+                assert "initContainers" not in pod["spec"]
+
+        async def all_bound() -> bool:
+            return await _bound(cluster) == 4
+
+        await wait_for(all_bound, timeout=30, what="the whole gang bound")
+
+        # The leader is not Ready: over a window, no worker starts and no gate opens.
+        deadline = time.monotonic() + QUIET_WINDOW / 2
+        while time.monotonic() < deadline:
+            for pod in await cluster.list(PODS, dict):
+                name = pod["metadata"]["name"]
+                assert not _ready_since(pod), f"{name} started before the leader"
+                gate = pod["metadata"]["annotations"][labels.ANNOTATION_START_GATE]
+                assert gate == start_gate.CLOSED, f"{name}: start gate {gate}"
+            await asyncio.sleep(0.5)
+
+        async def waiting() -> Condition | None:
+            worker = next(c for c in await cluster.cliques() if c.spec.clique_name == "worker")
+            assert worker.spec.start_gate
+            status = worker.status
+            return find_condition(status.conditions, "Started") if status is not None else None
+
+        started = await wait_for(waiting, timeout=30, what="the workers' Started condition")
+        assert started.status == "False", started
+        assert "start gates open when ordered-0-leader is Ready" in started.message
+
+        # The leader starts: the operator opens the workers' gates and they start after it.
+        await cluster.client.patch(
+            PODS,
+            namespace,
+            "ordered-0-leader-0",
+            {"metadata": {"annotations": {labels.ANNOTATION_START_GATE: start_gate.OPEN}}},
+            dict,
+        )
+        await cluster.wait_available("ordered", timeout=60)
+        pods = {p["metadata"]["name"]: p for p in await cluster.list(PODS, dict)}
+        leader_ready = _ready_since(pods.pop("ordered-0-leader-0"))
+        assert leader_ready
+        for name, pod in pods.items():
+            assert pod["metadata"]["annotations"][labels.ANNOTATION_START_GATE] == "open"
+            assert _ready_since(pod) >= leader_ready, f"{name} started before the leader"

@@ -363,3 +363,58 @@ def test_committed_kube_module_is_what_the_generator_makes() -> None:
     committed = gomodules.KUBE.gomod_text()
     assert gomodules.tool_packages(committed) == list(gen.TOOLS)
     assert committed.startswith(gen.HEADER)
+
+
+def _stage(name: str, expressions: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": expressions},
+        },
+    }
+
+
+def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Path) -> None:
+    import yaml
+
+    deletion = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+    for name in kwok.STAGE_FILES:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(name).stem
+        path.write_text(yaml.safe_dump(_stage(stage, [dict(deletion)])), encoding="utf-8")
+    stages = kwok.stages(tmp_path)
+    assert [s["metadata"]["name"] for s in stages] == [Path(n).stem for n in kwok.STAGE_FILES]
+    by_name = {s["metadata"]["name"]: s for s in stages}
+    ready = by_name["pod-ready"]["spec"]["selector"]["matchExpressions"]
+    assert ready == [deletion, dict(kwok.START_GATE_REQUIREMENT)]
+    for name, stage in by_name.items():
+        if name != "pod-ready":
+            assert stage["spec"]["selector"]["matchExpressions"] == [deletion], name
+    # adding it twice changes nothing; the input is not modified
+    again = kwok.with_start_gate(by_name["pod-ready"])
+    assert again == by_name["pod-ready"] and again is not by_name["pod-ready"]
+
+
+def test_stages_name_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"node-initialize\.yaml is not in"):
+        kwok.stages(tmp_path)
+
+
+def test_config_text_is_the_configuration_then_the_stages() -> None:
+    import yaml
+
+    config = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False)
+    stage = _stage("pod-ready", [])
+    docs = list(yaml.safe_load_all(kwok.config_text(config, [stage])))
+    assert docs == [config, stage]
+    assert kwok.saved_options(kwok.config_text(config, [stage])) == config["options"]
+
+
+def test_the_stage_requirement_names_the_operators_annotation() -> None:
+    from cliques.api import labels
+
+    assert kwok.START_GATE_ANNOTATION == labels.ANNOTATION_START_GATE

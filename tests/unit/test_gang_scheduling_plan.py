@@ -143,21 +143,3 @@ def test_none_never_uses_the_api() -> None:
     assert not any(c.resource.kind == "Workload" for c in plan.creates)
     assert gang_condition(plan) == ("False", workload.REASON_DISABLED)
     assert not plan.events
-
-
-def test_in_order_with_workload_creates_every_clique_without_starts_after() -> None:
-    cqs = with_backend("Workload", replicas=1, startup="InOrder")
-    name = workload.workload_name(cqs)
-    plan = cliqueset_planner.plan(set_snapshot(cqs, [], workload_api=True, workloads=[owned(name)]))
-    cliques = [c for c in plan.creates if c.resource.kind == "Clique"]
-    assert len(cliques) == 2
-    assert all(c.body["spec"]["startsAfter"] == [] for c in cliques)
-    assert plan.status is not None
-    cond = next(c for c in plan.status.conditions if c.type == "GangScheduling")
-    assert "startsAfter is not enforced" in cond.message
-    # without the Workload backend the order is kept
-    plain = cliqueset_planner.plan(
-        set_snapshot(with_backend("None", replicas=1, startup="InOrder"), [])
-    )
-    worker = next(c for c in plain.creates if c.name.endswith("worker"))
-    assert worker.body["spec"]["startsAfter"] == ["llama-0-leader"]

@@ -33,6 +33,9 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
     min_available: int | None = None
     #: Clique object names this one is started after.
     starts_after: list[str] = msgspec.field(default_factory=list)
+    #: Start order is enforced after placement: every pod is created at once and those of
+    #: a Clique with `starts_after` wait in an init container (`controllers.start_gate`).
+    start_gate: bool = False
     #: A PodTemplateSpec (`metadata`, `spec`), kept as JSON.
     template: dict[str, Any]
 

@@ -61,6 +61,11 @@ ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
 ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
 #: On a Clique: how many pods finished in a row at each index (`controllers.pod_backoff`).
 ANNOTATION_FINISHED_PODS: Final = f"{GROUP}/finished-pods"
+#: On a pod with a start gate: `closed` until the operator opens it (`open`) once the
+#: Cliques it starts after are Ready; its init container waits for that (`start_gate`).
+ANNOTATION_START_GATE: Final = f"{GROUP}/start-gate"
+#: On a pod with a start gate: the Cliques it starts after, comma-separated (for its logs).
+ANNOTATION_STARTS_AFTER: Final = f"{GROUP}/starts-after"
 
 # Environment injected into every container of every pod.
 ENV_SET: Final = "CLIQUES_SET"

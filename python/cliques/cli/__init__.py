@@ -1,7 +1,7 @@
 """The `cliques` command: one argparse parser, a sub-command per module.
 
 Each sub-command lives in its own module (`hash_cmd`, `devcluster_cmd`, `operator_cmd`,
-`bench_cmd`, `demo_cmd`) exposing `register(subparsers)`; its handler is stored as
+`start_gate_cmd`, `bench_cmd`, `demo_cmd`) exposing `register(subparsers)`; its handler is stored as
 `func` on the parsed namespace and returns the process exit code. Sub-command modules import
 their heavy dependencies lazily, so `cliques hash` works with only the base install.
 """
@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from cliques import __version__
 
 # Module names under cliques.cli, in the order they appear in --help.
-_COMMANDS = ("hash_cmd", "devcluster_cmd", "operator_cmd", "demo_cmd", "bench_cmd")
+_COMMANDS = (
+    "hash_cmd",
+    "devcluster_cmd",
+    "operator_cmd",
+    "start_gate_cmd",
+    "demo_cmd",
+    "bench_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

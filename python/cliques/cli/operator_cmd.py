@@ -92,6 +92,14 @@ def register(sub: Any) -> None:
         default=0.0,
         help="relist every informer this often, in seconds (0 = never)",
     )
+    p.add_argument(
+        "--start-gate-image",
+        default=None,
+        metavar="IMAGE",
+        help="the image of the init container that holds a gang's pods until the cliques "
+        "they start after are Ready, with gang scheduling (it runs `cliques start-gate`; "
+        "default: $CLIQUES_START_GATE_IMAGE, else the operator's own published image)",
+    )
     # Emulates an operator upgrade whose hash algorithm differs (tests of the relabel path).
     p.add_argument("--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS)
     g = p.add_argument_group(
@@ -149,6 +157,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         concurrency=args.concurrency,
         expectations_ttl=args.expectations_ttl,
         status_hold=args.status_hold,
+        start_gate_image=gate_image(args.start_gate_image),
         request_timeout=args.request_timeout,
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
@@ -162,6 +171,14 @@ def config_from_args(args: argparse.Namespace) -> Any:
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
     )
+
+
+def gate_image(flag: str | None) -> str:
+    """The start gate's image: the flag, else $CLIQUES_START_GATE_IMAGE, else the
+    operator's own published image (`start_gate.default_image`)."""
+    from cliques.controllers import start_gate
+
+    return flag or os.environ.get("CLIQUES_START_GATE_IMAGE") or start_gate.default_image()
 
 
 def worker_identity(identity: str, worker_name: str) -> str:
@@ -223,6 +240,8 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         str(args.resync_period),
         "--status-hold",
         str(args.status_hold),
+        "--start-gate-image",
+        gate_image(args.start_gate_image),
         "--request-timeout",
         str(args.request_timeout),
     ]

@@ -3,13 +3,15 @@
 - A Clique is one clique template of one gang: its deterministic name, the gang labels
   (with the bucket label used for sharding), the template-hash label and algorithm
   annotation, the subdomain and leader-address annotations of a gang with a headless
-  Service, the `startsAfter` of its gang, and its pod template with the affinity of
-  `spec.placement` for its gang (`placement`).
+  Service, the `startsAfter` of its gang (and `startGate` when it is enforced after
+  placement), and its pod template with the affinity of `spec.placement` for its gang
+  (`placement`).
 - A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
 - A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
   hostname and subdomain for stable DNS, the CLIQUES_* environment in every container, and
-  `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any.
+  `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any,
+  and the start gate of a Clique that has one (`start_gate`).
   The template is never mutated: containers that get env are shallow copies.
 
 Each body carries a controller owner reference to the object it belongs to
@@ -23,7 +25,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueTemplate
-from cliques.controllers import placement, workload
+from cliques.controllers import placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -75,9 +77,11 @@ def clique_body(
     algorithm: int,
     bucket: str,
     workload: str = "",
+    gated: bool = False,
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
-    (clique template names) it starts after; `workload` the Workload its gang uses."""
+    (clique template names) it starts after; `workload` the Workload its gang uses;
+    `gated`: its start order is enforced after placement (`startGate`)."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
@@ -109,6 +113,7 @@ def clique_body(
             "replicas": tmpl.replicas,
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
+            **({"startGate": True} if gated and starts_after else {}),
             "template": gang_template(cqs, gang, tmpl),
         },
     }
@@ -148,8 +153,18 @@ def _with_env(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str,
     return {**container, "env": own + env}
 
 
-def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, Any]:
-    """The Pod body for pod `index` of `clique`."""
+def pod_body(
+    clique: Clique,
+    index: int,
+    template_hash: str,
+    algorithm: int,
+    *,
+    gate_image: str = "",
+    gate_open: bool = True,
+) -> dict[str, Any]:
+    """The Pod body for pod `index` of `clique`. A Clique with `startGate` and
+    `startsAfter` gives its pods a start gate (`start_gate`) of image `gate_image`, created
+    open or closed as `gate_open` says."""
     meta = clique.metadata
     spec = clique.spec
     clabels = meta.labels
@@ -187,6 +202,14 @@ def pod_body(clique: Clique, index: int, template_hash: str, algorithm: int) -> 
     subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
     if subdomain:
         pod_spec["subdomain"] = subdomain
+    if spec.start_gate and spec.starts_after and gate_image:
+        start_gate.add(
+            pod_spec,
+            annotations,
+            image=gate_image,
+            starts_after=spec.starts_after,
+            open_now=gate_open,
+        )
     gang_workload = meta.annotations.get(labels.ANNOTATION_WORKLOAD)
     if gang_workload:
         pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)

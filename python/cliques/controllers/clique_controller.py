@@ -59,7 +59,9 @@ class CliqueController:
         owns: Callable[[str, str], bool] = lambda ns, name: True,
         pod_debounce: float = 0.25,
         status_hold: float = 0.0,
+        gate_image: str = "",
     ) -> None:
+        self.gate_image = gate_image
         self.pod_debounce = pod_debounce
         self.status_hold = status_hold
         #: Clique key -> the timer that enqueues it when its held progress status is due
@@ -167,6 +169,7 @@ class CliqueController:
             algorithm=self.hasher.algorithm,
             now=format_now(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
+            gate_image=self.gate_image,
         )
 
     def _plan(self, clique: Clique) -> Plan:

@@ -13,7 +13,9 @@ Rules, in the order they are applied:
 3. Pods labelled with a previous hash are re-labelled in place, never recreated.
 4. Missing indices in 0..replicas-1 are created (lowest first), unless the Clique has not
    started yet and a clique it starts after is not Ready. A pod being deleted still holds
-   its name, so its index is recreated only once it is gone.
+   its name, so its index is recreated only once it is gone. A Clique with `startGate`
+   creates its pods anyway, with their start gates closed, and opens them (a pod patch)
+   once the cliques it starts after are Ready (`start_gate`).
 5. While expectations are pending (creates/deletes not yet seen in the cache), rules 1, 2
    and 4 are not applied: a stale cache never causes a second create or a wrong delete.
 
@@ -33,7 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import builders, conditions, failures, pod_backoff
+from cliques.controllers import builders, conditions, failures, pod_backoff, start_gate
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.kube.resources import CLIQUES, PODS
 
@@ -53,6 +55,8 @@ class CliqueSnapshot:
     now: str = "1970-01-01T00:00:00Z"
     #: the API server's refusal of this Clique's last writes, until a write succeeds
     failure: failures.Failure | None = None
+    #: the image of the start gate's init container (`start_gate`)
+    gate_image: str = ""
 
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
@@ -160,7 +164,11 @@ def plan(snap: CliqueSnapshot) -> Plan:
         and started_cond.status == "True"
         and status.template_hash == desired
     )
-    gated = bool(snap.waiting_for) and not started
+    # Waiting for the Cliques it starts after: hold the pods back, or with a start gate
+    # create them (the gang is scheduled whole) and keep their gates closed.
+    waiting = bool(snap.waiting_for) and not started
+    gate = spec.start_gate and bool(spec.starts_after)
+    gated = waiting and not gate
     missing = [i for i in range(spec.replicas) if i not in by_index]
 
     if snap.expectations_satisfied:
@@ -175,13 +183,28 @@ def plan(snap: CliqueSnapshot) -> Plan:
             algorithm = snap.algorithm
             out.creates = [
                 Create(
-                    PODS, labels.pod_name(meta.name, i), _pod(clique, i, desired, algorithm), uid
+                    PODS,
+                    labels.pod_name(meta.name, i),
+                    builders.pod_body(
+                        clique,
+                        i,
+                        desired,
+                        algorithm,
+                        gate_image=snap.gate_image,
+                        gate_open=not waiting,
+                    ),
+                    uid,
                 )
                 for i in missing[:CREATE_BURST]
             ]
+    if gate and not waiting:
+        out.patches += [
+            Patch(PODS, pod.metadata.name, start_gate.open_patch(), reason="OpenStartGate")
+            for pod in start_gate.to_open(by_index.values())[:CREATE_BURST]
+        ]
     # No Event per Clique for a roll: the CliqueSet's RollingUpdate event names the gangs
     # (one Event per Clique was a fifth of the operator's requests in a 1,000-pod rollout).
-    out.status = _status(snap, by_index, desired, gated, started, held)
+    out.status = _status(snap, by_index, desired, waiting, gate, held)
     if out.status == clique.status:
         out.status = None
     return out
@@ -245,16 +268,12 @@ def clique_starting(clique: Clique) -> bool:
     )
 
 
-def _pod(clique: Clique, index: int, template_hash: str, algorithm: int) -> dict[str, object]:
-    return builders.pod_body(clique, index, template_hash, algorithm)
-
-
 def _status(
     snap: CliqueSnapshot,
     by_index: dict[int, Pod],
     desired: str,
-    gated: bool,
-    started: bool,
+    waiting: bool,
+    gate: bool,
     held: dict[int, float],
 ) -> CliqueStatus:
     clique = snap.clique
@@ -268,9 +287,16 @@ def _status(
     min_available = spec.effective_min_available
 
     conds = conditions.Setter(old.conditions, snap.now, gen)
-    if gated:
-        waiting = "waiting for " + ", ".join(sorted(snap.waiting_for)) + " to be Ready"
-        started_c = conds.set(CONDITION_STARTED, "False", "WaitingForDependencies", waiting)
+    if waiting:
+        deps = ", ".join(sorted(snap.waiting_for))
+        message = (
+            f"pods created; their start gates open when {deps} "
+            + ("is" if len(snap.waiting_for) == 1 else "are")
+            + " Ready"
+            if gate
+            else f"waiting for {deps} to be Ready"
+        )
+        started_c = conds.set(CONDITION_STARTED, "False", "WaitingForDependencies", message)
     else:
         started_c = conds.set(CONDITION_STARTED, "True", "Started", "pods may be created")
 

@@ -122,7 +122,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     )
     if not sched.decision.satisfiable:
         return _invalid(snap, sched.decision.message)
-    deps = gang_scheduling.deps_for(sched.decision, deps)
+    gated = gang_scheduling.gated(sched.decision)
     out = CliqueSetPlan()
 
     roles = {c.name: c for c in spec.template.cliques}
@@ -166,6 +166,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
+                    gated=gated,
                 )
                 restarts = gang_failures.restarts_of(have)
                 if restarts:  # a clique added to a restarted gang joins its count
@@ -191,7 +192,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, "ScaleDown"))
 
     # In-place changes and rollout decisions over existing gangs.
-    ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm)
+    ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)
     gangs = cliqueset_rollout.judge_gangs(by_gang, spec.replicas, ctx, snap.rehashes, snap.previous)
     out.judgement = gangs.judgement
     unavailable = {g for g, f in enumerate(gangs.facts) if not f.available}

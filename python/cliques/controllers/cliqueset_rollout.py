@@ -1,8 +1,8 @@
 """The rollout of a CliqueSet (pure): a verdict on each gang, and which gangs roll now.
 
 - A gang is outdated when one of its Cliques carries a template hash other than the desired
-  one. Non-template changes (a clique's replicas, minAvailable, startsAfter) are in-place
-  changes of every gang: they resize, they do not roll.
+  one. Non-template changes (a clique's replicas, minAvailable, startsAfter, startGate) are
+  in-place changes of every gang: they resize, they do not roll.
 - A Clique labelled with a hash from another hash algorithm whose template, hashed with the
   current algorithm, is the desired hash is re-labelled (and its old hash recorded as a
   previous hash, so its pods are re-labelled too): an operator upgrade never rolls a gang.
@@ -84,10 +84,17 @@ class Context:
     #: the clique templates in order: (role, replicas, minAvailable)
     templates: tuple[tuple[str, int, int], ...]
     algorithm: int
+    #: start order is enforced after placement (`startGate` on Cliques with `startsAfter`)
+    gated: bool = False
 
 
 def context(
-    cqs: CliqueSet, hashes: Mapping[str, str], deps: dict[str, list[str]], algorithm: int
+    cqs: CliqueSet,
+    hashes: Mapping[str, str],
+    deps: dict[str, list[str]],
+    algorithm: int,
+    *,
+    gated: bool = False,
 ) -> Context:
     cliques = cqs.spec.template.cliques
     return Context(
@@ -96,6 +103,7 @@ def context(
         deps=deps,
         templates=tuple((t.name, t.replicas, t.effective_min_available) for t in cliques),
         algorithm=algorithm,
+        gated=gated,
     )
 
 
@@ -230,6 +238,10 @@ def _classify(
             if sorted(cspec.starts_after) != sorted(starts_after):
                 change = change or Change()
                 change.spec["startsAfter"] = starts_after
+        start_gate = ctx.gated and bool(deps)
+        if cspec.start_gate != start_gate:
+            change = change or Change()
+            change.spec["startGate"] = start_gate
         if change is not None:
             changes.append((clique.metadata.name, change))
     return stale, tuple(changes)

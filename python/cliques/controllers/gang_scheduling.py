@@ -11,8 +11,9 @@ create or delete, the Workload each gang uses, and its `GangScheduling` conditio
   added) uses the same one, so a gang's pods always share one Workload. A Workload no
   live Clique records and that is not the current one is deleted.
 - Start order: the scheduler binds none of a gang's pods until all of them exist, so with
-  the Workload backend every Clique of a gang is created with no `startsAfter`
-  (`deps_for`); start order is then the application's (docs/gangs.md).
+  the Workload backend a clique cannot hold its pods back until the cliques it starts
+  after are Ready. Its Clique gets `startGate` instead (`gated`): all pods are created,
+  and each waits at its start gate after placement (`start_gate`).
 """
 
 from __future__ import annotations
@@ -89,22 +90,20 @@ def gang_workload(members: Mapping[str, Clique], current: str) -> str:
     return current
 
 
-def deps_for(decision: workload.Decision, deps: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The `startsAfter` of each role: none with the Workload backend (a gang's pods must
-    all exist for any of them to be scheduled)."""
-    if decision.backend == "Workload":
-        return {role: [] for role in deps}
-    return deps
+def gated(decision: workload.Decision) -> bool:
+    """Whether start order is enforced after placement (`startGate` on the Cliques): with
+    the Workload backend a gang's pods must all exist for any of them to be scheduled."""
+    return decision.backend == "Workload"
 
 
 def condition(decision: workload.Decision, conds: conditions.Setter, ordered: bool) -> Condition:
     """The `GangScheduling` condition: True with the Workload backend, else False with the
     reason `decide` gave. `ordered`: the spec asks for a start order, which the Workload
-    backend leaves to the application."""
+    backend enforces after placement, with start gates."""
     status: ConditionStatus = "True" if decision.backend == "Workload" else "False"
     message = decision.message
     if ordered and decision.backend == "Workload":
-        message += "; all cliques of a gang start together (startsAfter is not enforced)"
+        message += "; start order is enforced after placement, by start gates"
     return conds.set(CONDITION, status, decision.reason, message)
 
 

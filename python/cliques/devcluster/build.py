@@ -287,6 +287,35 @@ def go_environment() -> dict[str, str]:
     return env
 
 
+def module_source(module: GoModule, go: Path | None = None) -> Path:
+    """The source directory of `module`'s upstream module at its pinned version, in the Go
+    module cache (`go mod download`: fetched through the proxy when missing, checked
+    against the module's go.sum)."""
+    go = go or find_go()
+    target = f"{module.version_module}@{module.version()}"
+    try:
+        done = subprocess.run(
+            [str(go), "mod", "download", "-json", target],
+            check=False,
+            cwd=module.directory,
+            env=go_environment(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DevClusterError(f"go mod download {target} failed: {exc}") from exc
+    try:
+        info = json.loads(done.stdout or "{}")
+    except json.JSONDecodeError:
+        info = {}
+    directory = info.get("Dir") if isinstance(info, dict) else None
+    if done.returncode != 0 or not directory:
+        detail = (info.get("Error") if isinstance(info, dict) else None) or done.stderr.strip()
+        raise DevClusterError(f"go mod download {target} failed: {detail}")
+    return Path(directory)
+
+
 # --- building one module ----------------------------------------------------------------
 
 

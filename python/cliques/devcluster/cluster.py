@@ -37,8 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cliques.devcluster import kwok, processes
-from cliques.devcluster.build import Binaries, cache_root, ensure_binaries, installed_binaries
+from cliques.devcluster import gomodules, kwok, processes
+from cliques.devcluster.build import (
+    Binaries,
+    cache_root,
+    ensure_binaries,
+    installed_binaries,
+    module_source,
+)
 from cliques.devcluster.errors import ComponentError, DevClusterError
 from cliques.devcluster.progress import Reporter
 
@@ -90,7 +96,7 @@ class ClusterPaths:
 
     @property
     def kwokctl_config(self) -> Path:
-        return self.state_dir / "kwokctl.json"
+        return self.state_dir / "kwokctl.yaml"
 
     @property
     def kwokctl_log(self) -> Path:
@@ -417,7 +423,8 @@ def _create(
     config = kwok.kwokctl_configuration(
         binaries, disable_qps_limits=disable_qps_limits, gang_scheduling=gang_scheduling
     )
-    paths.kwokctl_config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    stage_docs = kwok.stages(module_source(gomodules.KWOK))
+    paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
     # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
     # from picking the same ones.
     with _locked(paths.create_lock_file):

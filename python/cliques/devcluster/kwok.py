@@ -54,6 +54,26 @@ GANG_RUNTIME_CONFIG: Final = "scheduling.k8s.io/v1alpha1=true"
 #: `finalizers`, so a missing RBAC rule shows up here rather than in production.
 ADMISSION_PLUGINS: Final = ("OwnerReferencesPermissionEnforcement",)
 
+#: The stages kwokctl gives a cluster by default (its `fast` pod stages, node init and
+#: heartbeat with lease), as files of the kwok module's source (`build.module_source`).
+#: Passing any Stage replaces all of kwokctl's defaults, so all of them are passed.
+STAGE_FILES: Final = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
+#: The one change to them: a pod whose start gate is closed does not turn Ready, as a
+#: kubelet does not start a pod's containers while its init container waits
+#: (`controllers.start_gate`); once the operator opens the gate the pod goes on.
+START_GATE_ANNOTATION: Final = "cliques.dev/start-gate"
+START_GATE_REQUIREMENT: Final[Mapping[str, Any]] = {
+    "key": f'.metadata.annotations["{START_GATE_ANNOTATION}"]',
+    "operator": "NotIn",
+    "values": ["closed"],
+}
+
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -106,6 +126,44 @@ def kwokctl_configuration(
         "options": options,
         "componentsPatches": [{"name": "kube-apiserver", "extraArgs": apiserver_args}],
     }
+
+
+def config_text(config: Mapping[str, Any], stage_docs: list[dict[str, Any]]) -> str:
+    """The file `kwokctl --config` reads: the configuration, then each Stage, as YAML
+    documents (each written as JSON, which YAML reads)."""
+    import json
+
+    return "---\n".join(json.dumps(doc, indent=2) + "\n" for doc in [config, *stage_docs])
+
+
+def stages(source: Path) -> list[dict[str, Any]]:
+    """kwokctl's default stages read from the kwok module's source, with the start gate
+    kept closed in `pod-ready` (`START_GATE_REQUIREMENT`)."""
+    import yaml
+
+    out: list[dict[str, Any]] = []
+    for name in STAGE_FILES:
+        path = source / name
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise FileNotFoundError(f"kwok's stage {name} is not in {source}: {exc}") from exc
+        if not isinstance(doc, dict) or doc.get("kind") != "Stage":
+            raise ValueError(f"{path} is not a kwok Stage")
+        out.append(doc)
+    return [with_start_gate(s) if s["metadata"]["name"] == "pod-ready" else s for s in out]
+
+
+def with_start_gate(stage: dict[str, Any]) -> dict[str, Any]:
+    """`stage` with `START_GATE_REQUIREMENT` added to its selector (a copy)."""
+    import copy
+
+    out = copy.deepcopy(stage)
+    selector = out["spec"].setdefault("selector", {})
+    expressions = selector.setdefault("matchExpressions", [])
+    if dict(START_GATE_REQUIREMENT) not in expressions:
+        expressions.append(dict(START_GATE_REQUIREMENT))
+    return out
 
 
 def kwokctl_environment(base: Mapping[str, str], workdir: Path) -> dict[str, str]:

@@ -23,7 +23,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import clique_controller, cliqueset_controller
+from cliques.controllers import clique_controller, cliqueset_controller, start_gate
 from cliques.controllers.executor import Executor
 from cliques.controllers.revision import CORE_ALGORITHM, Hasher
 from cliques.kube import gangapi, store
@@ -58,6 +58,8 @@ class Config:
     faults: WatchFaults = field(default_factory=WatchFaults)
     field_manager: str = "cliques-operator"
     events: bool = True
+    #: the image of the start gate's init container (`controllers.start_gate`)
+    start_gate_image: str = field(default_factory=start_gate.default_image)
     # Sharding between replicas through Leases (off: this process owns `buckets`).
     leases: bool = False
     lease_namespace: str = "cliques-system"
@@ -217,6 +219,7 @@ class Manager:
             hasher,
             owns=owns,
             status_hold=cfg.status_hold,
+            gate_image=cfg.start_gate_image,
         )
 
         # Fair hand-out: a Clique's key competes as part of its CliqueSet, in its namespace.
