@@ -184,6 +184,7 @@ def test_default_render_is_accepted_by_the_api_server(
     assert deployment["spec"]["replicas"] == 2
     assert main["image"] == "cliques:0.1.0"
     args = operator_args(main)
+    assert args.start_gate_image == main["image"]  # the start gate runs the same image
     assert args.leases and args.lease_namespace == namespace
     assert args.namespace is None and args.workers == 2  # every namespace
     assert args.metrics_bind_address == ("0.0.0.0", 8080) and args.metrics_port is None
@@ -239,6 +240,7 @@ def test_other_values_render_and_are_accepted_by_the_api_server(
     args = operator_args(main)
     assert (args.namespace, args.workers, args.qps, args.burst) == (namespace, 4, 50, 100)
     assert (args.status_hold, args.log_format) == (0, "text")
+    assert args.start_gate_image == main["image"]
     assert main["ports"][0]["containerPort"] == 9090
     assert main["resources"] == NON_DEFAULT["resources"]
     assert spec["tolerations"] == NON_DEFAULT["tolerations"]

@@ -156,3 +156,29 @@ def test_turning_the_gate_on_is_in_place_never_a_roll() -> None:
         ("llama-0-worker", "Resize", {"startGate": True})
     ]
     assert not plan.deletes and not [c for c in plan.creates if c.resource.kind == "Clique"]
+
+
+def test_the_shipped_deployments_give_the_gate_their_own_image() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "deploy"
+    for path in (root / "operator" / "deployment.yaml", root / "namespaced" / "deployment.yaml"):
+        deployment = next(
+            d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "Deployment"
+        )
+        main = deployment["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in main["env"]}
+        assert env["CLIQUES_START_GATE_IMAGE"] == main["image"], path
+    assert start_gate.default_image() == main["image"]
+
+
+def test_the_operator_flag_then_the_environment_then_the_default(monkeypatch: Any) -> None:
+    from cliques.cli import operator_cmd
+
+    monkeypatch.delenv("CLIQUES_START_GATE_IMAGE", raising=False)
+    assert operator_cmd.gate_image(None) == start_gate.default_image()
+    monkeypatch.setenv("CLIQUES_START_GATE_IMAGE", "mirror.example/cliques:1")
+    assert operator_cmd.gate_image(None) == "mirror.example/cliques:1"
+    assert operator_cmd.gate_image("flag.example/c:2") == "flag.example/c:2"
