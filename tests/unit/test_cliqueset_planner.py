@@ -117,3 +117,24 @@ def test_an_invalid_template_is_invalid_spec_and_creates_nothing() -> None:
     cqs.status = plan.status
     again = cliqueset_planner.plan(snap(cqs, [], hashes={}, invalid=message))
     assert again.status is None and again.events == []  # one Event, while the status changes
+
+
+def test_a_roll_sets_annotations_one_by_one_and_keeps_the_clique_controllers() -> None:
+    """The template patch is not resourceVersion-guarded, so it must not replace the
+    annotation map: what the Clique controller wrote meanwhile would be lost."""
+    cqs = cliqueset(replicas=1)
+    cliques = gangs(1, hash_="h0")
+    for c in cliques:
+        c.metadata.annotations[labels.ANNOTATION_FINISHED_PODS] = "0:2"
+        c.metadata.annotations[labels.ANNOTATION_PREVIOUS_HASHES] = "old"
+    plan = cliqueset_planner.plan(snap(cqs, cliques, services=services(1)))
+    rolled = [p for p in plan.patches if p.patch_type == "json"]
+    assert rolled
+    for patch in rolled:
+        paths = {op["path"]: op for op in patch.patch}
+        assert "/metadata/annotations" not in paths
+        algorithm = "/metadata/annotations/cliques.dev~1hash-algorithm"
+        assert paths[algorithm]["op"] == "add"
+        previous = "/metadata/annotations/cliques.dev~1previous-template-hashes"
+        assert paths[previous] == {"op": "remove", "path": previous}
+        assert not any("finished-pods" in path for path in paths)

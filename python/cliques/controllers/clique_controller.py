@@ -186,11 +186,7 @@ class CliqueController:
             self._blocked.add(key)
         plan = clique_planner.plan(snap)
         satisfied = snap.expectations_satisfied
-        result = await self.runner.run(key, clique, plan, expectations_satisfied=satisfied)
-        if plan.requeue_after and not 0 < result.requeue_after <= plan.requeue_after:
-            # a finished pod's back-off ends then (pod_backoff): look again, never sleep
-            return Result(requeue_after=plan.requeue_after)
-        return result
+        return await self.runner.run(key, clique, plan, expectations_satisfied=satisfied)
 
     def hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
         """Whether to hold `new` back instead of writing it now.

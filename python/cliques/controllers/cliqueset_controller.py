@@ -224,8 +224,4 @@ class CliqueSetController:
         plan = self._planned(snap)
         self._plan_cost[key] = time.perf_counter() - started
         satisfied = snap.expectations_satisfied
-        result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
-        if plan.requeue_after and not 0 < result.requeue_after <= plan.requeue_after:
-            # a gang restart falls due then (failurePolicy): look again, never sleep
-            return Result(requeue_after=plan.requeue_after)
-        return result
+        return await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)

@@ -348,13 +348,10 @@ def _template_patch(
     """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
     sure it is the Clique we decided about; its resourceVersion is deliberately not a
     precondition: the Clique controller writes its status all the time, the new template
-    does not depend on it, and the rollout budget is guarded by expectations instead."""
-    annotations = {
-        k: v
-        for k, v in clique.metadata.annotations.items()
-        if k != labels.ANNOTATION_PREVIOUS_HASHES
-    }
-    annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(snap.algorithm)
+    does not depend on it, and the rollout budget is guarded by expectations instead. For
+    the same reason annotations are set one by one: an annotation the Clique controller
+    wrote meanwhile (the finished pods it counts, when a gang's breach began) is kept."""
+    annotation = "/metadata/annotations/"
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/uid", "value": clique.metadata.uid},
         {
@@ -367,8 +364,16 @@ def _template_patch(
             "path": "/metadata/labels/" + _escape(labels.LABEL_TEMPLATE_HASH),
             "value": snap.hashes[tmpl.name],
         },
-        {"op": "add", "path": "/metadata/annotations", "value": annotations},
+        {
+            "op": "add",
+            "path": annotation + _escape(labels.ANNOTATION_HASH_ALGORITHM),
+            "value": str(snap.algorithm),
+        },
     ]
+    if labels.ANNOTATION_PREVIOUS_HASHES in clique.metadata.annotations:
+        # (a 422 if it went meanwhile: the reconcile is retried from a fresh view)
+        path = annotation + _escape(labels.ANNOTATION_PREVIOUS_HASHES)
+        ops.append({"op": "remove", "path": path})
     for key, value in (change.spec if change is not None else {}).items():
         ops.append({"op": "add", "path": f"/spec/{key}", "value": value})
     return Patch(

@@ -119,9 +119,17 @@ class PlanRunner(Generic[Owner]):
             self.hold.release(key)
         elif not self.hold.hold(key, owner.status, plan.status):
             await self.write_status(owner, plan.status)
-        if not expectations_satisfied:
-            return Result(requeue_after=self.expectations.ttl + 1)
-        return Result()
+        # Look again when the plan asks (a back-off or a gang restart falls due then) or
+        # when unconfirmed writes would expire, whichever comes first: never sleep.
+        after = [
+            t
+            for t in (
+                plan.requeue_after,
+                0.0 if expectations_satisfied else self.expectations.ttl + 1,
+            )
+            if t > 0
+        ]
+        return Result(requeue_after=min(after)) if after else Result()
 
     async def publish(self, key: str, owner: Owner) -> None:
         """Write the owner's status now (with a newly recorded failure), past any hold."""
