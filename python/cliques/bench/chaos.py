@@ -170,6 +170,7 @@ class Engine:
         self.live: dict[str, Shape] = {}
         self.orphaned: dict[str, Shape] = {}
         self.conflicts: dict[str, bool] = {}  # set name -> NameConflict seen
+        self.blocked: set[str] = set()  # sets whose gang Service name is still held
         self.reported: list[Invalid] = []  # invalid objects stored: to be reported
         self.counts: Counter[str] = Counter()
         self.violations: list[str] = []
@@ -213,7 +214,7 @@ class Engine:
         self._fill()
 
     def _next(self) -> Step:
-        step = self.draw.step(self.live, [k for k in self.conflicts if k in self.live])
+        step = self.draw.step(self.live, sorted(k for k in self.blocked if k in self.live))
         if step.op == "create" and self.orphaned and self.draw.rng.random() < 0.5:
             name, shape = sorted(self.orphaned.items())[0]
             return Step("create", "over-orphans", name, shape=shape)
@@ -277,6 +278,7 @@ class Engine:
             }
             await self.client.create(SERVICES, self.ns, foreign, dict)
             self.conflicts[inv.name] = False
+            self.blocked.add(inv.name)
             await self._apply(inv.shape)
             return
         body = {**inv.body, "metadata": {**inv.body["metadata"], "namespace": self.ns}}
@@ -305,6 +307,7 @@ class Engine:
     async def _unblock(self, name: str) -> None:
         if not self.conflicts.get(name):
             self.conflicts[name] = await self._name_conflict(name)
+        self.blocked.discard(name)
         with contextlib.suppress(errors.NotFound):
             await self.client.delete(SERVICES, self.ns, f"{name}-0")
         self.counts["name conflicts cleared"] += 1
@@ -356,9 +359,9 @@ class Engine:
     async def _converge(self) -> None:
         bound = self.cfg.bound()
         t0 = time.monotonic()
-        deadline = t0 + bound
-        for name, seen in list(self.conflicts.items()):
-            if name in self.live and not seen and self.live[name].replicas > 0:
+        deadline = t0 + bound  # one bound for all: the conflicts first, then convergence
+        for name in sorted(self.blocked):
+            if name in self.live and self.live[name].replicas > 0:
                 while not await self._name_conflict(name):
                     if time.monotonic() > deadline:
                         self.violations.append(f"{name}: no ReplicaFailure/NameConflict")
@@ -366,8 +369,7 @@ class Engine:
                     await asyncio.sleep(0.5)
                 else:
                     self.conflicts[name] = True
-            with contextlib.suppress(errors.NotFound):
-                await self.client.delete(SERVICES, self.ns, f"{name}-0")
+            await self._unblock(name)
         pending = set(self.live)
         total = len(pending) + len(self.reported)
         reported = list(self.reported)

@@ -9,6 +9,8 @@ deletionTimestamp, or its DELETED):
 - meant, when at some moment since the pod appeared its set was deleted, or no longer had
   its gang, clique or index (a scale-down or resize), or wanted another template hash for
   its clique (a rollout), or the engine deleted it (a pod-loss fault);
+- garbage, when the Clique owning it had been deleted (the garbage collector removes pods
+  of a deleted owner; an operator reading a stale cache may create such pods);
 - otherwise a violation: the operator deleted a pod nobody meant to replace.
 
 And after every event:
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cliques.api import labels
+from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.bench.chaos_actions import Shape, manifest
@@ -37,7 +40,7 @@ from cliques.controllers import placement
 from cliques.controllers.revision import Hasher
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
-from cliques.kube.resources import PODS
+from cliques.kube.resources import CLIQUES, PODS
 
 Identity = tuple[str, int, str, int]  # set, gang, clique, pod index
 
@@ -104,23 +107,33 @@ class Monitor:
     _down: dict[str, dict[int, float]] = field(default_factory=dict)  # set -> gang -> since
     _faulted: dict[str, set[int]] = field(default_factory=dict)
     _over: set[str] = field(default_factory=set)  # sets reported over budget (once each)
-    _task: asyncio.Task[None] | None = None
+    _dead_cliques: set[str] = field(default_factory=set)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.informer: Informer[Pod] = Informer(
             self.client, PODS, Pod, namespace=self.namespace, label_selector=labels.LABEL_CLIQUESET
         )
         self.informer.add_handler(self._on)
+        self.cliques: Informer[Clique] = Informer(
+            self.client, CLIQUES, Clique, namespace=self.namespace
+        )
+        self.cliques.add_handler(self._on_clique)
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self.informer.run())
+        self._tasks = [asyncio.create_task(i.run()) for i in (self.cliques, self.informer)]
+        await asyncio.wait_for(self.cliques.synced.wait(), timeout=60)
         await asyncio.wait_for(self.informer.synced.wait(), timeout=60)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
+
+    def _on_clique(self, kind: str, old: Clique | None, new: Clique) -> None:
+        if kind == "DELETED":
+            self._dead_cliques.add(new.metadata.uid)
 
     # -- what the engine tells ----------------------------------------------------------------
 
@@ -215,6 +228,9 @@ class Monitor:
             return
         self._live.get(seen.identity, set()).discard(uid)
         cause = self._cause(uid, seen)
+        owner = pod.metadata.controller_ref()
+        if cause is None and owner is not None and owner.uid in self._dead_cliques:
+            cause = "owner deleted"
         self.counts[f"pods deleted: {cause or 'UNMEANT'}"] += 1
         name, gang = seen.identity[0], seen.identity[1]
         if cause is None:
