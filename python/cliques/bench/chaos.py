@@ -127,6 +127,8 @@ async def run(cfg: Settings, progress: Progress | None = None) -> Result:
     except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
+        if engine is not None:
+            engine.fill()
         result.violations = monitor.violations + (engine.violations if engine else [])
         result.pods = dict(monitor.counts)
         result.max_rollout_down = monitor.max_rollout_down
@@ -193,6 +195,7 @@ class Engine:
                     break
                 self.progress("steps", int(elapsed), int(cfg.duration))
             n += 1
+            self.result.steps = n
             step = self._next()
             where = f"step {n} ({step.describe()}, seed {cfg.seed})"
             self.monitor.step = where
@@ -206,12 +209,11 @@ class Engine:
                 self.violations.append(f"the operator exited ({self.proc.returncode}) at {where}")
                 return
             await asyncio.sleep(self.draw.pause())
-        self.result.steps = n
         self.monitor.step = "convergence (faults stopped)"
         self.proxy.throttle(0, 0)
+        await self._heal()
         await self._converge()
         await self._crash_loop()
-        self._fill()
 
     def _next(self) -> Step:
         step = self.draw.step(self.live, sorted(k for k in self.blocked if k in self.live))
@@ -342,9 +344,28 @@ class Engine:
                 self.counts["fault apiserver-restart skipped (no dev cluster)"] += 1
                 return
             from cliques.devcluster import cluster
+            from cliques.devcluster.errors import ComponentError
 
-            took = await asyncio.to_thread(cluster.restart_apiserver, self.cfg.cluster)
-            self.result.step_log.append(f"  API server back after {took:.1f}s")
+            await self._heal()
+            try:
+                took = await asyncio.to_thread(cluster.restart_apiserver, self.cfg.cluster)
+                self.result.step_log.append(f"  API server back after {took:.1f}s")
+            except ComponentError as exc:  # another component exited meanwhile
+                self.result.step_log.append(f"  {str(exc).splitlines()[0]}")
+                await self._heal()
+
+    async def _heal(self) -> None:
+        """Start again the dev cluster's components that exited: the scheduler and the
+        controller-manager exit when they cannot renew their leader lease while the API
+        server is down (as on any cluster, where the kubelet restarts them)."""
+        if self.cfg.cluster is None or "apiserver-restart" not in self.cfg.faults:
+            return
+        from cliques.devcluster import cluster
+
+        name = self.cfg.cluster
+        if (await asyncio.to_thread(cluster.status, name)).state != "running":
+            self.counts["control-plane components restarted"] += 1
+            await asyncio.to_thread(cluster.up, name, disable_qps_limits=True)
 
     # -- after the faults -----------------------------------------------------------------
 
@@ -450,7 +471,7 @@ class Engine:
         if self.proc.poll() is not None:
             self.violations.append(f"the operator exited ({self.proc.returncode})")
 
-    def _fill(self) -> None:
+    def fill(self) -> None:
         r, c = self.result, self.counts
 
         def group(prefix: str) -> dict[str, int]:
