@@ -227,18 +227,9 @@ def _abort(request: web.Request) -> None:
 
 
 async def _forever(request: web.Request) -> Any:
-    """Hold a stalled stream until the client gives up on it (closes its side)."""
-    closed = asyncio.Event()
-    transport = request.transport
-    if transport is None or transport.is_closing():
-        raise ConnectionResetError("client closed a stalled stream")
-    protocol = transport.get_protocol()
-    lost = protocol.connection_lost
-
-    def on_lost(exc: Exception | None) -> None:
-        closed.set()
-        lost(exc)
-
-    protocol.connection_lost = on_lost  # type: ignore[method-assign]
-    await closed.wait()
+    """Hold a stalled stream until the client gives up on it (closes its side); then drop
+    the upstream watch too. aiohttp tells a handler of a closed client only through its
+    transport, hence the poll."""
+    while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+        await asyncio.sleep(1.0)
     raise ConnectionResetError("client closed a stalled stream")
