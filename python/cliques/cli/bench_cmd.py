@@ -3,6 +3,7 @@
     cliques bench hash [--rounds N] [--round-ms MS] [--no-go] [--results DIR] [--check]
     cliques bench scale [--shape 1x500x2] [--operators cliques-w1,cliques-wN,kopf] ...
     cliques bench report FILE...
+    cliques bench chaos [--seed N] [--duration S] [--faults kill-worker,...] [--results DIR]
 
 Each benchmark is one entry of `BENCHMARKS`: its name, help, the module that runs it
 (imported only when it runs) and a function adding its options. Adding one (`bench scale`)
@@ -94,6 +95,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from cliques.bench import scale_cli  # `bench scale` and `bench report`: options of their own
 
     scale_cli.add_parsers(benchmarks)
+    from cliques.bench import chaos_cli  # `bench chaos`
+
+    chaos_cli.add_parser(benchmarks)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 

@@ -648,3 +648,18 @@ def _remove_if_empty(paths: ClusterPaths) -> list[Path]:
         shutil.rmtree(paths.run_dir, ignore_errors=True)
         removed.append(paths.run_dir)
     return removed
+
+
+def restart_apiserver(name: str, *, timeout: float = 120.0, root: Path | None = None) -> float:
+    """Kill the API server of running cluster `name` (SIGKILL: no graceful shutdown, as in a
+    crash) and start it again, waiting until it answers /readyz; the seconds it took. etcd
+    and the other components keep running, so the cluster's state is kept."""
+    paths = paths_for(name, root)
+    binaries = installed_binaries(paths.root)
+    if binaries is None:
+        raise DevClusterError("the dev-cluster binaries are not built")
+    started = time.monotonic()
+    with _locked(paths.lock_file):
+        kubectl = _Kubectl(binaries.kubectl, paths)
+        _restart_apiserver(paths, binaries, kubectl, started + timeout, timeout)
+    return time.monotonic() - started

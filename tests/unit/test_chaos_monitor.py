@@ -1,0 +1,101 @@
+"""The chaos monitor's judgement of pod events, fed by hand: which deletes are meant, which
+are violations, what counts against a rollout's maxUnavailable."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import msgspec
+
+from cliques.api.pod import Pod
+from cliques.bench.chaos_actions import CliqueShape, Shape
+from cliques.bench.chaos_monitor import Monitor, desired_of
+from cliques.controllers.revision import Hasher
+
+SHAPE = Shape("s", 2, (CliqueShape("lead", 1, 1),), max_unavailable=1)
+
+
+def pod(gang: int, hash_: str, uid: str, *, ready: bool = True, gone: bool = False) -> Pod:
+    meta: dict[str, Any] = {
+        "name": f"s-{gang}-lead-0",
+        "uid": uid,
+        "labels": {
+            "cliques.dev/cliqueset": "s",
+            "cliques.dev/gang-index": str(gang),
+            "cliques.dev/clique": "lead",
+            "cliques.dev/pod-index": "0",
+            "cliques.dev/template-hash": hash_,
+        },
+    }
+    if gone:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return msgspec.convert({"metadata": meta, "status": status}, Pod)
+
+
+def monitor(shape: Shape = SHAPE) -> tuple[Monitor, str]:
+    m = Monitor(None, "ns")  # type: ignore[arg-type]  # never started: fed by hand
+    want = desired_of(shape, Hasher())
+    m.desire("s", want)
+    return m, want.cliques["lead"][2]
+
+
+def test_a_delete_nobody_meant_is_a_violation() -> None:
+    m, h = monitor()
+    m._on("ADDED", None, pod(0, h, "a"))
+    m._on("DELETED", None, pod(0, h, "a"))
+    assert len(m.violations) == 1 and "nothing meant" in m.violations[0]
+
+
+def test_a_reorder_only_edit_means_no_delete() -> None:
+    m, h = monitor()
+    m._on("ADDED", None, pod(0, h, "a"))
+    m.desire("s", desired_of(dataclasses.replace(SHAPE, reordered=True), Hasher()))
+    m._on("DELETED", None, pod(0, h, "a"))
+    assert m.violations
+
+
+def test_scale_down_set_delete_and_pod_loss_are_meant() -> None:
+    m, h = monitor()
+    for uid, gang in (("a", 0), ("b", 1)):
+        m._on("ADDED", None, pod(gang, h, uid))
+    m.desire("s", desired_of(dataclasses.replace(SHAPE, replicas=1), Hasher()))
+    m._on("DELETED", None, pod(1, h, "b"))
+    m.doom("a")
+    m._on("DELETED", None, pod(0, h, "a"))
+    assert m.violations == []
+    assert m.counts["pods deleted: scaled down"] == 1
+    assert m.counts["pods deleted: pod-loss"] == 1
+
+
+def test_duplicates_are_reported() -> None:
+    m, h = monitor()
+    m._on("ADDED", None, pod(0, h, "a"))
+    m._on("ADDED", None, pod(0, h, "b"))
+    assert any("duplicate" in v for v in m.violations)
+
+
+def test_a_rollout_taking_down_more_gangs_than_allowed_is_a_violation() -> None:
+    m, h = monitor()
+    m._on("ADDED", None, pod(0, h, "a"))
+    m._on("ADDED", None, pod(1, h, "b"))
+    m.desire("s", desired_of(dataclasses.replace(SHAPE, image="busybox:9"), Hasher()))
+    m._on("DELETED", None, pod(0, h, "a"))
+    assert m.violations == [] and m.max_rollout_down == 1
+    m._on("DELETED", None, pod(1, h, "b"))
+    assert len(m.violations) == 1 and "maxUnavailable 1" in m.violations[0]
+
+
+def test_a_gang_back_on_the_new_hash_frees_the_budget() -> None:
+    m, h = monitor()
+    m._on("ADDED", None, pod(0, h, "a"))
+    m._on("ADDED", None, pod(1, h, "b"))
+    new = desired_of(dataclasses.replace(SHAPE, image="busybox:9"), Hasher())
+    m.desire("s", new)
+    h2 = new.cliques["lead"][2]
+    m._on("DELETED", None, pod(0, h, "a"))
+    m._on("ADDED", None, pod(0, h2, "c", ready=False))
+    m._on("MODIFIED", pod(0, h2, "c", ready=False), pod(0, h2, "c"))
+    m._on("DELETED", None, pod(1, h, "b"))
+    assert m.violations == [] and m.max_rollout_down == 1
