@@ -53,16 +53,17 @@ async def test_gang_objects_have_identity_and_cliqueset_becomes_available(
     assert lab[labels.LABEL_POD_INDEX] == "1"
     assert lab[labels.LABEL_TEMPLATE_HASH]
     assert lab[labels.LABEL_BUCKET] == str(_core.bucket_of(cluster.namespace, "llama"))
-    assert full["spec"]["hostname"] == "worker-1"
-    assert full["spec"]["subdomain"] == "llama-1"
+    # One headless Service for the set (the default layout): the hostname carries the gang.
+    assert full["spec"]["hostname"] == "worker-1-1"
+    assert full["spec"]["subdomain"] == "llama"
     env = {e["name"]: e["value"] for e in full["spec"]["containers"][0]["env"]}
     assert env["CLIQUES_POD_INDEX"] == "1"
     assert env["CLIQUES_CLIQUE_SIZE"] == "2"
-    assert env["CLIQUES_LEADER_ADDRESS"] == f"leader-0.llama-1.{cluster.namespace}.svc"
+    assert env["CLIQUES_LEADER_ADDRESS"] == f"leader-1-0.llama.{cluster.namespace}.svc"
     owner = full["metadata"]["ownerReferences"][0]
     assert owner["kind"] == "Clique" and owner["name"] == "llama-1-worker" and owner["controller"]
-    svcs = await cluster.client.list_page(SERVICES, cluster.namespace)
-    assert b'"llama-0"' in svcs and b'"llama-1"' in svcs
+    svcs = json.loads(await cluster.client.list_page(SERVICES, cluster.namespace))
+    assert [s["metadata"]["name"] for s in svcs["items"]] == ["llama"]
 
 
 async def test_scale_gangs_and_cliques_and_heal_a_lost_pod(cluster: Cluster, crds: str) -> None:

@@ -127,6 +127,9 @@ def test_examples_apply_and_read_back_defaulted(
     stored = kubectl.json("get", "cliqueset", "-n", namespace, manifest["metadata"]["name"])
     spec = stored["spec"]
     assert spec["headlessService"] is True
+    # No default: a stored CliqueSet without it must read back without it (the operator
+    # decides the layout from the set's gangs, docs/operator.md).
+    assert spec.get("subdomainPolicy") == manifest["spec"].get("subdomainPolicy")
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
     assert spec["gangScheduling"] == {"backend": "Auto"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
@@ -362,6 +365,11 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
             "spec.failurePolicy.restartBackoff.initialSeconds",
             "initialSeconds must be less than or equal to restartBackoff.maxSeconds",
         ],
+    ),
+    (
+        "unknown subdomain policy",
+        cliqueset(subdomainPolicy="PerPod"),
+        ["spec.subdomainPolicy", "Unsupported value", "PerPod"],
     ),
     (
         "unknown pack mode",

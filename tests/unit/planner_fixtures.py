@@ -36,6 +36,8 @@ def cliqueset(
     max_unavailable: int = 1,
     image: str = "vllm:1",
     generation: int = 1,
+    subdomain_policy: str | None = None,
+    headless_service: bool = True,
 ) -> CliqueSet:
     return CliqueSet(
         metadata=ObjectMeta(
@@ -49,6 +51,8 @@ def cliqueset(
             replicas=replicas,
             startup_type=startup,  # type: ignore[arg-type]
             update_strategy=UpdateStrategy(type=strategy, max_unavailable=max_unavailable),  # type: ignore[arg-type]
+            subdomain_policy=subdomain_policy,  # type: ignore[arg-type]
+            headless_service=headless_service,
             template=CliqueSetTemplate(
                 cliques=[
                     CliqueTemplate(name=n, replicas=r, template=template(image)) for n, r in roles
@@ -194,11 +198,12 @@ def gangs(n: int, **kw: Any) -> list:  # type: ignore[type-arg]
     return out
 
 
-def services(n: int) -> list[Service]:
+def services(n: int, names: list[str] | None = None) -> list[Service]:
+    """The per-gang Services `llama-0 .. llama-<n-1>`, or the Services named `names`."""
     return [
         Service(
             metadata=ObjectMeta(
-                name=f"llama-{g}",
+                name=name,
                 namespace="ns",
                 uid=f"svc-{g}",
                 owner_references=[
@@ -212,7 +217,7 @@ def services(n: int) -> list[Service]:
                 ],
             )
         )
-        for g in range(n)
+        for g, name in enumerate(names if names is not None else [f"llama-{g}" for g in range(n)])
     ]
 
 

@@ -74,6 +74,8 @@ def test_a_fresh_start_stops_the_running_cluster_first(monkeypatch: pytest.Monke
         (["--timeout", "nan"], "argument --timeout: 'nan' is not a number of seconds"),
         (["--timeout", "inf"], "argument --timeout: 'inf' is not a number of seconds"),
         (["--timeout", "soon"], "argument --timeout: 'soon' is not a number of seconds"),
+        (["--subdomain-policy", "PerPod"], "give Shared, UniquePerGang or both"),
+        (["--subdomain-policy", "Shared,Shared"], "give Shared, UniquePerGang or both"),
     ],
 )
 def test_option_values_are_checked_by_the_parser(
@@ -223,3 +225,10 @@ def test_the_node_limit_is_the_dev_clusters() -> None:
     from cliques.devcluster import kwok
 
     assert scale_cli.MAX_NODES == kwok.MAX_NODES
+
+
+def test_subdomain_policies_are_parsed_in_order() -> None:
+    parse = build_parser().parse_args
+    assert parse(["bench", "scale"]).subdomain_policy == [""]
+    args = parse(["bench", "scale", "--subdomain-policy", "UniquePerGang, Shared"])
+    assert args.subdomain_policy == ["UniquePerGang", "Shared"]

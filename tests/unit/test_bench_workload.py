@@ -46,3 +46,10 @@ def test_the_gang_scheduling_backend_is_pod_by_pod_unless_asked() -> None:
     assert workload.manifest("s", shape)["spec"]["gangScheduling"] == {"backend": "None"}
     body = workload.manifest("s", shape, gang_scheduling="Workload")
     assert body["spec"]["gangScheduling"] == {"backend": "Workload"}
+
+
+def test_the_subdomain_policy_is_left_out_unless_asked() -> None:
+    shape = workload.Shape.parse("1x2x2")
+    assert "subdomainPolicy" not in workload.manifest("s", shape)["spec"]
+    body = workload.manifest("s", shape, subdomain_policy="UniquePerGang")
+    assert body["spec"]["subdomainPolicy"] == "UniquePerGang"

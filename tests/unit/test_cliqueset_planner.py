@@ -11,7 +11,8 @@ from .planner_fixtures import set_snapshot as snap
 
 
 def test_new_cliqueset_creates_every_clique_and_service() -> None:
-    cqs = cliqueset(replicas=2, startup="InOrder")
+    # One Service per gang (the shared layout is in test_subdomains).
+    cqs = cliqueset(replicas=2, startup="InOrder", subdomain_policy="UniquePerGang")
     plan = cliqueset_planner.plan(snap(cqs, []))
     cliques = [c for c in plan.creates if c.resource.kind == "Clique"]
     svcs = [c for c in plan.creates if c.resource.kind == "Service"]

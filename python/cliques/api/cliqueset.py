@@ -30,6 +30,7 @@ UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
 GangSchedulingBackend = Literal["Auto", "Workload", "None"]
 GangRestartPolicy = Literal["RecreateGang", "None"]
 PackMode = Literal["Required", "Preferred"]
+SubdomainPolicy = Literal["Shared", "UniquePerGang"]
 
 STARTUP_ANY_ORDER: Final = "AnyOrder"
 STARTUP_IN_ORDER: Final = "InOrder"
@@ -44,6 +45,9 @@ BACKEND_NONE: Final = "None"
 
 RESTART_RECREATE_GANG: Final = "RecreateGang"
 RESTART_NONE: Final = "None"
+
+SUBDOMAIN_SHARED: Final = "Shared"
+SUBDOMAIN_PER_GANG: Final = "UniquePerGang"
 
 PACK_REQUIRED: Final = "Required"
 PACK_PREFERRED: Final = "Preferred"
@@ -154,6 +158,11 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     startup_type: StartupType = "AnyOrder"
     update_strategy: UpdateStrategy = msgspec.field(default_factory=UpdateStrategy)
     headless_service: bool = True
+    #: How the headless Services are laid out: `Shared`, one for the whole CliqueSet, or
+    #: `UniquePerGang`. None (left out): what the CliqueSet's gangs already use, `Shared`
+    #: for a CliqueSet without gangs (`controllers.subdomains`). The CRD has no default
+    #: for it on purpose: the API server would apply one to stored CliqueSets too.
+    subdomain_policy: SubdomainPolicy | None = None
     gang_scheduling: GangScheduling = msgspec.field(default_factory=GangScheduling)
     failure_policy: FailurePolicy = msgspec.field(default_factory=FailurePolicy)
     placement: Placement | None = None

@@ -7,8 +7,14 @@ and refuse, with a `ValueError` naming the piece at fault, a name Kubernetes wou
 
     Clique   <cliqueset>-<gang index>-<clique name>     object name, <= 253
     Pod      <clique object name>-<pod index>           object name, <= 253
-    hostname <clique name>-<pod index>                  DNS-1123 label, <= 63
-    Service  <cliqueset>-<gang index>                   DNS-1035 label, <= 63 (pod subdomain)
+    hostname <clique name>-<gang index>-<pod index>     DNS-1123 label, <= 63 (Shared)
+             <clique name>-<pod index>                  DNS-1123 label, <= 63 (UniquePerGang)
+    Service  <cliqueset>                                DNS-1035 label, <= 63 (Shared)
+             <cliqueset>-<gang index>                   DNS-1035 label, <= 63 (UniquePerGang)
+
+The Service is the pods' subdomain: one per CliqueSet (`subdomainPolicy: Shared`), whose
+pods' hostnames carry the gang so that they are unique in it, or one per gang
+(`UniquePerGang`), whose pods' hostnames are unique within the gang only.
 
 The CRD schema bounds the inputs (`MAX_CLIQUESET_NAME_LENGTH`, `MAX_CLIQUE_NAME_LENGTH`, int32
 counts) so that these checks never fire for an object the API server accepted; they are the
@@ -48,6 +54,9 @@ ANNOTATION_PREVIOUS_HASHES: Final = f"{GROUP}/previous-template-hashes"
 ANNOTATION_SUBDOMAIN: Final = f"{GROUP}/subdomain"
 #: On a Clique of a gang with a headless Service: what `CLIQUES_LEADER_ADDRESS` holds.
 ANNOTATION_LEADER_ADDRESS: Final = f"{GROUP}/leader-address"
+#: On a Clique: the subdomain policy its gang was made with (`Shared`: hostnames carry the
+#: gang index). Absent on the Cliques of older releases, whose gangs are `UniquePerGang`.
+ANNOTATION_SUBDOMAIN_POLICY: Final = f"{GROUP}/subdomain-policy"
 #: On a Clique whose gang is gang-scheduled: the name of the Workload its pods reference
 #: (fixed when the gang's Cliques are created; pods' `spec.workloadRef` is immutable).
 ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
@@ -134,6 +143,23 @@ def pod_hostname(clique: str, pod_index: int) -> str:
     return _check(f"{clique}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname")
 
 
+def shared_pod_hostname(clique: str, gang_index: int, pod_index: int) -> str:
+    """The pod's `spec.hostname` under a Service shared by the whole CliqueSet,
+    `<clique>-<gang index>-<pod index>`: a DNS-1123 label, unique within the CliqueSet (the
+    two indices have no '-', so the name reads back from the right)."""
+    _check_index("gang index", gang_index)
+    _check_index("pod index", pod_index)
+    return _check(
+        f"{clique}-{gang_index}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname"
+    )
+
+
+def set_service_name(cliqueset: str) -> str:
+    """The headless Service shared by every gang of a CliqueSet: the CliqueSet's own name,
+    a DNS-1035 label (the CRD requires it of CliqueSet names)."""
+    return _check(cliqueset, _DNS1035_LABEL, MAX_LABEL_LENGTH, "CliqueSet Service name")
+
+
 def gang_service_name(cliqueset: str, gang_index: int) -> str:
     """The gang's headless Service (and its pods' `spec.subdomain`): a DNS-1035 label."""
     _check_index("gang index", gang_index)
@@ -142,19 +168,11 @@ def gang_service_name(cliqueset: str, gang_index: int) -> str:
     )
 
 
-def gang_service_names(cliqueset: str, count: int) -> list[str]:
-    """`gang_service_name` of gangs `0..count-1`, checked once: the longest name (the
-    highest index) is validated, and every shorter one has the same form."""
-    if count <= 0:
-        return []
-    gang_service_name(cliqueset, count - 1)
-    return [f"{cliqueset}-{g}" for g in range(count)]
-
-
 def pod_address(
     clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
 ) -> str:
-    """The stable DNS name of a pod: `<hostname>.<gang service>.<namespace>.svc`.
+    """The stable DNS name of a pod of a gang with its own Service:
+    `<hostname>.<gang service>.<namespace>.svc`.
 
     This is what `CLIQUES_LEADER_ADDRESS` holds for pod 0 of the gang's first clique. The
     cluster domain is left off so the name resolves through the pod's search path in any
@@ -163,4 +181,15 @@ def pod_address(
     return (
         f"{pod_hostname(clique, pod_index)}."
         f"{gang_service_name(cliqueset, gang_index)}.{namespace}.svc"
+    )
+
+
+def shared_pod_address(
+    clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
+) -> str:
+    """The stable DNS name of a pod under the CliqueSet's shared Service:
+    `<clique>-<gang>-<pod index>.<cliqueset>.<namespace>.svc` (see `pod_address`)."""
+    return (
+        f"{shared_pod_hostname(clique, gang_index, pod_index)}."
+        f"{set_service_name(cliqueset)}.{namespace}.svc"
     )

@@ -13,7 +13,7 @@ the faults stop, and then:
 - every valid set must be Available with exactly its pods, Ready, on its template, within
   `converge_bound` seconds (stated in the result);
 - every invalid one must have been refused by the API server with a message naming the
-  problem, or carry Degraded/InvalidSpec naming it; every set whose gang Service name a
+  problem, or carry Degraded/InvalidSpec naming it; every set whose Service name a
   foreign object held must have reported ReplicaFailure/NameConflict;
 - the supervisor must still run, and have restarted workers no more often than the run
   killed them (more is a crash loop).
@@ -172,7 +172,7 @@ class Engine:
         self.live: dict[str, Shape] = {}
         self.orphaned: dict[str, Shape] = {}
         self.conflicts: dict[str, bool] = {}  # set name -> NameConflict seen
-        self.blocked: set[str] = set()  # sets whose gang Service name is still held
+        self.blocked: set[str] = set()  # sets whose Service name is still held
         self.reported: list[Invalid] = []  # invalid objects stored: to be reported
         self.counts: Counter[str] = Counter()
         self.violations: list[str] = []

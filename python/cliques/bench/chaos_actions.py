@@ -115,7 +115,7 @@ class Invalid:
     """An object that must be refused or reported. `where` is `api` (the API server refuses
     it, its message holding `expect`), `condition` (stored, then reported by the operator as
     Degraded/InvalidSpec holding `expect`) or `conflict` (a foreign Service holds the name of
-    the set's gang 0: ReplicaFailure/NameConflict until the Service goes away)."""
+    the set's Service: ReplicaFailure/NameConflict until the Service goes away)."""
 
     kind: str
     name: str
@@ -266,7 +266,10 @@ class Draw:
             tmpl["affinity"] = {"nodeAffinity": DEEP_PLACEHOLDER}
             return Invalid(kind, base.name, "condition", "nested too deeply", body)
         shape = dataclasses.replace(self.shape(base.name), replicas=1)
-        return Invalid(kind, base.name, "conflict", f"{base.name}-0", manifest(shape), shape)
+        from cliques.api import labels  # (not at the top: `cliques --help` needs no msgspec)
+
+        held = labels.set_service_name(base.name)  # a new set's one (Shared) Service
+        return Invalid(kind, base.name, "conflict", held, manifest(shape), shape)
 
     def step(self, live: dict[str, Shape], conflicts: list[str]) -> Step:
         """The next step, given the valid sets alive now and the names held by a foreign

@@ -69,6 +69,8 @@ class OperatorRun:
     rss_by_process: dict[str, float] = field(default_factory=dict)  # name -> peak MiB
     error: str = ""
     log: str = ""
+    #: spec.subdomainPolicy of the CliqueSets of this run ("": left out)
+    subdomain_policy: str = ""
 
 
 def cliques_operator(workers: int) -> OperatorSpec:
@@ -170,6 +172,8 @@ class Settings:
     timeout: float = 600.0
     log_dir: Path = Path("/tmp")
     gang_scheduling: str = workload.DEFAULT_GANG_SCHEDULING
+    #: spec.subdomainPolicy of cliques' CliqueSets, "" to leave it out
+    subdomain_policy: str = ""
     #: component name -> pid of the dev cluster's control plane (etcd, kube-apiserver,
     #: kube-controller-manager, kube-scheduler, kwok-controller), whose CPU every phase
     #: records beside the operator's; empty for a cluster given by --kubeconfig
@@ -253,8 +257,28 @@ async def run_operator(
         await observer.stop()
         with contextlib.suppress(errors.ApiError):
             await client.delete(NAMESPACES, None, ns)
+            # The namespace controller deletes what is left (events, endpoint slices) in the
+            # background: the next operator's run starts once that work is done, or it
+            # would be counted in that run's control-plane CPU.
+            await _gone(client, ns, NAMESPACE_GONE_TIMEOUT)
         await client.close()
     return result
+
+
+#: How long a run waits for its namespace to be deleted before the next one starts.
+NAMESPACE_GONE_TIMEOUT = 300.0
+
+
+async def _gone(client: KubeClient, ns: str, timeout: float) -> bool:
+    """Whether namespace `ns` was gone within `timeout` seconds (polled every second)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            await client.get(NAMESPACES, None, ns, dict)
+        except errors.NotFound:
+            return True
+        await asyncio.sleep(1.0)
+    return False
 
 
 async def _phases(
@@ -271,6 +295,7 @@ async def _phases(
     """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0."""
     shape = cfg.shape
     gang = cfg.gang_scheduling
+    sub = cfg.subdomain_policy
     desired = shape.desired_pods()
     total = shape.total_pods
     names = shape.names()
@@ -308,6 +333,7 @@ async def _phases(
         ok: bool,
         *,
         scrape: bool = True,
+        more: dict[str, float] | None = None,
         **extra: float,
     ) -> None:
         """End a phase: wall and CPU first, then the (slower) API server counters. The
@@ -315,6 +341,7 @@ async def _phases(
         noticing the next one; `available` counts the requests of the whole deploy."""
         wall = time.monotonic() - t0
         cpu = sampler.sample() - cpu0
+        extra.update(more or {})
         extra.update(procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), plane0))
         judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
         api1 = await apimetrics.scrape(client) if scrape else api0
@@ -363,7 +390,9 @@ async def _phases(
 
     # -- deploy ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply([workload.manifest(n, shape, gang_scheduling=gang) for n in names])
+    await apply(
+        [workload.manifest(n, shape, gang_scheduling=gang, subdomain_policy=sub) for n in names]
+    )
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
         ("pods-ready", lambda: obs.count(ready=True)),
@@ -377,10 +406,17 @@ async def _phases(
     # -- steady state: a change that changes nothing ---------------------------------------
     # The idle rate (leases, health checks, a supervisor's polling) is measured first and
     # subtracted; /proc counts 10 ms ticks, so it needs a window of seconds, not one.
+    # The control plane's CPU over the same window says whether it has settled after Ready
+    # (the controller-manager's endpoint controllers catching up with the Services).
     idle_window = max(3.0, min(cfg.steady, 10.0))
     idle_cpu0 = sampler.sample()
+    idle_plane0 = procstats.cpu_of(cfg.control_plane)
     await asyncio.sleep(idle_window)
     idle_rate = (sampler.sample() - idle_cpu0) / idle_window
+    settle = {
+        f"settle_{k}": v
+        for k, v in procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), idle_plane0).items()
+    }
     api0, cpu0, mark, t0 = await begin()
     stamp = str(time.time())
     await asyncio.gather(
@@ -405,12 +441,19 @@ async def _phases(
         True,
         noop_cpu_per_set=max(0.0, cpu_window - idle_rate * window) / len(names),
         idle_cpu_per_s=idle_rate,
+        more=settle,
+        settle_window=idle_window,
     )
 
     # -- rolling update --------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
     new_image = "busybox:1.37"
-    await apply([workload.manifest(n, shape, image=new_image, gang_scheduling=gang) for n in names])
+    await apply(
+        [
+            workload.manifest(n, shape, image=new_image, gang_scheduling=gang, subdomain_policy=sub)
+            for n in names
+        ]
+    )
     ok = await wait(
         "rolling-update",
         lambda: min(
@@ -426,7 +469,11 @@ async def _phases(
     api0, cpu0, mark, t0 = await begin()
     await apply(
         [
-            workload.reordered(workload.manifest(n, shape, image=new_image, gang_scheduling=gang))
+            workload.reordered(
+                workload.manifest(
+                    n, shape, image=new_image, gang_scheduling=gang, subdomain_policy=sub
+                )
+            )
             for n in names
         ]
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import os
 import signal
@@ -87,6 +88,15 @@ def add_parsers(bench_sub: Any) -> None:
         help="spec.gangScheduling.backend of cliques' CliqueSets (default None: pod by pod, "
         "as the peers schedule; Workload binds each gang whole through the Workload API)",
     )
+    p.add_argument(
+        "--subdomain-policy",
+        type=_policies,
+        default=[""],
+        metavar="POLICY[,POLICY]",
+        help="spec.subdomainPolicy of cliques' CliqueSets: Shared (one headless Service per "
+        "set), UniquePerGang (one per gang), or both, comma-separated, to run every "
+        "operator under each in turn, named operator/POLICY (default: left out, Shared)",
+    )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -97,6 +107,20 @@ def add_parsers(bench_sub: Any) -> None:
     )
     r.add_argument("files", nargs="+", type=Path)
     r.set_defaults(func=run_report)
+
+
+POLICIES = ("Shared", "UniquePerGang")
+
+
+def _policies(text: str) -> list[str]:
+    """`--subdomain-policy`: a comma list of subdomain policies, each once."""
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in out if t not in POLICIES]
+    if bad or not out or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give Shared, UniquePerGang or both, comma-separated, each once"
+        )
+    return out
 
 
 class UsageError(Exception):
@@ -299,6 +323,7 @@ def run_scale(args: argparse.Namespace) -> int:
         "shape": str(shape),
         "total_pods": shape.total_pods,
         "gang_scheduling": args.gang_scheduling,
+        "subdomain_policies": [p for p in args.subdomain_policy if p],
         "nodes": args.nodes,
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
@@ -311,13 +336,15 @@ def run_scale(args: argparse.Namespace) -> int:
     print(f"cluster {host}; results go to {args.out / stem}.json", flush=True)
     with Signals() as signals:
         for rnd in range(1, args.repeat + 1):
-            for spec in specs:
+            for spec, policy in [(s, p) for s in specs for p in args.subdomain_policy]:
                 if signals.caught is not None:
                     break
                 of = f", round {rnd}/{args.repeat}" if args.repeat > 1 else ""
-                print(f"==> {spec.name}: {shape} ({shape.total_pods} pods{of})", flush=True)
-                run = scale.OperatorRun(spec.name)
-                asyncio.run(signals.run(_with_progress(spec, cfg, run)))
+                name = f"{spec.name}/{policy}" if policy else spec.name
+                print(f"==> {name}: {shape} ({shape.total_pods} pods{of})", flush=True)
+                run = scale.OperatorRun(name, subdomain_policy=policy)
+                run_cfg = dataclasses.replace(cfg, subdomain_policy=policy)
+                asyncio.run(signals.run(_with_progress(spec, run_cfg, run)))
                 if signals.caught is not None:
                     run.error = f"interrupted by {signal.Signals(signals.caught).name}"
                     print(

@@ -88,8 +88,11 @@ def manifest(
     shape: Shape,
     image: str = "busybox:1.36",
     gang_scheduling: str = DEFAULT_GANG_SCHEDULING,
+    subdomain_policy: str = "",
 ) -> dict[str, Any]:
-    return {
+    """The CliqueSet `name` of `shape`; `subdomain_policy` is left out when empty (the
+    operator's default for a new CliqueSet, Shared)."""
+    body: dict[str, Any] = {
         "apiVersion": "cliques.dev/v1alpha1",
         "kind": "CliqueSet",
         "metadata": {"name": name},
@@ -114,6 +117,9 @@ def manifest(
             },
         },
     }
+    if subdomain_policy:
+        body["spec"]["subdomainPolicy"] = subdomain_policy
+    return body
 
 
 def reordered(body: dict[str, Any]) -> dict[str, Any]:

@@ -2,14 +2,16 @@
 
 - A Clique is one clique template of one gang: its deterministic name, the gang labels
   (with the bucket label used for sharding), the template-hash label and algorithm
-  annotation, the subdomain and leader-address annotations of a gang with a headless
-  Service, the `startsAfter` of its gang (and `startGate` when it is enforced after
-  placement), and its pod template with the affinity of `spec.placement` for its gang
-  (`placement`).
-- A gang Service is headless, publishes not-ready addresses and selects the gang's pods.
+  annotation, its gang's DNS layout annotations (subdomain, leader address, subdomain
+  policy: `subdomains`), the `startsAfter` of its gang (and `startGate` when it is enforced
+  after placement), and its pod template with the affinity of `spec.placement` for its
+  gang (`placement`).
+- A headless Service publishes not-ready addresses and selects the pods of one gang, or of
+  the whole CliqueSet for the shared one.
 - A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
-  hostname and subdomain for stable DNS, the CLIQUES_* environment in every container, and
+  hostname and subdomain for stable DNS (the hostname carries the gang index under a
+  shared Service), the CLIQUES_* environment in every container,
   `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any,
   and the start gate of a Clique that has one (`start_gate`).
   The template is never mutated: containers that get env are shallow copies.
@@ -24,7 +26,7 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
 from cliques.controllers import placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
@@ -77,22 +79,19 @@ def clique_body(
     algorithm: int,
     bucket: str,
     workload: str = "",
+    layout: dict[str, str] | None = None,
     gated: bool = False,
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
     (clique template names) it starts after; `workload` the Workload its gang uses;
-    `gated`: its start order is enforced after placement (`startGate`)."""
+    `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
+    start order is enforced after placement (`startGate`)."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
     if workload:
         annotations[labels.ANNOTATION_WORKLOAD] = workload
-    if cqs.spec.headless_service:
-        first_role = cqs.spec.template.cliques[0].name
-        annotations[labels.ANNOTATION_SUBDOMAIN] = labels.gang_service_name(name, gang)
-        annotations[labels.ANNOTATION_LEADER_ADDRESS] = labels.pod_address(
-            first_role, 0, name, gang, ns
-        )
+    annotations.update(layout or {})
     return {
         "apiVersion": labels.API_VERSION,
         "kind": labels.KIND_CLIQUE,
@@ -125,25 +124,31 @@ def gang_template(cqs: CliqueSet, gang: int, tmpl: CliqueTemplate) -> Any:
     return placement.gang_template(tmpl.template, cqs.spec.placement, cqs.metadata.name, gang)
 
 
-def service_body(cqs: CliqueSet, gang: int, bucket: str) -> dict[str, Any]:
-    """The headless Service of gang `gang` (its pods' subdomain)."""
+def service_body(cqs: CliqueSet, gang: int | None, bucket: str) -> dict[str, Any]:
+    """The headless Service of gang `gang`, or with `gang` None the one shared by every
+    gang of the CliqueSet (its pods' subdomain)."""
     name = cqs.metadata.name
+    selector = {labels.LABEL_CLIQUESET: name}
+    if gang is None:
+        svc_name = labels.set_service_name(name)
+        svc_labels = {labels.LABEL_CLIQUESET: name, labels.LABEL_BUCKET: bucket}
+    else:
+        svc_name = labels.gang_service_name(name, gang)
+        svc_labels = gang_labels(cqs, gang, bucket)
+        selector[labels.LABEL_GANG_INDEX] = str(gang)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": labels.gang_service_name(name, gang),
+            "name": svc_name,
             "namespace": cqs.metadata.namespace,
-            "labels": gang_labels(cqs, gang, bucket),
+            "labels": svc_labels,
             "ownerReferences": [owner_reference(cqs)],
         },
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": {
-                labels.LABEL_CLIQUESET: name,
-                labels.LABEL_GANG_INDEX: str(gang),
-            },
+            "selector": selector,
         },
     }
 
@@ -198,7 +203,10 @@ def pod_body(
     pod_spec["containers"] = [_with_env(c, env) for c in pod_spec.get("containers") or ()]
     if pod_spec.get("initContainers"):
         pod_spec["initContainers"] = [_with_env(c, env) for c in pod_spec["initContainers"]]
-    pod_spec["hostname"] = labels.pod_hostname(role, index)
+    if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+        pod_spec["hostname"] = labels.shared_pod_hostname(role, spec.gang_index, index)
+    else:
+        pod_spec["hostname"] = labels.pod_hostname(role, index)
     subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
     if subdomain:
         pod_spec["subdomain"] = subdomain

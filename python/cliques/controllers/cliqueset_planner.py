@@ -1,7 +1,8 @@
 """The CliqueSet planner (pure): from a CliqueSet and its Cliques, the plan of actions.
 
 - Gangs: `replicas` gangs, each one Clique per clique template, named
-  `<cliqueset>-<gang>-<clique>`; a headless Service per gang when `headlessService`.
+  `<cliqueset>-<gang>-<clique>`; with `headlessService`, the headless Services the gangs'
+  DNS layout needs (`subdomains`: one per CliqueSet, or one per gang).
   Scaling adds or removes the highest gang indices; a removed clique template deletes its
   Cliques. The bodies come from `builders`.
 - Existing gangs are judged and the gangs to roll picked by `cliqueset_rollout`: in-place
@@ -44,6 +45,7 @@ from cliques.controllers import (
     gang_scheduling,
     placement,
     startup,
+    subdomains,
 )
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.cliqueset_rollout import Change, Judgement
@@ -145,6 +147,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
+    policy = subdomains.policy(cqs, snap.cliques)
     for index in range(spec.replicas) if can_create else ():
         if len(creates) >= CREATE_BURST:
             break  # the next pass, started by these creates' watch events, goes on
@@ -155,6 +158,10 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         uses = gang_scheduling.gang_workload(have, sched.current)
         if uses and uses == sched.current and not sched.ready:
             continue  # its Workload first
+        # A clique added to an existing gang joins the gang's DNS layout.
+        layout = subdomains.gang_annotations(have.values())
+        if layout is None:
+            layout = subdomains.new_gang_annotations(cqs, index, policy)
         for role, tmpl in roles.items():
             if role not in have:
                 body = builders.clique_body(
@@ -166,6 +173,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
+                    layout=layout,
                     gated=gated,
                 )
                 restarts = gang_failures.restarts_of(have)
@@ -174,22 +182,21 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 name = labels.clique_name(meta.name, index, role)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
-    # Services: one headless Service per gang.
+    # Services: the headless Services the gangs' DNS layout uses.
     have_svc = {s.metadata.name: s for s in snap.services}
-    want_svc = (
-        {n: g for g, n in enumerate(labels.gang_service_names(meta.name, spec.replicas))}
-        if spec.headless_service
-        else {}
-    )
-    for name, gang in want_svc.items() if can_create else ():
+    want_svc = subdomains.wanted_services(cqs, by_gang, policy)
+    for name, svc_gang in want_svc.items() if can_create else ():
         if len(creates) >= CREATE_BURST:
             break
         if name not in have_svc:
-            body = builders.service_body(cqs, gang, bucket)
+            body = builders.service_body(cqs, svc_gang, bucket)
             creates.append(Create(SERVICES, name, body, meta.uid))
     for name, svc in have_svc.items():
         if name not in want_svc and svc.metadata.deletion_timestamp is None:
-            deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, "ScaleDown"))
+            suffix = name.removeprefix(f"{meta.name}-")
+            removed_gang = suffix.isdigit() and int(suffix) >= spec.replicas
+            why = "ScaleDown" if removed_gang else "Unused"
+            deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
 
     # In-place changes and rollout decisions over existing gangs.
     ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)

@@ -1,0 +1,123 @@
+"""The DNS layout of a CliqueSet's gangs (pure): which headless Services it needs, and what
+the Cliques of a new gang record so that their pods get a hostname and subdomain.
+
+- `spec.subdomainPolicy: Shared`: one headless Service named after the CliqueSet; pod
+  hostnames `<clique>-<gang>-<pod index>`, so they are unique in it. `UniquePerGang`: one
+  Service `<set>-<gang>` per gang; hostnames `<clique>-<pod index>`.
+- A gang keeps the layout it was created with: its Cliques record it in annotations (the
+  subdomain, the leader address, the policy) and the Clique controller builds pods from
+  those, never from the CliqueSet. A Clique added to an existing gang copies its siblings'
+  (`gang_annotations`). So a changed policy applies to gangs created afterwards, and no pod
+  is ever recreated for it (a pod's hostname and subdomain are immutable).
+- Left out, the policy is what the CliqueSet's gangs already use: a CliqueSet made by a
+  release without the field (whose Cliques have a subdomain and no policy annotation) stays
+  `UniquePerGang`; one without gangs gets `Shared` (`policy`). The CRD gives the field no
+  default on purpose: the API server applies a CRD default to stored objects on read too,
+  which would move the new gangs of every existing CliqueSet on an upgrade.
+- The Services wanted are the subdomains the live gangs' Cliques record, plus the one a
+  gang without Cliques will get (`wanted_services`): a Service is deleted only once no gang
+  uses it, and never while `headlessService` is on and a Clique of the set records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import SUBDOMAIN_PER_GANG, SUBDOMAIN_SHARED, CliqueSet
+
+#: The annotations that make up a gang's DNS layout, on every Clique of the gang.
+LAYOUT_ANNOTATIONS = (
+    labels.ANNOTATION_SUBDOMAIN,
+    labels.ANNOTATION_LEADER_ADDRESS,
+    labels.ANNOTATION_SUBDOMAIN_POLICY,
+)
+
+
+def _live(cliques: Iterable[Clique]) -> list[Clique]:
+    return [c for c in cliques if c.metadata.deletion_timestamp is None]
+
+
+def recorded_policy(clique: Clique) -> str:
+    """The layout a Clique's gang was made with: Shared, UniquePerGang, or "" (no Service)."""
+    ann = clique.metadata.annotations
+    if not ann.get(labels.ANNOTATION_SUBDOMAIN):
+        return ""
+    if ann.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+        return SUBDOMAIN_SHARED
+    return SUBDOMAIN_PER_GANG  # older releases wrote no policy: one Service per gang
+
+
+def policy(cqs: CliqueSet, cliques: Iterable[Clique]) -> str:
+    """The subdomain policy of the CliqueSet's new gangs: the spec's, or, left out,
+    UniquePerGang if a live gang was made that way and Shared otherwise."""
+    if cqs.spec.subdomain_policy is not None:
+        return cqs.spec.subdomain_policy
+    recorded = {recorded_policy(c) for c in _live(cliques)}
+    return SUBDOMAIN_PER_GANG if SUBDOMAIN_PER_GANG in recorded else SUBDOMAIN_SHARED
+
+
+def new_gang_annotations(cqs: CliqueSet, gang: int, policy_: str) -> dict[str, str]:
+    """The layout annotations of the Cliques of a new gang (none without headless Service):
+    the pods' subdomain, the leader address (pod 0 of the first clique) and the policy."""
+    if not cqs.spec.headless_service:
+        return {}
+    name, ns = cqs.metadata.name, cqs.metadata.namespace
+    first_role = cqs.spec.template.cliques[0].name
+    if policy_ == SUBDOMAIN_SHARED:
+        subdomain = labels.set_service_name(name)
+        leader = labels.shared_pod_address(first_role, 0, name, gang, ns)
+    else:
+        subdomain = labels.gang_service_name(name, gang)
+        leader = labels.pod_address(first_role, 0, name, gang, ns)
+    return {
+        labels.ANNOTATION_SUBDOMAIN: subdomain,
+        labels.ANNOTATION_LEADER_ADDRESS: leader,
+        labels.ANNOTATION_SUBDOMAIN_POLICY: policy_,
+    }
+
+
+def gang_annotations(siblings: Iterable[Clique]) -> dict[str, str] | None:
+    """The layout annotations of an existing gang, from its live Cliques (the lowest-named
+    one), for a Clique added to it; None for a gang without live Cliques."""
+    live = sorted(_live(siblings), key=lambda c: c.metadata.name)
+    if not live:
+        return None
+    ann = live[0].metadata.annotations
+    return {k: ann[k] for k in LAYOUT_ANNOTATIONS if k in ann}
+
+
+def wanted_services(
+    cqs: CliqueSet, by_gang: dict[int, dict[str, Clique]], policy_: str
+) -> dict[str, int | None]:
+    """Service name -> its gang (None for the shared Service): the subdomains the live
+    Cliques of the gangs `0..replicas-1` record, and the Service of each gang not created
+    yet. Only names this CliqueSet can own count (its own name, or `<set>-<gang>` of the
+    gang recording it): a Clique annotation is never a way to make the operator create an
+    arbitrary Service. Empty without `headlessService`."""
+    spec = cqs.spec
+    if not spec.headless_service:
+        return {}
+    name = cqs.metadata.name
+    shared = labels.set_service_name(name)
+    want: dict[str, int | None] = {}
+    new_gangs = False
+    if spec.replicas > 0:
+        labels.gang_service_name(name, spec.replicas - 1)  # the longest: all are valid
+    for gang in range(spec.replicas):
+        live = _live(by_gang.get(gang, {}).values())
+        if not live:
+            new_gangs = True
+            if policy_ != SUBDOMAIN_SHARED:
+                want[f"{name}-{gang}"] = gang
+            continue
+        for clique in live:
+            sub = clique.metadata.annotations.get(labels.ANNOTATION_SUBDOMAIN, "")
+            if sub == shared:
+                want[sub] = None
+            elif sub and sub == f"{name}-{gang}":
+                want[sub] = gang
+    if new_gangs and policy_ == SUBDOMAIN_SHARED:
+        want[shared] = None
+    return want
