@@ -364,3 +364,9 @@ def test_the_build_command_builds_helm_only_with_its_flag(
     helm = Path(capsys.readouterr().out.split()[-1])
     assert helm == tmp_path / "cache" / f"helm-{gomodules.HELM.version()}" / "bin" / "helm"
     assert os.access(helm, os.X_OK)
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--lws"])
+    assert args.func(args) == 0
+    lws = Path(capsys.readouterr().out.split()[-1])
+    assert lws == tmp_path / "cache" / f"lws-{gomodules.LWS.version()}" / "bin" / "lws-manager"
+    assert os.access(lws, os.X_OK)
