@@ -52,6 +52,14 @@ def number(text: str) -> float:
     return float(_number(text, float, "a finite number"))
 
 
+def positive_number(text: str) -> float:
+    """A finite number > 0 (a client rate limit that must not be turned off)."""
+    value = float(_number(text, float, "a finite number"))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
 def bind_address(text: str) -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` (all addresses) or `[v6]:PORT`; port 0..65535."""
     host, sep, port_text = text.rpartition(":")

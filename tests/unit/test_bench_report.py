@@ -159,9 +159,51 @@ def test_markdown_shows_the_control_planes_cpu_when_measured() -> None:
     measured["phases"][0]["extra"] = {
         "cpu_control_plane": 12.5,
         "cpu_kube-controller-manager": 4.25,
+        "cpu_operator_and_kcm": 7.25,
     }
     table = report.markdown([measured])
-    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 | 12.50 (kcm 4.25) |" in table
-    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |  |" in report.markdown(
+    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 | 7.25 | 12.50 (kcm 4.25) |" in table
+    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |  |  |" in report.markdown(
         [run("cliques-w1", 1, 3.0)]
     )
+
+
+def scale_doc(operators: dict[str, str | None], pods: int = 4) -> dict[str, Any]:
+    """A saved scale run whose operators ran pod templates of the given hashes."""
+    runs = []
+    for name, digest in operators.items():
+        r = run(name, 1, 1.0)
+        if digest is not None:
+            r["pod_template_hash"] = digest
+        runs.append(r)
+    doc: dict[str, Any] = {"kind": "scale", "shape": f"1x{pods // 2}x2", "runs": runs}
+    digests = {d for d in operators.values() if d is not None}
+    if len(digests) == 1:
+        doc["pod_template_hash"] = digests.pop()
+    return doc
+
+
+def test_report_refuses_runs_whose_pod_templates_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cliques.cli import main
+
+    same_a = report.save(scale_doc({"cliques-w1": "aaaa"}), tmp_path, "a")
+    same_b = report.save(scale_doc({"lws": "aaaa"}), tmp_path, "b")
+    other = report.save(scale_doc({"lws": "bbbb"}), tmp_path, "c")
+    mixed = report.save(scale_doc({"cliques-w1": "aaaa", "lws": "bbbb"}), tmp_path, "d")
+    assert "| lws | pods-ready |" in report.compare([same_a, same_b])
+    with pytest.raises(report.BadResults, match="different pod templates"):
+        report.compare([same_a, other])
+    with pytest.raises(report.BadResults, match="its operators ran different pod templates"):
+        report.compare([mixed])
+    assert main(["bench", "report", str(same_a), str(other)]) == 2
+    assert "not put side by side" in capsys.readouterr().err
+
+
+def test_a_run_without_a_template_hash_is_shown_with_a_note(tmp_path: Path) -> None:
+    old = report.save(scale_doc({"cliques-w1": None}), tmp_path, "old")
+    new = report.save(scale_doc({"lws": "aaaa"}), tmp_path, "new")
+    text = report.compare([old, new])
+    assert "note: old.json: no pod-template hash recorded" in text
+    assert "| cliques-w1 | pods-ready |" in text and "| lws | pods-ready |" in text

@@ -130,6 +130,15 @@ def test_operator_names_resolve_worker_counts(monkeypatch: pytest.MonkeyPatch) -
         ["bench", "scale", "--operators", "cliques-w1,cliques-wN,kopf"]
     )
     assert scale_cli._operator_names(args) == [("cliques-w1", 1), ("cliques-wN", 6), ("kopf", None)]
+    args = build_parser().parse_args(["bench", "scale", "--operators", "cliques-w1,lws"])
+    assert scale_cli._operator_names(args) == [("cliques-w1", 1), ("lws", None)]
+
+
+def test_lws_client_limits_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["bench", "scale", "--operators", "lws", "--lws-qps", "0"])
+    assert exited.value.code == 2
+    assert "--lws-qps: must be > 0" in capsys.readouterr().err
 
 
 def test_an_unloadable_kubeconfig_is_a_clear_error(

@@ -49,7 +49,8 @@ build)
             name=$(basename "$a")
             case "$name" in v[0-9]*) name=$(basename "$(dirname "$a")");; esac
             echo "$a" >&2
-            printf '#!/bin/sh\necho "versions v1.35.4 3.6.16 0.8.0 v4.3.1 $*"\n' > "$out/$name"
+            v="v1.35.4 3.6.16 0.8.0 v4.3.1 v0.9.0"
+            printf '#!/bin/sh\necho "versions %s $*"\n' "$v" > "$out/$name"
             chmod +x "$out/$name" ;;
         esac
     done ;;
@@ -132,6 +133,25 @@ def test_helm_is_built_only_when_asked_then_reused(fake_go: Path, tmp_path: Path
     assert build.ensure_tool(gomodules.HELM, root=root) == helm
     assert build.installed_tool(gomodules.HELM, root) == helm
     assert len(calls(tmp_path)) == before
+
+
+def test_lws_manager_is_built_only_when_asked_under_its_own_name(
+    fake_go: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "cache"
+    build.ensure_binaries(root=root)
+    assert not any("sigs.k8s.io/lws" in c for c in calls(tmp_path))
+    assert build.installed_tool(gomodules.LWS, root) is None
+
+    lws = build.ensure_tool(gomodules.LWS, root=root)
+    # `go build` names the command `cmd` (sigs.k8s.io/lws/cmd); it is installed renamed.
+    assert gomodules.LWS.binaries() == {"lws-manager": "sigs.k8s.io/lws/cmd"}
+    assert os.access(lws.binary("lws-manager"), os.X_OK)
+    assert not (lws.bin_dir / "cmd").exists()
+    builds = [c for c in calls(tmp_path) if c.startswith("build") and "sigs.k8s.io/lws" in c]
+    assert len(builds) == 1
+    assert f"lws/pkg/version.GitVersion={gomodules.LWS.version()}" in builds[0]
+    assert build.installed_tool(gomodules.LWS, root) == lws
 
 
 def test_patched_modules_build_from_a_patched_copy(fake_go: Path, tmp_path: Path) -> None:
@@ -344,3 +364,9 @@ def test_the_build_command_builds_helm_only_with_its_flag(
     helm = Path(capsys.readouterr().out.split()[-1])
     assert helm == tmp_path / "cache" / f"helm-{gomodules.HELM.version()}" / "bin" / "helm"
     assert os.access(helm, os.X_OK)
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--lws"])
+    assert args.func(args) == 0
+    lws = Path(capsys.readouterr().out.split()[-1])
+    assert lws == tmp_path / "cache" / f"lws-{gomodules.LWS.version()}" / "bin" / "lws-manager"
+    assert os.access(lws, os.X_OK)

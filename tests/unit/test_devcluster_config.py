@@ -74,9 +74,17 @@ def test_the_repository_modules_build_the_binaries_a_cluster_needs() -> None:
     assert set(binaries["kwok"]) == {"kwok", "kwokctl"}
 
 
-def test_helm_is_a_tool_a_cluster_does_not_wait_for() -> None:
+def test_helm_and_lws_are_tools_a_cluster_does_not_wait_for() -> None:
     assert gomodules.HELM not in gomodules.MODULES
-    assert gomodules.TOOLS == (gomodules.HELM,)
+    assert gomodules.LWS not in gomodules.MODULES
+    assert gomodules.TOOLS == (gomodules.HELM, gomodules.LWS)
+    assert gomodules.LWS.version() == "v0.9.0"
+    assert gomodules.ldflags_for(gomodules.LWS, "v0.9.0").split() == [
+        "-s",
+        "-w",
+        "-X",
+        "sigs.k8s.io/lws/pkg/version.GitVersion=v0.9.0",
+    ]
     assert gomodules.HELM.binaries() == {"helm": "helm.sh/helm/v4/cmd/helm"}
     version = gomodules.HELM.version()
     assert [int(p) for p in version.removeprefix("v").split(".")[:2]] >= [4, 3]

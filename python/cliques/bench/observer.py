@@ -1,6 +1,7 @@
-"""The benchmark's view of the cluster: watches (not polls) pods and CliqueSets of one
-namespace and keeps what the phases need: which pods exist, are Ready and run which image,
-and every pod ADDED/DELETED event in order."""
+"""The benchmark's view of the cluster: watches (not polls) pods and the workload's objects
+(CliqueSets, or LeaderWorkerSets for LWS) of one namespace and keeps what the phases need:
+which pods exist, are Ready and run which image, which sets are Available, and every pod
+ADDED/DELETED event in order."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import msgspec
 from cliques.api.meta import Condition, ObjectMeta
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
-from cliques.kube.resources import CLIQUESETS, PODS
+from cliques.kube.resources import CLIQUESETS, PODS, Resource
 
 
 class _Ctr(msgspec.Struct):
@@ -54,7 +55,10 @@ class _CqsStatus(msgspec.Struct, rename="camel"):
     conditions: list[Condition] = []
 
 
-class BenchCliqueSet(msgspec.Struct):
+class BenchSet(msgspec.Struct):
+    """A CliqueSet or a LeaderWorkerSet: both report `observedGeneration` and an
+    `Available` condition that holds when every gang (group) is ready and up to date."""
+
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     status: _CqsStatus | None = None
 
@@ -69,9 +73,9 @@ class BenchCliqueSet(msgspec.Struct):
 
 
 class Observer:
-    def __init__(self, client: KubeClient, namespace: str) -> None:
+    def __init__(self, client: KubeClient, namespace: str, sets: Resource = CLIQUESETS) -> None:
         self.pods: Informer[Any] = Informer(client, PODS, BenchPod, namespace=namespace)
-        self.sets: Informer[Any] = Informer(client, CLIQUESETS, BenchCliqueSet, namespace=namespace)
+        self.sets: Informer[Any] = Informer(client, sets, BenchSet, namespace=namespace)
         self.added: list[str] = []
         self.deleted: list[str] = []
         self.pods.add_handler(self._on_pod)

@@ -95,23 +95,32 @@ def _span(ph: dict[str, Any], key: str, fmt: str) -> str:
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
+    """The table: per operator and phase, the operator's CPU and, beside it, the operator's
+    plus the controller-manager's (the one that creates the pods of StatefulSets)."""
     head = (
-        "| operator | phase | wall s | CPU s | control plane CPU s | peak RSS MiB | API req | "
-        "409 | 429 | spurious +/- | replaced |"
+        "| operator | phase | wall s | CPU s | CPU s with kcm | control plane CPU s | "
+        "peak RSS MiB | API req | 409 | 429 | spurious +/- | replaced |"
     )
-    rows = [head, "|" + "---|" * 11]
+    rows = [head, "|" + "---|" * 12]
     for run in runs:
         if run.get("error"):
-            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} ||||||||||")
+            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} |||||||||||")
         for ph in run["phases"]:
             total, c409, c429 = _api_summary(ph["api"])
             wall = _span(ph, "wall", ".1f") + ("" if ph["completed"] else " (timeout)")
             rows.append(
                 f"| {run['operator']} | {ph['phase']} | {wall} | {_span(ph, 'cpu', '.2f')} | "
-                f"{_plane(ph)} | {ph['rss_peak_mib']:.0f} | {total} | {c409} | {c429} | "
+                f"{_with_kcm(ph)} | {_plane(ph)} | {ph['rss_peak_mib']:.0f} | {total} | "
+                f"{c409} | {c429} | "
                 f"{ph['spurious_creates']}/{ph['spurious_deletes']} | {ph['replaced']} |"
             )
     return "\n".join(rows)
+
+
+def _with_kcm(ph: dict[str, Any]) -> str:
+    """The operator's CPU plus the controller-manager's ("" when not measured)."""
+    value = ph.get("extra", {}).get("cpu_operator_and_kcm")
+    return "" if value is None else f"{value:.2f}"
 
 
 def _plane(ph: dict[str, Any]) -> str:
@@ -301,11 +310,45 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
+def template_hashes(doc: dict[str, Any]) -> set[str]:
+    """The pod-template hashes a saved run records (its own and each operator's); empty for
+    a run saved before they were recorded."""
+    found = {doc["pod_template_hash"]} if doc.get("pod_template_hash") else set()
+    found |= {r["pod_template_hash"] for r in doc.get("runs", []) if r.get("pod_template_hash")}
+    return found
+
+
+def check_comparable(docs: list[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """Raise BadResults when the runs' workloads have different pod templates (their
+    operators did not schedule the same pods); return a note per run without a hash."""
+    seen: dict[str, Path] = {}
+    notes = []
+    for path, doc in docs:
+        if doc.get("kind") != "scale":
+            continue
+        hashes = template_hashes(doc)
+        if len(hashes) > 1:
+            raise BadResults(f"{path}: its operators ran different pod templates {sorted(hashes)}")
+        if not hashes:
+            notes.append(f"{path.name}: no pod-template hash recorded (an older run): not checked")
+        for h in hashes:
+            seen.setdefault(h, path)
+    if len(seen) > 1:
+        which = ", ".join(f"{p.name} {h}" for h, p in seen.items())
+        raise BadResults(
+            f"the runs' workloads have different pod templates ({which}): their operators did "
+            "not schedule the same pods, so they are not put side by side"
+        )
+    return notes
+
+
 def compare(paths: list[Path]) -> str:
-    """`cliques bench report`: saved runs side by side."""
-    blocks = []
-    for path in paths:
-        doc = load(path)
+    """`cliques bench report`: saved runs side by side (refused if their pod templates
+    differ)."""
+    docs = [(path, load(path)) for path in paths]
+    notes = check_comparable(docs)
+    blocks = [f"note: {n}" for n in notes]
+    for path, doc in docs:
         if doc.get("kind") != "scale":
             blocks.append(f"## {path.name}\n\n(not a scale run: kind={doc.get('kind')!r})")
             continue

@@ -1,7 +1,8 @@
 """`cliques bench scale`: one workload, several operators, one cluster, one run.
 
 For each operator under test, in turn, in a namespace of its own: start it as a process,
-apply the CliqueSets, and time each phase from its first API call:
+apply the workload (CliqueSets; LeaderWorkerSets for LWS, with the same pod templates), and
+time each phase from its first API call:
 
 - deploy: pods-created, pods-ready, available (cumulative from the apply);
 - steady-state: bump an annotation that changes nothing, measure for `--steady` seconds;
@@ -11,7 +12,13 @@ apply the CliqueSets, and time each phase from its first API call:
 
 Per phase: wall time, operator CPU seconds (its whole process tree, from /proc), peak RSS,
 API requests by verb and code from the API server's own counters, spurious creates and
-deletes (judged from a watch of the namespace's pods), and pods replaced.
+deletes (judged from a watch of the namespace's pods), and pods replaced. On a dev
+cluster also the control plane's CPU by component, and the operator's CPU plus the
+controller-manager's (`cpu_operator_and_kcm`): an operator that makes StatefulSets, as
+LWS does, leaves the pods' creation to the controller-manager.
+
+A peer with more to set up than a process (LWS: its CRDs, webhook certificate and
+webhook configurations) plugs in through `Peer`.
 """
 
 from __future__ import annotations
@@ -30,9 +37,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from cliques.bench import apimetrics, opmetrics, procstats, workload
+from cliques.bench import apimetrics, kinds, opmetrics, procstats, workload
+from cliques.bench.kinds import WorkloadKind
 from cliques.bench.observer import Observer
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
@@ -40,11 +48,35 @@ from cliques.kube.kubeconfig import ConfigError
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
 
 
+class Peer(Protocol):
+    """What an operator needs around its process, beyond `argv` (LWS's CRDs, certificate and
+    webhooks). Each hook gets the benchmark's client and the run's namespace."""
+
+    async def prepare(self, client: KubeClient, namespace: str, port: int) -> dict[str, str]:
+        """Before the process starts (`port` is its {metrics_port}): set up, and return
+        more {placeholders} for `argv`."""
+        ...
+
+    async def started(self, client: KubeClient, namespace: str) -> None:
+        """After the process is ready, before the first phase (e.g. register webhooks)."""
+        ...
+
+    async def stopped(self, client: KubeClient, namespace: str) -> None:
+        """After the process stopped, also after a failure: undo what `prepare` and
+        `started` did outside the namespace."""
+        ...
+
+
 @dataclass
 class OperatorSpec:
     name: str
     argv: list[str]  # may hold {kubeconfig}, {namespace}, {metrics_port}, {python}
     readyz: bool = False  # serves /readyz on {metrics_port}
+    scrape_metrics: bool = False  # serves cliques' /metrics on {metrics_port}
+    kind: WorkloadKind = kinds.CLIQUESET
+    peer: Peer | None = None
+    #: how the operator was configured (client QPS, ...), recorded in the results
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +96,9 @@ class PhaseResult:
 @dataclass
 class OperatorRun:
     operator: str
+    workload_kind: str = ""
+    pod_template_hash: str = ""  # kinds.WorkloadKind.template_hash of the deployed workload
+    settings: dict[str, Any] = field(default_factory=dict)
     phases: list[PhaseResult] = field(default_factory=list)
     cpu_timeline: list[tuple[float, float]] = field(default_factory=list)  # (t, cpu s)
     rss_by_process: dict[str, float] = field(default_factory=dict)  # name -> peak MiB
@@ -95,6 +130,7 @@ def cliques_operator(workers: int) -> OperatorSpec:
             "warning",
         ],
         readyz=True,
+        scrape_metrics=True,
     )
 
 
@@ -220,30 +256,47 @@ async def run_operator(
     process group, deletes the namespace and keeps the phases measured so far in `result`
     before it propagates."""
     result = result if result is not None else OperatorRun(spec.name)
+    result.workload_kind = spec.kind.name
+    result.pod_template_hash = spec.kind.template_hash(cfg.shape, cfg.gang_scheduling)
+    result.settings = dict(spec.settings)
     client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager="cliques-bench")
     ns = f"bench-{spec.name}-{int(time.time()) % 100000}"
     log_path = cfg.log_dir / f"{ns}.log"
     result.log = str(log_path)
     proc: subprocess.Popen[bytes] | None = None
-    observer = Observer(client, ns)
+    observer = Observer(client, ns, spec.kind.resource)
     sampler: Sampler | None = None
     try:
         await client.create(NAMESPACES, None, {"metadata": {"name": ns}}, dict)
-        port = _free_port()
-        argv = [
-            a.format(
-                kubeconfig=cfg.kubeconfig, namespace=ns, metrics_port=port, python=sys.executable
-            )
-            for a in spec.argv
-        ]
+        port = free_port()
+        values = {
+            "kubeconfig": cfg.kubeconfig,
+            "namespace": ns,
+            "metrics_port": str(port),
+            "python": sys.executable,
+        }
+        if spec.peer is not None:
+            values |= await spec.peer.prepare(client, ns, port)
+        argv = [a.format(**values) for a in spec.argv]
         env = dict(os.environ, KUBECONFIG=cfg.kubeconfig)
         proc = _spawn(argv, env, log_path)
         await observer.start()
         await _wait_started(proc, spec, port)
+        if spec.peer is not None:
+            await spec.peer.started(client, ns)
         sampler = Sampler(proc.pid)
         sampler.start()
         await _phases(
-            client, ns, cfg, observer, sampler, result, progress, proc, port if spec.readyz else 0
+            client,
+            ns,
+            cfg,
+            observer,
+            sampler,
+            result,
+            progress,
+            proc,
+            spec.kind,
+            port if spec.scrape_metrics else 0,
         )
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
         result.error = f"{type(exc).__name__}: {exc}"
@@ -254,6 +307,9 @@ async def run_operator(
             result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
         if proc is not None:
             _stop(proc)
+        if spec.peer is not None:
+            with contextlib.suppress(errors.ApiError):
+                await spec.peer.stopped(client, ns)
         await observer.stop()
         with contextlib.suppress(errors.ApiError):
             await client.delete(NAMESPACES, None, ns)
@@ -290,13 +346,14 @@ async def _phases(
     result: OperatorRun,
     progress: Progress,
     proc: subprocess.Popen[bytes],
+    kind: WorkloadKind = kinds.CLIQUESET,
     metrics_port: int = 0,
 ) -> None:
     """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0."""
     shape = cfg.shape
     gang = cfg.gang_scheduling
     sub = cfg.subdomain_policy
-    desired = shape.desired_pods()
+    desired = kind.desired_pods(shape)
     total = shape.total_pods
     names = shape.names()
 
@@ -343,6 +400,8 @@ async def _phases(
         cpu = sampler.sample() - cpu0
         extra.update(more or {})
         extra.update(procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), plane0))
+        if "cpu_kube-controller-manager" in extra:
+            extra["cpu_operator_and_kcm"] = cpu + extra["cpu_kube-controller-manager"]
         judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
         api1 = await apimetrics.scrape(client) if scrape else api0
         if scrape:
@@ -376,7 +435,7 @@ async def _phases(
         await asyncio.gather(
             *(
                 client.patch(
-                    CLIQUESETS,
+                    kind.resource,
                     ns,
                     b["metadata"]["name"],
                     {**b, "metadata": {**b["metadata"], "namespace": ns}},
@@ -390,9 +449,7 @@ async def _phases(
 
     # -- deploy ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply(
-        [workload.manifest(n, shape, gang_scheduling=gang, subdomain_policy=sub) for n in names]
-    )
+    await apply([kind.manifest(n, shape, kinds.FIRST_IMAGE, gang, sub) for n in names])
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
         ("pods-ready", lambda: obs.count(ready=True)),
@@ -422,7 +479,7 @@ async def _phases(
     await asyncio.gather(
         *(
             client.patch(
-                CLIQUESETS, ns, n, {"metadata": {"annotations": {"bench/noop": stamp}}}, dict
+                kind.resource, ns, n, {"metadata": {"annotations": {"bench/noop": stamp}}}, dict
             )
             for n in names
         )
@@ -447,13 +504,8 @@ async def _phases(
 
     # -- rolling update --------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    new_image = "busybox:1.37"
-    await apply(
-        [
-            workload.manifest(n, shape, image=new_image, gang_scheduling=gang, subdomain_policy=sub)
-            for n in names
-        ]
-    )
+    new_image = kinds.NEXT_IMAGE
+    await apply([kind.manifest(n, shape, new_image, gang, sub) for n in names])
     ok = await wait(
         "rolling-update",
         lambda: min(
@@ -467,16 +519,7 @@ async def _phases(
 
     # -- re-order-only apply ---------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply(
-        [
-            workload.reordered(
-                workload.manifest(
-                    n, shape, image=new_image, gang_scheduling=gang, subdomain_policy=sub
-                )
-            )
-            for n in names
-        ]
-    )
+    await apply([kind.reordered(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
     # Settle: every set observed the new generation and stays Available for 10 s.
     # An operator that replaces pods here is followed until it is done (quiet for 2 s).
     settle_until = time.monotonic() + 10.0
@@ -493,7 +536,7 @@ async def _phases(
 
     # -- delete ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await asyncio.gather(*(client.delete(CLIQUESETS, ns, n) for n in names))
+    await asyncio.gather(*(client.delete(kind.resource, ns, n) for n in names))
     ok = await wait("delete", lambda: total - len(obs.pods.store), total)
     await record("delete", t0, cpu0, api0, mark, ok)
 
@@ -528,7 +571,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:

@@ -1,5 +1,6 @@
-"""Argument parsing and the console side of `cliques bench scale` and `cliques bench report`
-(progress bars, tables, files). The work itself is in `scale`."""
+"""Argument parsing and the console side of `cliques bench scale`, `cliques bench report` and
+`cliques bench plot` (progress bars, tables, files). The work itself is in `scale`, the LWS
+peer in `peer_lws`, the cost curves in `curves`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 MAX_NODES = 1000  # the dev cluster's limit (cliques.devcluster.kwok.MAX_NODES)
 DEFAULT_OPERATORS = "cliques-w1,cliques-wN,kopf"
+# Operators that are not cliques: the kopf peer (Python, in the source tree) and
+# LeaderWorkerSet's manager (Go, built into the dev-cluster cache).
+PEERS = ("kopf", "lws")
 # The kopf peer is a benchmark baseline kept in the source tree, not shipped in the wheel.
 KOPF_PEER = Path("bench/peers/kopf")
 
@@ -55,8 +59,21 @@ def add_parsers(bench_sub: Any) -> None:
     p.add_argument(
         "--operators",
         default=None,
-        help="comma list of cliques-w1, cliques-wN (N = CPU count), cliques-wK, kopf "
-        f"(default: {DEFAULT_OPERATORS}, without kopf when its peer is not found)",
+        help="comma list of cliques-w1, cliques-wN (N = CPU count), cliques-wK, kopf, lws "
+        f"(default: {DEFAULT_OPERATORS}, without kopf when its peer is not found); lws is "
+        "LeaderWorkerSet's manager, built with Go into the dev-cluster cache on first use",
+    )
+    p.add_argument(
+        "--lws-qps",
+        type=argtypes.positive_number,
+        default=500.0,
+        help="the LWS manager's client QPS (default 500, its own default; recorded)",
+    )
+    p.add_argument(
+        "--lws-burst",
+        type=argtypes.int_at_least(1),
+        default=500,
+        help="the LWS manager's client burst (default 500, its own default; recorded)",
     )
     p.add_argument(
         "--kopf-peer",
@@ -108,6 +125,20 @@ def add_parsers(bench_sub: Any) -> None:
     r.add_argument("files", nargs="+", type=Path)
     r.set_defaults(func=run_report)
 
+    c: argparse.ArgumentParser = bench_sub.add_parser(
+        "plot",
+        help="cost curves: CPU per pod and peak RSS against pods, one line per operator",
+        description="Draw each operator's deploy CPU per pod (its own, and with the "
+        "controller-manager's) and peak RSS against the number of pods, from saved scale "
+        "runs of different shapes (e.g. 1x500x2, 1x2500x2, 1x5000x2). Needs matplotlib "
+        "(the bench extra). Runs whose pod templates differ are refused.",
+    )
+    c.add_argument("files", nargs="+", type=Path, help="scale result JSON files")
+    c.add_argument(
+        "-o", "--out", type=Path, default=Path("cost-curves.png"), help="the PNG to write"
+    )
+    c.set_defaults(func=run_plot)
+
 
 POLICIES = ("Shared", "UniquePerGang")
 
@@ -133,7 +164,7 @@ def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
     out: list[tuple[str, int | None]] = []
     text = DEFAULT_OPERATORS if args.operators is None else args.operators
     for name in [n.strip() for n in text.split(",") if n.strip()]:
-        if name == "kopf":
+        if name in PEERS:
             out.append((name, None))
             continue
         k = name.removeprefix("cliques-w") if name.startswith("cliques-w") else ""
@@ -143,10 +174,10 @@ def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
             out.append((name, int(k)))
         else:
             raise UsageError(
-                f"unknown operator {name!r}: use kopf, cliques-wN (N = CPU count) or "
+                f"unknown operator {name!r}: use kopf, lws, cliques-wN (N = CPU count) or "
                 "cliques-wK with K a number of workers >= 1"
             )
-    if any(workers is None for _, workers in out) and not kopf_peer_found(args.kopf_peer):
+    if any(name == "kopf" for name, _ in out) and not kopf_peer_found(args.kopf_peer):
         if args.operators is not None:
             raise UsageError(
                 f"the kopf peer is not in {args.kopf_peer}/ (it is part of the cliques source "
@@ -154,7 +185,7 @@ def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
                 "root of a source checkout, name it with --kopf-peer DIR, or leave kopf out "
                 "of --operators"
             )
-        out = [(name, workers) for name, workers in out if workers is not None]
+        out = [(name, workers) for name, workers in out if name != "kopf"]
     if not out and not args.operator_cmd:
         raise UsageError("no operator to run: --operators is empty and no --operator-cmd given")
     return out
@@ -174,9 +205,12 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     specs = []
-    for _name, workers in names:
+    for name, workers in names:
         if workers is not None:
             specs.append(scale.cliques_operator(workers))
+            continue
+        if name == "lws":
+            specs.append(_lws_spec(args))
             continue
         py = subprocess.run(
             [sys.executable, str(args.kopf_peer / "venv.py")],
@@ -188,6 +222,23 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
             raise SystemExit(f"cliques bench: could not prepare the kopf peer:\n{py.stderr}")
         specs.append(scale.kopf_operator(py.stdout.strip().splitlines()[-1], args.kopf_peer))
     return specs + custom
+
+
+def _lws_spec(args: argparse.Namespace) -> scale.OperatorSpec:
+    """Build lws-manager if the cache lacks it (with progress), find its module source."""
+    from cliques.bench import peer_lws
+    from cliques.devcluster import progress
+    from cliques.devcluster.errors import DevClusterError
+
+    reporter = progress.make_reporter()
+    try:
+        with progress.ReporterScope(reporter):
+            manager = peer_lws.ensure_manager(reporter)
+        source = peer_lws.module_source()
+    except (DevClusterError, peer_lws.LwsError) as exc:
+        raise SystemExit(f"cliques bench scale: the LWS peer: {exc}") from None
+    peer = peer_lws.LwsPeer(source, args.lws_qps, args.lws_burst)
+    return peer_lws.operator_spec(manager, peer)
 
 
 def _kubeconfig(args: argparse.Namespace) -> str:
@@ -299,6 +350,14 @@ def run_scale(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"cliques bench scale: {exc}", file=sys.stderr)
         return 2
+    hashes = {s.name: s.kind.template_hash(shape, args.gang_scheduling) for s in specs}
+    if len(set(hashes.values())) > 1:
+        print(
+            "cliques bench scale: the operators' workloads have different pod templates "
+            f"({', '.join(f'{k} {v}' for k, v in hashes.items())}): not comparable",
+            file=sys.stderr,
+        )
+        return 2
     kubeconfig = _kubeconfig(args)
     try:
         host = asyncio.run(scale.preflight(kubeconfig))
@@ -324,6 +383,7 @@ def run_scale(args: argparse.Namespace) -> int:
         "total_pods": shape.total_pods,
         "gang_scheduling": args.gang_scheduling,
         "subdomain_policies": [p for p in args.subdomain_policy if p],
+        "pod_template_hash": next(iter(hashes.values())),
         "nodes": args.nodes,
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
@@ -427,4 +487,42 @@ def run_report(args: argparse.Namespace) -> int:
     except report.BadResults as exc:
         print(f"cliques bench report: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from cliques.bench import curves
+
+    missing = [p for p in args.files if not p.is_file()]
+    if missing:
+        print(f"cliques bench plot: no such file: {missing[0]}", file=sys.stderr)
+        return 2
+    try:
+        docs = [(p, report.load(p)) for p in args.files]
+        for note in report.check_comparable(docs):
+            print(f"note: {note}", file=sys.stderr)
+    except report.BadResults as exc:
+        print(f"cliques bench plot: {exc}", file=sys.stderr)
+        return 2
+    found = curves.points([d for _, d in docs])
+    if not found:
+        print("cliques bench plot: no completed deploy in these files", file=sys.stderr)
+        return 2
+    try:
+        path = curves.draw(found, args.out, "cliques bench scale: cost against pods")
+    except curves.NoMatplotlib as exc:
+        print(f"cliques bench plot: {exc}", file=sys.stderr)
+        return 1
+    for operator, row in sorted(found.items()):
+        for p in row:
+            kcm = (
+                ""
+                if p.cpu_with_kcm_ms_per_pod is None
+                else f" ({p.cpu_with_kcm_ms_per_pod:.2f} with kcm)"
+            )
+            print(
+                f"{operator:>12} {p.pods:>6} pods: {p.cpu_ms_per_pod:.2f} ms CPU per pod{kcm}, "
+                f"peak RSS {p.rss_peak_mib:.0f} MiB"
+            )
+    print(f"saved {path}")
     return 0

@@ -1,13 +1,18 @@
-"""The benchmark workload (pure): shapes, CliqueSet manifests, the desired pod set, and how
-a phase's pod events are judged (spurious creates/deletes, pods replaced)."""
+"""The benchmark workload (pure): shapes, CliqueSet manifests, the pod templates every
+operator's workload shares (and their hash), the desired pod set, and how a phase's pod
+events are judged (spurious creates/deletes, pods replaced)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from cliques import hashing
 
 _SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 
@@ -53,7 +58,9 @@ class Shape:
         }
 
 
-def _template(role: str, image: str) -> dict[str, Any]:
+def pod_template(role: str, image: str) -> dict[str, Any]:
+    """The pod template of one role (`leader` or `worker`), the same for every operator:
+    image, ports, requests and limits, tolerations; only the `role` label differs."""
     return {
         "metadata": {"labels": {"app": "bench", "role": role}},
         "spec": {
@@ -110,7 +117,7 @@ def manifest(
                         "name": role,
                         "replicas": n,
                         "minAvailable": n,
-                        "template": _template(role, image),
+                        "template": pod_template(role, image),
                     }
                     for role, n in shape.roles()
                 ]
@@ -129,17 +136,36 @@ def reordered(body: dict[str, Any]) -> dict[str, Any]:
     cliques = out["spec"]["template"]["cliques"]
     cliques.reverse()
     for c in cliques:
-        spec = c["template"]["spec"]
-        spec["containers"].reverse()
-        for ctr in spec["containers"]:
-            if "ports" in ctr:
-                ctr["ports"].reverse()
-            if "resources" in ctr:
-                ctr["resources"] = {
-                    "limits": {"memory": "134217728"},
-                    "requests": {"memory": "65536Ki", "cpu": "0.1"},
-                }
+        respell_template(c["template"])
     return out
+
+
+def respell_template(template: dict[str, Any]) -> None:
+    """Re-order and re-spell one pod template of `pod_template` in place (containers and
+    ports reversed, quantities in other units): the same pod, written differently."""
+    spec = template["spec"]
+    spec["containers"].reverse()
+    for ctr in spec["containers"]:
+        if "ports" in ctr:
+            ctr["ports"].reverse()
+        if "resources" in ctr:
+            ctr["resources"] = {
+                "limits": {"memory": "134217728"},
+                "requests": {"memory": "65536Ki", "cpu": "0.1"},
+            }
+
+
+def pod_templates(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A CliqueSet manifest's pod templates by role (clique name)."""
+    return {c["name"]: c["template"] for c in body["spec"]["template"]["cliques"]}
+
+
+def templates_hash(templates: Mapping[str, Mapping[str, Any]]) -> str:
+    """One digest of a workload's pod templates by role: the canonical hash of each
+    (cliques.hashing, so spelling and order do not count) under its role name. Two
+    operators' workloads schedule the same pods exactly when their digests are equal."""
+    lines = sorted(f"{role}={hashing.template_hash(t)}" for role, t in templates.items())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
 @dataclass

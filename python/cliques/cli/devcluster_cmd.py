@@ -6,7 +6,7 @@
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
     cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
-    cliques dev-cluster build [--force] [--helm]  only build (or check) the binaries
+    cliques dev-cluster build [--force] [--helm] [--lws]  only build (or check) the binaries
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
 modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
@@ -97,6 +97,11 @@ def register(subparsers: Any) -> None:
     build_p.add_argument("--force", action="store_true", help="rebuild even if cached")
     build_p.add_argument(
         "--helm", action="store_true", help="also build helm (for the Helm chart's tests)"
+    )
+    build_p.add_argument(
+        "--lws",
+        action="store_true",
+        help="also build lws-manager (LeaderWorkerSet, for `cliques bench scale --operators lws`)",
     )
     build_p.set_defaults(func=_build)
 
@@ -246,6 +251,7 @@ def _build(args: argparse.Namespace) -> int:
             helm = (
                 build.ensure_tool(gomodules.HELM, reporter, force=args.force) if args.helm else None
             )
+            lws = build.ensure_tool(gomodules.LWS, reporter, force=args.force) if args.lws else None
     except DevClusterError as exc:
         return _fail(exc)
     for field_name in (
@@ -260,4 +266,6 @@ def _build(args: argparse.Namespace) -> int:
         print(getattr(binaries, field_name))
     if helm is not None:
         print(helm.binary("helm"))
+    if lws is not None:
+        print(lws.binary("lws-manager"))
     return 0

@@ -11,9 +11,12 @@ commands to build), so the versions live in one place and `go get -tool` updates
 - `gomod/etcd`: go.etcd.io/etcd/server/v3: etcd.
 - `gomod/kwok`: sigs.k8s.io/kwok: kwok (the fake-node controller) and kwokctl.
 - `gomod/helm`: helm.sh/helm/v4: helm.
+- `gomod/lws`: sigs.k8s.io/lws: lws-manager (LeaderWorkerSet's controller manager, whose
+  command is `sigs.k8s.io/lws/cmd`).
 
 `MODULES` are what a dev cluster runs; `TOOLS` are built only when asked for (helm, for
-the Helm chart's tests and `cliques dev-cluster build --helm`).
+the Helm chart's tests and `cliques dev-cluster build --helm`; lws-manager, for
+`cliques bench scale --operators lws`).
 """
 
 from __future__ import annotations
@@ -124,7 +127,8 @@ KWOK_DELETE_BY_UID = SourcePatch(
 KWOK = GoModule(key="kwok", version_module="sigs.k8s.io/kwok", patches=(KWOK_DELETE_BY_UID,))
 MODULES: tuple[GoModule, ...] = (KUBE, ETCD, KWOK)
 HELM = GoModule(key="helm", version_module="helm.sh/helm/v4")
-TOOLS: tuple[GoModule, ...] = (HELM,)
+LWS = GoModule(key="lws", version_module="sigs.k8s.io/lws", renames=(("cmd", "lws-manager"),))
+TOOLS: tuple[GoModule, ...] = (HELM, LWS)
 
 
 def tool_packages(gomod: str) -> list[str]:
@@ -219,4 +223,6 @@ def ldflags_for(module: GoModule, version: str) -> str:
     elif module.key == HELM.key:
         flags.append(f"-X helm.sh/helm/v4/internal/version.version={version}")
         flags.append("-X helm.sh/helm/v4/internal/version.gitTreeState=clean")
+    elif module.key == LWS.key:
+        flags.append(f"-X sigs.k8s.io/lws/pkg/version.GitVersion={version}")
     return " ".join(flags)
