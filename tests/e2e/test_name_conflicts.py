@@ -120,3 +120,77 @@ async def test_a_foreign_object_holding_a_name_is_a_name_conflict(
         svc = await cluster.client.get(SERVICES, cluster.namespace, "llama", dict)
         refs = svc["metadata"].get("ownerReferences", [])
         assert [r["kind"] for r in refs] == ["CliqueSet"]
+
+
+async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
+    cluster: Cluster, crds: str
+) -> None:
+    """The executor re-reads the owner before adopting (not the cache): a CliqueSet that is
+    being deleted (here held by a finalizer of the test) never takes back the Clique the
+    garbage collector orphaned from it, else the Clique would be collected with it; the
+    same create for a live owner adopts."""
+    from cliques.api.cliqueset import CliqueSet
+    from cliques.controllers import builders
+    from cliques.controllers.actions import Create, Plan
+    from cliques.controllers.executor import Executor
+    from cliques.kube.events import ObjectRef
+    from cliques.kube.expectations import Expectations
+    from cliques.kube.resources import CLIQUES
+
+    body = cliqueset(replicas=1, workers=1)
+    body["metadata"]["finalizers"] = ["test.cliques.dev/hold"]
+    await cluster.apply(body)
+    owner = await cluster.cliqueset("llama")
+    clique = builders.clique_body(
+        owner,
+        0,
+        owner.spec.template.cliques[0],
+        starts_after=[],
+        template_hash="h",
+        algorithm=1,
+        bucket="0",
+    )
+    orphan = {**clique, "metadata": {**clique["metadata"], "ownerReferences": []}}
+    await cluster.client.create(CLIQUES, cluster.namespace, orphan, dict)
+    name = clique["metadata"]["name"]
+    executor = Executor(cluster.client, Expectations("test"), None)
+    ref = ObjectRef(
+        "cliques.dev/v1alpha1", "CliqueSet", cluster.namespace, "llama", owner.metadata.uid
+    )
+    create = Plan(creates=[Create(CLIQUES, name, clique, owner.metadata.uid)])
+
+    await cluster.client.delete(CLIQUESETS, cluster.namespace, "llama", uid=owner.metadata.uid)
+    deleting = await cluster.cliqueset("llama")
+    assert deleting.metadata.deletion_timestamp is not None
+    # the stale view: the executor is handed the plan of the owner before its deletion
+    await executor.execute(create, ref)
+    held = await cluster.client.get(CLIQUES, cluster.namespace, name, dict)
+    assert not held["metadata"].get("ownerReferences"), "adopted by an owner being deleted"
+
+    # let the owner go; a live owner of the same name adopts the same orphan
+    await cluster.client.patch(
+        CLIQUESETS, cluster.namespace, "llama", {"metadata": {"finalizers": None}}, dict
+    )
+
+    async def gone() -> bool:
+        return not [c for c in await cluster.list(CLIQUESETS, CliqueSet)]
+
+    await wait_for(gone, timeout=30, what="the deleted CliqueSet gone")
+    del body["metadata"]["finalizers"]
+    await cluster.apply(body)
+    live = await cluster.cliqueset("llama")
+    ref = ObjectRef(
+        "cliques.dev/v1alpha1", "CliqueSet", cluster.namespace, "llama", live.metadata.uid
+    )
+    again = builders.clique_body(
+        live,
+        0,
+        live.spec.template.cliques[0],
+        starts_after=[],
+        template_hash="h",
+        algorithm=1,
+        bucket="0",
+    )
+    await executor.execute(Plan(creates=[Create(CLIQUES, name, again, live.metadata.uid)]), ref)
+    adopted = await cluster.client.get(CLIQUES, cluster.namespace, name, dict)
+    assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [live.metadata.uid]

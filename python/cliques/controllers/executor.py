@@ -14,7 +14,10 @@ object that holds the name, as a ReplicaSet claims its pods:
   harmless, counts as observed;
 - controlled by nobody and carrying the identity labels of the body (an orphan, e.g. left
   by `kubectl delete --cascade=orphan` of an earlier owner of the same name): adopted, by a
-  resourceVersion-guarded patch that adds the owner as its controller;
+  resourceVersion-guarded patch that adds the owner as its controller, once a fresh read
+  of the owner (not the cache) shows it still exists and is not being deleted: an owner
+  deleted with `--cascade=orphan` must not re-adopt the objects the garbage collector just
+  orphaned, or they would be collected with it (the ReplicaSet controller's recheck);
 - anything else (another controller's object, a foreign object with the name): a
   `NameConflict`, reported as ReplicaFailure with reason NameConflict and a Warning Event;
   the object is left alone.
@@ -40,7 +43,7 @@ from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.events import EventRecorder, ObjectRef
 from cliques.kube.expectations import Expectations
-from cliques.kube.resources import Resource
+from cliques.kube.resources import CLIQUES, CLIQUESETS, Resource
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,10 @@ MAX_DETAIL = 1024  # characters of an API error kept in a condition's message
 
 class _Ignore(msgspec.Struct):
     """Decode target for responses the executor does not read."""
+
+
+#: The kinds that own what the controllers create, by the ownerReference's kind.
+_OWNERS = {r.kind: r for r in (CLIQUESETS, CLIQUES)}
 
 
 class _Holder(msgspec.Struct):
@@ -237,6 +244,16 @@ class Executor:
         ]
         ours = [r for r in want.get("ownerReferences", []) if r.get("controller")]
         if controller is None and not mismatched and ours and meta.deletion_timestamp is None:
+            if not await self._may_adopt(ns, ours[0]):
+                log.info(
+                    "not adopting %s %s/%s: its owner %s %s is gone or being deleted",
+                    kind,
+                    ns,
+                    action.name,
+                    ours[0].get("kind"),
+                    ours[0].get("name"),
+                )
+                return
             refs = [msgspec.to_builtins(r) for r in meta.owner_references] + ours
             patch = {
                 "metadata": {"resourceVersion": meta.resource_version, "ownerReferences": refs}
@@ -258,6 +275,19 @@ class Executor:
             f"{kind} {ns}/{action.name} already exists and {whose}: the name is needed for "
             f"this object; rename or delete the other one"
         )
+
+    async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
+        """Whether the owner named by `ref` exists with its UID and is not being deleted,
+        read from the API server, not the cache."""
+        resource = _OWNERS.get(str(ref.get("kind")))
+        if resource is None:
+            return True
+        try:
+            owner = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
+        except errors.NotFound:
+            return False
+        meta = owner.metadata
+        return meta.uid == ref.get("uid") and meta.deletion_timestamp is None
 
     async def _delete(self, ns: str, action: Delete) -> None:
         try:
