@@ -1,7 +1,8 @@
 """The floor of a deploy's operator CPU with cliques' own client and caches, measured.
 
 A deploy of the scale benchmark's SETSxGANGSxPODS workload cannot be done with fewer writes
-than: one create per Clique, per pod and per gang Service, one status write per Clique (its
+than: one create per Clique, per pod and per Service the planner wants (one per set, or
+one per gang for `subdomainPolicy: UniquePerGang`), one status write per Clique (its
 pods Ready) and one per CliqueSet. This script makes exactly those writes against a running
 dev cluster, with no controller at all: the same `KubeClient` (aiohttp session, token bucket,
 deadlines, request metrics), the same four label-selected `Informer`s the operator runs
