@@ -106,3 +106,22 @@ async def test_fifo_within_one_owner_and_dedup_still_hold() -> None:
         q.add(key)
     assert [await q.get() for _ in range(3)] == ["ns/a-1", "ns/a-2", "ns/a-3"]
     assert len(q) == 0
+
+
+async def test_a_failure_may_cap_its_own_retry() -> None:
+    q = WorkQueue("t9", base_delay=10.0, max_delay=300.0)
+    assert [q.add_rate_limited("a", cap=30.0) for _ in range(4)] == [10.0, 20.0, 30.0, 30.0]
+    assert q.add_rate_limited("a") == 160.0  # the count kept growing underneath
+    q.shut_down()
+
+
+def test_a_name_conflict_is_retried_within_thirty_seconds() -> None:
+    from cliques.controllers.executor import ExecutionError, NameConflict
+    from cliques.kube import errors
+
+    conflict = ExecutionError("x", reason="FailedCreate", first=NameConflict("held"))
+    assert conflict.retry_within == 30.0
+    other = ExecutionError(
+        "x", reason="FailedCreate", first=errors.NotFound(404, "NotFound", "gone")
+    )
+    assert other.retry_within is None

@@ -173,6 +173,7 @@ class Engine:
         self.orphaned: dict[str, Shape] = {}
         self.conflicts: dict[str, bool] = {}  # set name -> NameConflict seen
         self.blocked: set[str] = set()  # sets whose Service name is still held
+        self.held: dict[str, str] = {}  # set name -> the Service name a foreign object holds
         self.reported: list[Invalid] = []  # invalid objects stored: to be reported
         self.counts: Counter[str] = Counter()
         self.violations: list[str] = []
@@ -279,6 +280,7 @@ class Engine:
                 "spec": {"ports": [{"port": 80}]},
             }
             await self.client.create(SERVICES, self.ns, foreign, dict)
+            self.held[inv.name] = inv.expect
             self.conflicts[inv.name] = False
             self.blocked.add(inv.name)
             await self._apply(inv.shape)
@@ -311,7 +313,7 @@ class Engine:
             self.conflicts[name] = await self._name_conflict(name)
         self.blocked.discard(name)
         with contextlib.suppress(errors.NotFound):
-            await self.client.delete(SERVICES, self.ns, f"{name}-0")
+            await self.client.delete(SERVICES, self.ns, self.held.pop(name, name))
         self.counts["name conflicts cleared"] += 1
 
     async def _fault(self, step: Step) -> None:

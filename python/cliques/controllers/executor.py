@@ -86,6 +86,10 @@ class NameInTransition(Exception):
     with backoff until it is gone, never reported as a conflict."""
 
 
+#: The longest a create blocked by a name conflict waits before it is tried again (s).
+NAME_CONFLICT_RETRY = 30.0
+
+
 class ExecutionError(Exception):
     """Some writes of a plan failed; the reconcile is retried with backoff.
 
@@ -109,6 +113,13 @@ class ExecutionError(Exception):
             and 400 <= first.status < 500
             and first.status not in (409, 429)
         )
+
+    @property
+    def retry_within(self) -> float | None:
+        """The longest wait before a retry, if shorter than the work queue's backoff: a
+        name held by someone else is freed by a person, whose object the operator does
+        not watch, so it is looked at again at least every `NAME_CONFLICT_RETRY` s."""
+        return NAME_CONFLICT_RETRY if isinstance(self.first, NameConflict) else None
 
     @property
     def detail(self) -> str:

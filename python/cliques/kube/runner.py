@@ -106,7 +106,9 @@ class Runner:
             log.error("%s %s: %s (not retried)", self.name, key, exc)
         except Exception as exc:
             self._reconciles["error"].inc()
-            delay = self.queue.add_rate_limited(key)
+            # an error may bound its own retry (`retry_within`: e.g. a name conflict)
+            cap = getattr(exc, "retry_within", None)
+            delay = self.queue.add_rate_limited(key, cap if isinstance(cap, float) else None)
             log.warning(
                 "%s %s: reconcile failed: %s; retry in %.2fs",
                 self.name,

@@ -107,8 +107,9 @@ class WorkQueue:
         n = self._failures.get(key, 0)
         return float(min(self.max_delay, self.base_delay * 2.0**n))
 
-    def add_rate_limited(self, key: str) -> float:
-        delay = self.backoff(key)
+    def add_rate_limited(self, key: str, cap: float | None = None) -> float:
+        """Requeue `key` after its backoff (at most `cap` s), and count a failure."""
+        delay = self.backoff(key) if cap is None else min(cap, self.backoff(key))
         self._failures[key] = self._failures.get(key, 0) + 1
         self.add_after(key, delay)
         return delay
