@@ -376,7 +376,8 @@ class Engine:
             cqs = await self.client.get(CLIQUESETS, self.ns, name, dict)
             for cond in cqs.get("status", {}).get("conditions", []):
                 if cond.get("type") == "ReplicaFailure" and cond.get("reason") == "NameConflict":
-                    return f"{name}-0" in cond.get("message", "")
+                    held = self.held.get(name, name)
+                    return f"{self.ns}/{held} already exists" in cond.get("message", "")
         return False
 
     async def _converge(self) -> None:
