@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cliques.bench import procstats
+from cliques.bench import children, procstats
 from cliques.bench.chaos_actions import FAULTS, Draw, Invalid, Shape, Step, manifest
 from cliques.bench.chaos_monitor import Monitor, desired_of
 from cliques.bench.chaos_proxy import FaultProxy
@@ -118,7 +118,7 @@ async def run(cfg: Settings, progress: Progress | None = None) -> Result:
             await client.create(NAMESPACES, None, {"metadata": {"name": ns}}, dict)
         await proxy.start()
         kubeconfig = proxy.write_kubeconfig(cfg.log_dir / f"{ns}-kubeconfig.yaml")
-        port = _free_port()
+        port = children.free_port()
         proc = _spawn_operator(cfg.workers, kubeconfig, ns, port, log_path)
         await _wait_ready(proc, port)
         await monitor.start()
@@ -134,7 +134,7 @@ async def run(cfg: Settings, progress: Progress | None = None) -> Result:
         result.max_rollout_down = monitor.max_rollout_down
         result.proxy = dict(proxy.counts)
         if proc is not None:
-            _stop(proc)
+            children.stop(proc, grace=60)
         await monitor.stop()
         await proxy.close()
         if cfg.namespace is None:
@@ -537,23 +537,3 @@ def _get(url: str) -> str:
 
     with urllib.request.urlopen(url, timeout=5) as resp:
         return str(resp.read().decode())
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from cliques.bench import scale, workload
+from cliques.bench import children, scale, workload
 from cliques.bench.kinds import LEADERWORKERSET
 from cliques.bench.workload_lws import LEADERWORKERSETS
 from cliques.devcluster import build, gomodules
@@ -284,7 +284,7 @@ class LwsPeer:
         run_dir = self.run_dir = Path(tempfile.mkdtemp(prefix=f"cliques-{namespace}-"))
         cert_dir = run_dir / "certs"
         self.ca_bundle = await asyncio.to_thread(make_certificate, cert_dir)
-        self.webhook_port = scale.free_port()
+        self.webhook_port = children.free_port()
         config = run_dir / "config.yaml"
         ports = Ports(webhook=self.webhook_port, health=port)
         config.write_text(render_config(ports, cert_dir, self.qps, self.burst), encoding="utf-8")

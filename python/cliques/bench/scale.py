@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cliques.bench import apimetrics, kinds, opmetrics, procstats, workload
+from cliques.bench import apimetrics, children, kinds, opmetrics, procstats, workload
 from cliques.bench.kinds import WorkloadKind
 from cliques.bench.observer import Observer
 from cliques.kube import errors
@@ -268,7 +267,7 @@ async def run_operator(
     sampler: Sampler | None = None
     try:
         await client.create(NAMESPACES, None, {"metadata": {"name": ns}}, dict)
-        port = free_port()
+        port = children.free_port()
         values = {
             "kubeconfig": cfg.kubeconfig,
             "namespace": ns,
@@ -306,7 +305,7 @@ async def run_operator(
             result.cpu_timeline = sampler.timeline
             result.rss_by_process = {k: v / 2**20 for k, v in sampler.rss_peak.items()}
         if proc is not None:
-            _stop(proc)
+            children.stop(proc, grace=30)
         if spec.peer is not None:
             with contextlib.suppress(errors.ApiError):
                 await spec.peer.stopped(client, ns)
@@ -569,26 +568,6 @@ def _http_ok(url: str) -> bool:
             return bool(r.status == 200)
     except OSError:
         return False
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def as_dict(run: OperatorRun) -> dict[str, Any]:
