@@ -137,33 +137,42 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     from cliques.kube.expectations import Expectations
     from cliques.kube.resources import CLIQUES
 
+    executor = Executor(cluster.client, Expectations("test"), None)
+
+    async def create_first_clique(owner: CliqueSet) -> dict[str, Any]:
+        """What the CliqueSet controller would send for the owner's first Clique (the
+        executor finds its name taken), and the body it sent."""
+        body = builders.clique_body(
+            owner,
+            0,
+            owner.spec.template.cliques[0],
+            starts_after=[],
+            template_hash="h",
+            algorithm=1,
+            bucket="0",
+        )
+        uid = owner.metadata.uid
+        ref = ObjectRef("cliques.dev/v1alpha1", "CliqueSet", cluster.namespace, "llama", uid)
+        name = body["metadata"]["name"]
+        await executor.execute(Plan(creates=[Create(CLIQUES, name, body, uid)]), ref)
+        return body
+
     body = cliqueset(replicas=1, workers=1)
     body["metadata"]["finalizers"] = ["test.cliques.dev/hold"]
     await cluster.apply(body)
     owner = await cluster.cliqueset("llama")
-    clique = builders.clique_body(
-        owner,
-        0,
-        owner.spec.template.cliques[0],
-        starts_after=[],
-        template_hash="h",
-        algorithm=1,
-        bucket="0",
-    )
-    orphan = {**clique, "metadata": {**clique["metadata"], "ownerReferences": []}}
-    await cluster.client.create(CLIQUES, cluster.namespace, orphan, dict)
+    # the Clique, created then orphaned (as the garbage collector leaves it)
+    clique = await create_first_clique(owner)
     name = clique["metadata"]["name"]
-    executor = Executor(cluster.client, Expectations("test"), None)
-    ref = ObjectRef(
-        "cliques.dev/v1alpha1", "CliqueSet", cluster.namespace, "llama", owner.metadata.uid
+    await cluster.client.patch(
+        CLIQUES, cluster.namespace, name, {"metadata": {"ownerReferences": None}}, dict
     )
-    create = Plan(creates=[Create(CLIQUES, name, clique, owner.metadata.uid)])
 
     await cluster.client.delete(CLIQUESETS, cluster.namespace, "llama", uid=owner.metadata.uid)
     deleting = await cluster.cliqueset("llama")
     assert deleting.metadata.deletion_timestamp is not None
     # the stale view: the executor is handed the plan of the owner before its deletion
-    await executor.execute(create, ref)
+    await create_first_clique(owner)
     held = await cluster.client.get(CLIQUES, cluster.namespace, name, dict)
     assert not held["metadata"].get("ownerReferences"), "adopted by an owner being deleted"
 
@@ -179,18 +188,6 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     del body["metadata"]["finalizers"]
     await cluster.apply(body)
     live = await cluster.cliqueset("llama")
-    ref = ObjectRef(
-        "cliques.dev/v1alpha1", "CliqueSet", cluster.namespace, "llama", live.metadata.uid
-    )
-    again = builders.clique_body(
-        live,
-        0,
-        live.spec.template.cliques[0],
-        starts_after=[],
-        template_hash="h",
-        algorithm=1,
-        bucket="0",
-    )
-    await executor.execute(Plan(creates=[Create(CLIQUES, name, again, live.metadata.uid)]), ref)
+    await create_first_clique(live)
     adopted = await cluster.client.get(CLIQUES, cluster.namespace, name, dict)
     assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [live.metadata.uid]
