@@ -18,22 +18,12 @@ from typing import Any
 
 import pytest
 
-from cliques.bench import kinds
+from cliques.bench import kinds, report
 from cliques.bench.workload import Shape
 from cliques.devcluster import build, gomodules
 from tests.support.kubectl import Kubectl
 
 pytestmark = [pytest.mark.cluster, pytest.mark.lws]
-
-ALL_PHASES = [
-    "pods-created",
-    "pods-ready",
-    "available",
-    "steady-state",
-    "rolling-update",
-    "reorder-apply",
-    "delete",
-]
 
 
 def test_lws_runs_every_phase_on_the_same_pods(crds: str, tmp_path: Path) -> None:
@@ -75,7 +65,7 @@ def test_lws_runs_every_phase_on_the_same_pods(crds: str, tmp_path: Path) -> Non
     assert lws["error"] == ""
     assert lws["settings"]["qps"] == 500.0 and lws["settings"]["version"] == "v0.9.0"
     phases = {p["phase"]: p for p in lws["phases"]}
-    assert list(phases) == ALL_PHASES
+    assert list(phases) == list(report.PHASES)
     assert all(p["completed"] for p in phases.values())
     assert phases["pods-ready"]["spurious_creates"] == phases["pods-ready"]["spurious_deletes"] == 0
     assert phases["rolling-update"]["replaced"] == 4
