@@ -128,6 +128,35 @@ def test_a_small_run_measures_every_phase_for_cliques_and_kopf(crds: str, tmp_pa
     assert "shape 1x2x2" in shown and "| kopf | rolling-update |" in shown
 
 
+def test_skipped_phases_are_left_out_and_recorded(crds: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        _bench(
+            crds,
+            tmp_path,
+            "--operators",
+            "cliques-w1",
+            "--skip",
+            "rolling-update,reorder-apply",
+            "--steady",
+            "2",
+            "--timeout",
+            "120",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = _result(tmp_path)
+    assert doc["skipped_phases"] == ["reorder-apply", "rolling-update"]
+    (run,) = doc["runs"]
+    assert run["error"] == "", run
+    assert [p["phase"] for p in run["phases"]] == [*DEPLOY, "steady-state", "delete"]
+    assert all(p["completed"] for p in run["phases"])
+    assert all(p["spurious_creates"] == p["spurious_deletes"] == 0 for p in run["phases"])
+
+
 def _bench_pods(kubectl: Kubectl, prefix: str) -> list[dict[str, Any]]:
     pods = kubectl.json("get", "pods", "--all-namespaces", "-l", "app=bench")
     return [p for p in pods["items"] if p["metadata"]["namespace"].startswith(prefix)]

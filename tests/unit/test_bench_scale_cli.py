@@ -76,6 +76,8 @@ def test_a_fresh_start_stops_the_running_cluster_first(monkeypatch: pytest.Monke
         (["--timeout", "soon"], "argument --timeout: 'soon' is not a number of seconds"),
         (["--subdomain-policy", "PerPod"], "give Shared, UniquePerGang or both"),
         (["--subdomain-policy", "Shared,Shared"], "give Shared, UniquePerGang or both"),
+        (["--skip", "pods-ready"], "give phases to leave out, comma-separated, of steady-state"),
+        (["--skip", ","], "give phases to leave out"),
     ],
 )
 def test_option_values_are_checked_by_the_parser(
@@ -85,6 +87,14 @@ def test_option_values_are_checked_by_the_parser(
         build_parser().parse_args(["bench", "scale", *option])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_skipped_phases_are_parsed_into_a_set() -> None:
+    args = build_parser().parse_args(
+        ["bench", "scale", "--skip", "rolling-update, reorder-apply,rolling-update"]
+    )
+    assert args.skip == {"rolling-update", "reorder-apply"}
+    assert build_parser().parse_args(["bench", "scale"]).skip == frozenset()
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ PHASES = (
     "reorder-apply",
     "delete",
 )
+#: The phases `cliques bench scale --skip` may leave out; every run measures the deploy.
+SKIPPABLE = ("steady-state", "rolling-update", "reorder-apply", "delete")
 
 
 def _api_summary(api: dict[str, int]) -> tuple[int, int, int]:

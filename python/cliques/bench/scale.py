@@ -33,7 +33,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -213,6 +213,9 @@ class Settings:
     #: kube-controller-manager, kube-scheduler, kwok-controller), whose CPU every phase
     #: records beside the operator's; empty for a cluster given by --kubeconfig
     control_plane: dict[str, int] = field(default_factory=dict)
+    #: phases left out (a subset of report.SKIPPABLE): the large shapes of the cost curve
+    #: measure deploy and steady state and leave the long rolling update out
+    skip: frozenset[str] = frozenset()
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -459,6 +462,62 @@ async def _phases(
         if not ok:
             return
 
+    if "steady-state" not in cfg.skip:
+        await _steady(client, ns, cfg, sampler, kind, names, progress, begin, record)
+    new_image = kinds.FIRST_IMAGE
+    if "rolling-update" not in cfg.skip:
+        # -- rolling update ----------------------------------------------------------------
+        api0, cpu0, mark, t0 = await begin()
+        new_image = kinds.NEXT_IMAGE
+        await apply([kind.manifest(n, shape, new_image, gang, sub) for n in names])
+        ok = await wait(
+            "rolling-update",
+            lambda: min(
+                obs.count(ready=True, image=new_image),
+                obs.available_sets() * (total // len(names)),
+            ),
+            total,
+        )
+        await record("rolling-update", t0, cpu0, api0, mark, ok)
+        if not ok:
+            return
+    if "reorder-apply" not in cfg.skip:
+        # -- re-order-only apply -----------------------------------------------------------
+        api0, cpu0, mark, t0 = await begin()
+        await apply([kind.reordered(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        # Settle: every set observed the new generation and stays Available for 10 s.
+        # An operator that replaces pods here is followed until it is done (quiet for 2 s).
+        settle_until = time.monotonic() + 10.0
+        seen_deletes = len(obs.deleted)
+        while time.monotonic() < settle_until:
+            progress("reorder-apply", obs.available_sets(), len(names))
+            if obs.available_sets() < len(names) or len(obs.deleted) != seen_deletes:
+                seen_deletes = len(obs.deleted)
+                settle_until = max(settle_until, time.monotonic() + 2.0)
+            if time.monotonic() - t0 > cfg.timeout:
+                break
+            await asyncio.sleep(0.2)
+        await record("reorder-apply", t0, cpu0, api0, mark, True)
+    if "delete" not in cfg.skip:
+        # -- delete ------------------------------------------------------------------------
+        api0, cpu0, mark, t0 = await begin()
+        await asyncio.gather(*(client.delete(kind.resource, ns, n) for n in names))
+        ok = await wait("delete", lambda: total - len(obs.pods.store), total)
+        await record("delete", t0, cpu0, api0, mark, ok)
+
+
+async def _steady(
+    client: KubeClient,
+    ns: str,
+    cfg: Settings,
+    sampler: Sampler,
+    kind: WorkloadKind,
+    names: list[str],
+    progress: Progress,
+    begin: Callable[[], Awaitable[tuple[Any, float, tuple[int, int], float]]],
+    record: Callable[..., Awaitable[None]],
+) -> None:
+    """The steady state: a change that changes nothing, after the idle rate is measured."""
     # -- steady state: a change that changes nothing ---------------------------------------
     # The idle rate (leases, health checks, a supervisor's polling) is measured first and
     # subtracted; /proc counts 10 ms ticks, so it needs a window of seconds, not one.
@@ -500,44 +559,6 @@ async def _phases(
         more=settle,
         settle_window=idle_window,
     )
-
-    # -- rolling update --------------------------------------------------------------------
-    api0, cpu0, mark, t0 = await begin()
-    new_image = kinds.NEXT_IMAGE
-    await apply([kind.manifest(n, shape, new_image, gang, sub) for n in names])
-    ok = await wait(
-        "rolling-update",
-        lambda: min(
-            obs.count(ready=True, image=new_image), obs.available_sets() * (total // len(names))
-        ),
-        total,
-    )
-    await record("rolling-update", t0, cpu0, api0, mark, ok)
-    if not ok:
-        return
-
-    # -- re-order-only apply ---------------------------------------------------------------
-    api0, cpu0, mark, t0 = await begin()
-    await apply([kind.reordered(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
-    # Settle: every set observed the new generation and stays Available for 10 s.
-    # An operator that replaces pods here is followed until it is done (quiet for 2 s).
-    settle_until = time.monotonic() + 10.0
-    seen_deletes = len(obs.deleted)
-    while time.monotonic() < settle_until:
-        progress("reorder-apply", obs.available_sets(), len(names))
-        if obs.available_sets() < len(names) or len(obs.deleted) != seen_deletes:
-            seen_deletes = len(obs.deleted)
-            settle_until = max(settle_until, time.monotonic() + 2.0)
-        if time.monotonic() - t0 > cfg.timeout:
-            break
-        await asyncio.sleep(0.2)
-    await record("reorder-apply", t0, cpu0, api0, mark, True)
-
-    # -- delete ----------------------------------------------------------------------------
-    api0, cpu0, mark, t0 = await begin()
-    await asyncio.gather(*(client.delete(kind.resource, ns, n) for n in names))
-    ok = await wait("delete", lambda: total - len(obs.pods.store), total)
-    await record("delete", t0, cpu0, api0, mark, ok)
 
 
 async def _wait_started(proc: subprocess.Popen[bytes], spec: OperatorSpec, port: int) -> None:

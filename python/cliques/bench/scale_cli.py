@@ -114,6 +114,15 @@ def add_parsers(bench_sub: Any) -> None:
         "set), UniquePerGang (one per gang), or both, comma-separated, to run every "
         "operator under each in turn, named operator/POLICY (default: left out, Shared)",
     )
+    p.add_argument(
+        "--skip",
+        type=_skipped,
+        default=frozenset(),
+        metavar="PHASE[,PHASE]",
+        help="phases to leave out, comma-separated, of steady-state, rolling-update, "
+        "reorder-apply, delete (the deploy milestones always run); e.g. the largest shapes of "
+        "a cost curve with --skip rolling-update,reorder-apply",
+    )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -152,6 +161,17 @@ def _policies(text: str) -> list[str]:
             f"{text!r}: give Shared, UniquePerGang or both, comma-separated, each once"
         )
     return out
+
+
+def _skipped(text: str) -> frozenset[str]:
+    """`--skip`: a comma list of phases that may be left out."""
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in out if t not in report.SKIPPABLE]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give phases to leave out, comma-separated, of {', '.join(report.SKIPPABLE)}"
+        )
+    return frozenset(out)
 
 
 class UsageError(Exception):
@@ -375,6 +395,7 @@ def run_scale(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         log_dir=args.out / "logs",
         gang_scheduling=args.gang_scheduling,
+        skip=args.skip,
     )
     runs: list[dict[str, Any]] = []
     doc: dict[str, Any] = {
@@ -385,6 +406,7 @@ def run_scale(args: argparse.Namespace) -> int:
         "subdomain_policies": [p for p in args.subdomain_policy if p],
         "pod_template_hash": next(iter(hashes.values())),
         "nodes": args.nodes,
+        "skipped_phases": sorted(args.skip),
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
         "command": " ".join(sys.argv),
