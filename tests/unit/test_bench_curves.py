@@ -35,10 +35,10 @@ def deploy_run(operator: str, cpu: float, rss: float, kcm: float | None = None) 
     }
 
 
-def doc(pods: int, *runs: dict[str, Any], digest: str = "aaaa") -> dict[str, Any]:
+def doc(pods: int, *runs: dict[str, Any], digest: str = "aaaa", shape: str = "") -> dict[str, Any]:
     return {
         "kind": "scale",
-        "shape": f"1x{pods // 2}x2",
+        "shape": shape or f"1x{pods // 2}x2",
         "total_pods": pods,
         "pod_template_hash": digest,
         "runs": list(runs),
@@ -88,10 +88,105 @@ def test_bench_plot_draws_a_png_and_refuses_different_templates(
     assert main(["bench", "plot", str(small), str(large), "-o", str(out)]) == 0
     assert out.read_bytes().startswith(b"\x89PNG")
     printed = capsys.readouterr().out
-    assert "lws   1000 pods: 1.00 ms CPU per pod (4.00 with kcm), peak RSS 60 MiB" in printed
+    assert "| 1x500x2 | lws | 1 |  | 1.00 | 1.00 | 4.00 |  | 60 |  |  | 0 |" in printed
 
     other = report.save(
         doc(1000, deploy_run("cliques-w1", 1.0, 50.0), digest="bbbb"), tmp_path, "other"
     )
     assert main(["bench", "plot", str(small), str(other), "-o", str(out)]) == 2
     assert "different pod templates" in capsys.readouterr().err
+
+
+PLANE = {
+    "cpu_kube-apiserver": 30.0,
+    "cpu_etcd": 5.0,
+    "cpu_kube-controller-manager": 8.0,
+    "cpu_kube-scheduler": 4.0,
+    "cpu_kwok-controller": 9.0,
+}
+
+
+def full_run(
+    operator: str, cpu: float, ready: float, noop: float, spurious: int = 0
+) -> dict[str, Any]:
+    """A run with every phase the table reads."""
+    return {
+        "operator": operator,
+        "error": "",
+        "phases": [
+            {
+                "phase": "pods-ready",
+                "wall": ready,
+                "cpu": cpu,
+                "rss_peak_mib": 80.0,
+                "completed": True,
+                "extra": {},
+            },
+            {
+                "phase": "available",
+                "wall": ready + 1,
+                "cpu": cpu,
+                "rss_peak_mib": 90.0,
+                "completed": True,
+                "extra": PLANE | {"cpu_operator_and_kcm": cpu + 8.0},
+            },
+            {
+                "phase": "steady-state",
+                "wall": 30.0,
+                "cpu": 0.1,
+                "rss_peak_mib": 95.0,
+                "completed": True,
+                "spurious_creates": spurious,
+                "spurious_deletes": 0,
+                "extra": {
+                    "noop_cpu_per_set": noop,
+                    "settle_cpu_kube-controller-manager": 0.4,
+                    "settle_window": 10.0,
+                },
+            },
+        ],
+    }
+
+
+def test_many_sets_are_a_curve_of_their_own_and_the_table_has_every_figure() -> None:
+    found = curves.points(
+        [
+            doc(1000, full_run("cliques-w1", 4.0, 30.0, 0.010)),
+            doc(1000, full_run("cliques-w1", 6.0, 40.0, 0.002), shape="100x5x2"),
+            doc(10000, full_run("cliques-w1", 50.0, 400.0, 0.030, spurious=2), shape="1000x5x2"),
+        ]
+    )
+    assert sorted(found) == ["cliques-w1", "cliques-w1 [sets of 5 gangs]"]
+    one, many = found["cliques-w1"], found["cliques-w1 [sets of 5 gangs]"]
+    assert [p.shape for p in one] == ["1x500x2"]
+    assert [(p.shape, p.pods) for p in many] == [("100x5x2", 1000), ("1000x5x2", 10000)]
+    big = many[1]
+    assert big.cpu_ms_per_pod == pytest.approx(5.0)
+    assert big.ready_s == 400.0 and big.deploy_cpu_s == 50.0
+    # The kwok controller (the fake kubelets) is not the control plane.
+    assert big.control_plane_cpu_s == pytest.approx(47.0)
+    assert big.noop_ms_per_set == pytest.approx(30.0)
+    assert big.spurious == 2 and big.runs == 1
+    lines = curves.table(found).splitlines()
+    assert lines[0].startswith("| shape | operator | rounds | pods Ready, s |")
+    # Sorted by pods, then shape: 100x5x2 before 1x500x2 at 1,000 pods.
+    assert [line.split(" | ")[0:2] for line in lines[2:]] == [
+        ["| 100x5x2", "cliques-w1"],
+        ["| 1x500x2", "cliques-w1"],
+        ["| 1000x5x2", "cliques-w1"],
+    ]
+    assert lines[-1] == (
+        "| 1000x5x2 | cliques-w1 | 1 | 400.0 | 50.00 | 5.00 | 5.80 | 47.0 | 95 | 30.0 "
+        "| 0.40 s in 10 s | 2 |"
+    )
+
+
+def test_a_run_without_steady_state_or_a_ready_milestone_leaves_those_cells_empty() -> None:
+    run = full_run("lws", 10.0, 100.0, 0.0)
+    run["phases"] = [p for p in run["phases"] if p["phase"] == "available"]
+    (point,) = curves.points([doc(1000, run)])["lws"]
+    assert point.ready_s is None and point.noop_ms_per_set is None
+    assert point.settle_kcm_cpu_s is None
+    assert curves.table({"lws": [point]}).splitlines()[-1] == (
+        "| 1x500x2 | lws | 1 |  | 10.00 | 10.00 | 18.00 | 47.0 | 90 |  |  | 0 |"
+    )

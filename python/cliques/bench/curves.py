@@ -1,65 +1,180 @@
-"""Cost curves across saved scale runs: each operator's deploy CPU per pod (its own, and
-with the controller-manager's) and peak RSS against the number of pods, from result JSONs
-of different shapes (`cliques bench plot`). The points are pure data; only `draw` needs
-matplotlib (the `bench` extra)."""
+"""Cost curves across saved scale runs (`cliques bench plot`): each operator's deploy CPU per
+pod (its own, and with the controller-manager's) and peak RSS against the number of pods, and
+a Markdown table per shape beside them (time to Ready, the control plane's CPU, the no-op
+reconcile, how fast the control plane settles, spurious writes). One set of many gangs and
+many sets of a few gangs are different curves: an operator that is cheap per gang may still
+pay per set. The points are pure data; only `draw` needs matplotlib (the `bench` extra)."""
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cliques.bench.workload import Shape
+
+#: The control plane a user's cluster runs, whatever the nodes are: the kwok controller
+#: (the fake kubelets) is left out of it.
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+
 
 @dataclass(frozen=True)
 class Point:
-    """One operator at one size: the median over the runs (files, rounds) of that size."""
+    """One operator at one shape: the median over the runs (files, rounds) of that shape."""
 
+    shape: str
     pods: int
     cpu_ms_per_pod: float  # the operator's CPU from the apply to every set Available
     cpu_with_kcm_ms_per_pod: float | None  # plus the controller-manager's (dev cluster only)
     rss_peak_mib: float  # the operator's highest peak RSS over the phases
+    ready_s: float | None = None  # apply to every pod Ready
+    deploy_cpu_s: float = 0.0  # the operator's CPU, apply to Available
+    control_plane_cpu_s: float | None = None  # CONTROL_PLANE's CPU over the same deploy
+    noop_ms_per_set: float | None = None  # the no-op reconcile of the steady state, per set
+    settle_kcm_cpu_s: float | None = None  # controller-manager CPU in the window after Available
+    settle_window_s: float | None = None
+    spurious: int = 0  # creates and deletes no correct operator makes, over every phase
+    runs: int = 1
 
 
 def _phase(run: dict[str, Any], name: str) -> dict[str, Any] | None:
     return next((p for p in run["phases"] if p["phase"] == name), None)
 
 
+def line_name(operator: str, shape: str) -> str:
+    """The curve a run belongs to: the operator, and for shapes of many sets the gangs per
+    set (`cliques-w1 [sets of 5 gangs]`), which is a curve of its own."""
+    try:
+        parsed = Shape.parse(shape)
+    except ValueError:
+        return operator
+    return operator if parsed.sets == 1 else f"{operator} [sets of {parsed.gangs} gangs]"
+
+
+@dataclass
+class _Sample:
+    cpu: float
+    kcm: float | None
+    rss: float
+    ready: float | None
+    plane: float | None
+    noop: float | None
+    settle: float | None
+    window: float | None
+    spurious: int
+
+
+def _sample(run: dict[str, Any], pods: int) -> _Sample | None:
+    deploy = _phase(run, "available")
+    if run.get("error") or deploy is None or not deploy["completed"]:
+        return None
+    extra = deploy.get("extra", {})
+    kcm = extra.get("cpu_operator_and_kcm")
+    plane = [extra[f"cpu_{c}"] for c in CONTROL_PLANE if f"cpu_{c}" in extra]
+    ready = _phase(run, "pods-ready")
+    steady = _phase(run, "steady-state")
+    steady_extra = steady.get("extra", {}) if steady else {}
+    noop = steady_extra.get("noop_cpu_per_set")
+    return _Sample(
+        cpu=deploy["cpu"],
+        kcm=kcm,
+        rss=max(p["rss_peak_mib"] for p in run["phases"]),
+        ready=ready["wall"] if ready and ready["completed"] else None,
+        plane=sum(plane) if len(plane) == len(CONTROL_PLANE) else None,
+        noop=None if noop is None else noop * 1000,
+        settle=steady_extra.get("settle_cpu_kube-controller-manager"),
+        window=steady_extra.get("settle_window"),
+        spurious=sum(
+            p.get("spurious_creates", 0) + p.get("spurious_deletes", 0) for p in run["phases"]
+        ),
+    )
+
+
+def _median(values: list[float | None]) -> float | None:
+    seen = [v for v in values if v is not None]
+    return statistics.median(seen) if seen else None
+
+
 def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
-    """Per operator, its points sorted by pods. A run counts when its deploy completed;
-    several at one size (rounds, files) give their median."""
-    samples: dict[str, dict[int, list[tuple[float, float | None, float]]]] = defaultdict(
+    """Per curve (`line_name`), its points sorted by pods. A run counts when its deploy
+    completed; several of one shape (rounds, files) give their median, and the worst
+    spurious count."""
+    samples: dict[str, dict[tuple[int, str], list[_Sample]]] = defaultdict(
         lambda: defaultdict(list)
     )
     for doc in docs:
         if doc.get("kind") != "scale":
             continue
         pods = int(doc["total_pods"])
+        shape = str(doc.get("shape", ""))
         for run in doc["runs"]:  # every round, not the summary: the median is taken here
-            deploy = _phase(run, "available")
-            if run.get("error") or deploy is None or not deploy["completed"]:
-                continue
-            kcm = deploy.get("extra", {}).get("cpu_operator_and_kcm")
-            rss = max(p["rss_peak_mib"] for p in run["phases"])
-            samples[run["operator"]][pods].append(
-                (deploy["cpu"] * 1000 / pods, None if kcm is None else kcm * 1000 / pods, rss)
-            )
+            got = _sample(run, pods)
+            if got is not None:
+                samples[line_name(run["operator"], shape)][(pods, shape)].append(got)
     out: dict[str, list[Point]] = {}
-    for operator, by_size in samples.items():
+    for line, by_shape in samples.items():
         row = []
-        for pods, seen in sorted(by_size.items()):
-            kcm = [k for _, k, _ in seen if k is not None]
+        for (pods, shape), seen in sorted(by_shape.items()):
+
+            def med(get: Callable[[_Sample], float | None], seen: list[_Sample] = seen) -> Any:
+                return _median([get(s) for s in seen])
+
+            kcm = med(lambda s: s.kcm)
             row.append(
                 Point(
+                    shape=shape,
                     pods=pods,
-                    cpu_ms_per_pod=statistics.median(c for c, _, _ in seen),
-                    cpu_with_kcm_ms_per_pod=statistics.median(kcm) if kcm else None,
-                    rss_peak_mib=statistics.median(r for _, _, r in seen),
+                    cpu_ms_per_pod=med(lambda s: s.cpu) * 1000 / pods,
+                    cpu_with_kcm_ms_per_pod=None if kcm is None else kcm * 1000 / pods,
+                    rss_peak_mib=med(lambda s: s.rss),
+                    ready_s=med(lambda s: s.ready),
+                    deploy_cpu_s=med(lambda s: s.cpu),
+                    control_plane_cpu_s=med(lambda s: s.plane),
+                    noop_ms_per_set=med(lambda s: s.noop),
+                    settle_kcm_cpu_s=med(lambda s: s.settle),
+                    settle_window_s=med(lambda s: s.window),
+                    spurious=max(s.spurious for s in seen),
+                    runs=len(seen),
                 )
             )
-        out[operator] = row
+        out[line] = row
     return out
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def table(curves: dict[str, list[Point]]) -> str:
+    """A Markdown table, one row per shape and operator, shapes by pods then name."""
+    rows = sorted(
+        ((p, line) for line, row in curves.items() for p in row),
+        key=lambda pl: (pl[0].pods, pl[0].shape, pl[1]),
+    )
+    out = [
+        "| shape | operator | rounds | pods Ready, s | deploy CPU, s | per pod, ms "
+        "| with kcm, ms | control plane CPU, s | peak RSS, MiB | no-op per set, ms "
+        "| kcm CPU after Available | spurious |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p, line in rows:
+        operator = line.split(" [", 1)[0]
+        settle = (
+            ""
+            if p.settle_kcm_cpu_s is None
+            else f"{p.settle_kcm_cpu_s:.2f} s in {_num(p.settle_window_s, '.0f')} s"
+        )
+        out.append(
+            f"| {p.shape} | {operator} | {p.runs} | {_num(p.ready_s, '.1f')} "
+            f"| {p.deploy_cpu_s:.2f} | {p.cpu_ms_per_pod:.2f} "
+            f"| {_num(p.cpu_with_kcm_ms_per_pod, '.2f')} | {_num(p.control_plane_cpu_s, '.1f')} "
+            f"| {p.rss_peak_mib:.0f} | {_num(p.noop_ms_per_set, '.1f')} | {settle} "
+            f"| {p.spurious} |"
+        )
+    return "\n".join(out)
 
 
 class NoMatplotlib(Exception):
@@ -67,7 +182,7 @@ class NoMatplotlib(Exception):
 
 
 def draw(curves: dict[str, list[Point]], out: Path, title: str = "") -> Path:
-    """Two panels against pods, one line per operator: deploy CPU per pod (solid: the
+    """Two panels against pods, one line per curve: deploy CPU per pod (solid: the
     operator; dashed: with the controller-manager), and peak RSS."""
     try:
         import matplotlib
@@ -78,28 +193,29 @@ def draw(curves: dict[str, list[Point]], out: Path, title: str = "") -> Path:
         raise NoMatplotlib(
             "drawing needs matplotlib: pip install 'cliques[bench]' (or matplotlib)"
         ) from None
-    fig, (cpu_ax, rss_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (cpu_ax, rss_ax) = plt.subplots(1, 2, figsize=(13, 5))
     colors = plt.get_cmap("tab10")
-    for i, (operator, row) in enumerate(sorted(curves.items())):
+    for i, (line, row) in enumerate(sorted(curves.items())):
         xs = [p.pods for p in row]
         color = colors(i % 10)
-        cpu_ax.plot(xs, [p.cpu_ms_per_pod for p in row], "o-", color=color, label=operator)
+        marker = "s" if "[" in line else "o"
+        cpu_ax.plot(xs, [p.cpu_ms_per_pod for p in row], f"{marker}-", color=color, label=line)
         with_kcm = [(p.pods, p.cpu_with_kcm_ms_per_pod) for p in row if p.cpu_with_kcm_ms_per_pod]
         if with_kcm:
             cpu_ax.plot(
                 [x for x, _ in with_kcm],
                 [y for _, y in with_kcm],
-                "o--",
+                f"{marker}--",
                 color=color,
                 alpha=0.6,
-                label=f"{operator} + controller-manager",
+                label=f"{line} + controller-manager",
             )
-        rss_ax.plot(xs, [p.rss_peak_mib for p in row], "o-", color=color, label=operator)
+        rss_ax.plot(xs, [p.rss_peak_mib for p in row], f"{marker}-", color=color, label=line)
     for ax in (cpu_ax, rss_ax):
         ax.set_xscale("log")
         ax.set_xlabel("pods")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="x-small")
     cpu_ax.set_ylabel("deploy CPU per pod, ms")
     cpu_ax.set_title("CPU per pod (apply to every set Available)")
     rss_ax.set_ylabel("peak RSS, MiB")

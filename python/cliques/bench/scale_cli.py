@@ -139,8 +139,11 @@ def add_parsers(bench_sub: Any) -> None:
         help="cost curves: CPU per pod and peak RSS against pods, one line per operator",
         description="Draw each operator's deploy CPU per pod (its own, and with the "
         "controller-manager's) and peak RSS against the number of pods, from saved scale "
-        "runs of different shapes (e.g. 1x500x2, 1x2500x2, 1x5000x2). Needs matplotlib "
-        "(the bench extra). Runs whose pod templates differ are refused.",
+        "runs of different shapes (e.g. 1x500x2, 1x2500x2, 1x5000x2; many-set shapes such as "
+        "1000x5x2 are curves of their own), and print a Markdown table per shape: time to "
+        "Ready, CPU, the control plane's CPU, peak RSS, the no-op reconcile, spurious "
+        "writes. Needs matplotlib (the bench extra). Runs whose pod templates differ are "
+        "refused.",
     )
     c.add_argument("files", nargs="+", type=Path, help="scale result JSON files")
     c.add_argument(
@@ -530,21 +533,11 @@ def run_plot(args: argparse.Namespace) -> int:
     if not found:
         print("cliques bench plot: no completed deploy in these files", file=sys.stderr)
         return 2
+    print(curves.table(found))
     try:
         path = curves.draw(found, args.out, "cliques bench scale: cost against pods")
     except curves.NoMatplotlib as exc:
         print(f"cliques bench plot: {exc}", file=sys.stderr)
         return 1
-    for operator, row in sorted(found.items()):
-        for p in row:
-            kcm = (
-                ""
-                if p.cpu_with_kcm_ms_per_pod is None
-                else f" ({p.cpu_with_kcm_ms_per_pod:.2f} with kcm)"
-            )
-            print(
-                f"{operator:>12} {p.pods:>6} pods: {p.cpu_ms_per_pod:.2f} ms CPU per pod{kcm}, "
-                f"peak RSS {p.rss_peak_mib:.0f} MiB"
-            )
     print(f"saved {path}")
     return 0
