@@ -408,13 +408,16 @@ async def _phases(
         api1 = await apimetrics.scrape(client) if scrape else api0
         if scrape:
             extra.update(opmetrics.delta(await own_counters(), own0))
+            extra.update(
+                {f"plane {k}": v for k, v in apimetrics.plane_delta(api1.plane, api0.plane).items()}
+            )
         result.phases.append(
             PhaseResult(
                 phase=phase,
                 wall=wall,
                 cpu=cpu,
                 rss_peak_mib=sampler.rss_peak_total / 2**20,
-                api=apimetrics.delta(api1, api0),
+                api=apimetrics.delta(api1.requests, api0.requests),
                 spurious_creates=judged.spurious_creates,
                 spurious_deletes=judged.spurious_deletes,
                 replaced=judged.replaced,
