@@ -106,10 +106,22 @@ PLANE = {
 }
 
 
+WORK = {
+    "plane writes": 4000,
+    "plane write bytes": 6_500_000,
+    "plane watch events": 30000,
+    "plane watch bytes": 120_000_000,
+    "plane writes endpointslices": 150,
+    "plane watch events pods": 21000,
+    "plane writes pods": 1000,
+}
+
+
 def full_run(
-    operator: str, cpu: float, ready: float, noop: float, spurious: int = 0
+    operator: str, cpu: float, ready: float, noop: float, spurious: int = 0, work: bool = True
 ) -> dict[str, Any]:
-    """A run with every phase the table reads."""
+    """A run with every phase the tables read (the control plane's work only if `work`)."""
+    plane_work = WORK if work else {}
     return {
         "operator": operator,
         "error": "",
@@ -128,7 +140,7 @@ def full_run(
                 "cpu": cpu,
                 "rss_peak_mib": 90.0,
                 "completed": True,
-                "extra": PLANE | {"cpu_operator_and_kcm": cpu + 8.0},
+                "extra": PLANE | plane_work | {"cpu_operator_and_kcm": cpu + 8.0},
             },
             {
                 "phase": "steady-state",
@@ -190,3 +202,26 @@ def test_a_run_without_steady_state_or_a_ready_milestone_leaves_those_cells_empt
     assert curves.table({"lws": [point]}).splitlines()[-1] == (
         "| 1x500x2 | lws | 1 |  | 10.00 | 10.00 | 18.00 | 47.0 | 90 |  |  | 0 |"
     )
+
+
+def test_the_plane_table_shows_the_deploys_work_and_leaves_out_runs_without_it() -> None:
+    found = curves.points(
+        [
+            doc(1000, full_run("cliques-w1", 4.0, 30.0, 0.010)),
+            doc(1000, full_run("lws", 12.0, 60.0, 0.040, work=False)),
+        ]
+    )
+    assert found["cliques-w1"][0].plane == {
+        "writes": 4000,
+        "write bytes": 6_500_000,
+        "watch events": 30000,
+        "watch bytes": 120_000_000,
+        "writes endpointslices": 150,
+        "watch events pods": 21000,
+    }
+    lines = curves.plane_table(found).splitlines()
+    assert lines[0].startswith("| shape | operator | writes | per pod | written, MB |")
+    assert lines[2:] == [
+        "| 1x500x2 | cliques-w1 | 4000 | 4.0 | 6.5 | 30000 | 30.0 | 21000 | 120 | 150 |"
+    ]
+    assert curves.plane_table({"lws": found["lws"]}) == ""

@@ -38,6 +38,19 @@ class Point:
     settle_window_s: float | None = None
     spurious: int = 0  # creates and deletes no correct operator makes, over every phase
     runs: int = 1
+    #: what the deploy made the API server do, from every client (`PLANE` keys), when known
+    plane: dict[str, float] | None = None
+
+
+#: The deploy's control-plane work the second table shows (bench.apimetrics keys).
+PLANE = (
+    "writes",
+    "write bytes",
+    "watch events",
+    "watch bytes",
+    "writes endpointslices",
+    "watch events pods",
+)
 
 
 def _phase(run: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -65,6 +78,7 @@ class _Sample:
     settle: float | None
     window: float | None
     spurious: int
+    work: dict[str, float] | None
 
 
 def _sample(run: dict[str, Any], pods: int) -> _Sample | None:
@@ -90,12 +104,20 @@ def _sample(run: dict[str, Any], pods: int) -> _Sample | None:
         spurious=sum(
             p.get("spurious_creates", 0) + p.get("spurious_deletes", 0) for p in run["phases"]
         ),
+        work=({k: extra.get(f"plane {k}", 0) for k in PLANE} if "plane writes" in extra else None),
     )
 
 
 def _median(values: list[float | None]) -> float | None:
     seen = [v for v in values if v is not None]
     return statistics.median(seen) if seen else None
+
+
+def _median_plane(seen: list[dict[str, float] | None]) -> dict[str, float] | None:
+    known = [p for p in seen if p is not None]
+    if not known:
+        return None
+    return {k: statistics.median(p[k] for p in known) for k in PLANE}
 
 
 def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
@@ -138,6 +160,7 @@ def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
                     settle_window_s=med(lambda s: s.window),
                     spurious=max(s.spurious for s in seen),
                     runs=len(seen),
+                    plane=_median_plane([s.work for s in seen]),
                 )
             )
         out[line] = row
@@ -175,6 +198,31 @@ def table(curves: dict[str, list[Point]]) -> str:
             f"| {p.spurious} |"
         )
     return "\n".join(out)
+
+
+def plane_table(curves: dict[str, list[Point]]) -> str:
+    """What each deploy made the API server do, from every client: objects written, request
+    bytes, watch events fanned out to every watcher and their bytes, endpoint-slice writes;
+    the rows of runs that recorded it (`table`'s order)."""
+    rows = sorted(
+        ((p, line) for line, row in curves.items() for p in row if p.plane is not None),
+        key=lambda pl: (pl[0].pods, pl[0].shape, pl[1]),
+    )
+    out = [
+        "| shape | operator | writes | per pod | written, MB | watch events | per pod "
+        "| watch events of pods | sent, MB | endpoint-slice writes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p, line in rows:
+        plane = p.plane or {}
+        out.append(
+            f"| {p.shape} | {line.split(' [', 1)[0]} | {plane['writes']:.0f} "
+            f"| {plane['writes'] / p.pods:.1f} | {plane['write bytes'] / 1e6:.1f} "
+            f"| {plane['watch events']:.0f} | {plane['watch events'] / p.pods:.1f} "
+            f"| {plane['watch events pods']:.0f} | {plane['watch bytes'] / 1e6:.0f} "
+            f"| {plane['writes endpointslices']:.0f} |"
+        )
+    return "\n".join(out) if rows else ""
 
 
 class NoMatplotlib(Exception):

@@ -534,6 +534,10 @@ def run_plot(args: argparse.Namespace) -> int:
         print("cliques bench plot: no completed deploy in these files", file=sys.stderr)
         return 2
     print(curves.table(found))
+    plane = curves.plane_table(found)
+    if plane:
+        print("\nwhat each deploy made the API server do, from every client:\n")
+        print(plane)
     try:
         path = curves.draw(found, args.out, "cliques bench scale: cost against pods")
     except curves.NoMatplotlib as exc:
