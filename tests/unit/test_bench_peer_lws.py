@@ -3,6 +3,7 @@ from its kustomize manifests (by URL, CA bundle, object selector), the certifica
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import subprocess
 from pathlib import Path
@@ -145,3 +146,30 @@ def test_the_webhook_probe_leaves_the_network_config_to_the_webhook() -> None:
     assert body["kind"] == "LeaderWorkerSet"
     assert "networkConfig" not in body["spec"]
     assert "rolloutStrategy" not in body["spec"]
+
+
+class _CrdClient:
+    """The two calls `install_crds` makes, answering as an API server does right after a
+    create: `conditions` null at first, then Established."""
+
+    def __init__(self) -> None:
+        self.applied: list[str] = []
+        self.gets = 0
+
+    async def patch(
+        self, resource: object, ns: object, name: str, *a: object, **kw: object
+    ) -> None:
+        self.applied.append(name)
+
+    async def get(self, resource: object, ns: object, name: str, kind: object) -> dict[str, Any]:
+        self.gets += 1
+        if self.gets == 1:
+            return {"status": {"conditions": None}}
+        return {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+
+
+def test_crds_are_waited_on_through_a_status_without_conditions_yet() -> None:
+    client = _CrdClient()
+    bodies = [{"metadata": {"name": "a.x"}}, {"metadata": {"name": "b.x"}}]
+    asyncio.run(peer_lws.install_crds(client, bodies))  # type: ignore[arg-type]
+    assert client.applied == ["a.x", "b.x"] and client.gets == 3

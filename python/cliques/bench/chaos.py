@@ -374,7 +374,7 @@ class Engine:
     async def _name_conflict(self, name: str) -> bool:
         with contextlib.suppress(*errors.API_FAILURES):
             cqs = await self.client.get(CLIQUESETS, self.ns, name, dict)
-            for cond in cqs.get("status", {}).get("conditions", []):
+            for cond in (cqs.get("status") or {}).get("conditions") or []:
                 if cond.get("type") == "ReplicaFailure" and cond.get("reason") == "NameConflict":
                     held = self.held.get(name, name)
                     return f"{self.ns}/{held} already exists" in cond.get("message", "")
@@ -432,7 +432,7 @@ class Engine:
             return False
         return any(
             c.get("type") == "Available" and c.get("status") == "True"
-            for c in st.get("conditions", [])
+            for c in st.get("conditions") or []
         )
 
     async def _invalid_spec(self, inv: Invalid) -> bool:

@@ -323,7 +323,8 @@ async def install_crds(client: KubeClient, bodies: list[dict[str, Any]]) -> None
     waiting = [b["metadata"]["name"] for b in bodies]
     while waiting:
         current = await client.get(CRDS, None, waiting[0], dict)
-        conditions = current.get("status", {}).get("conditions", [])
+        # A CRD just created may show `conditions: null` until its controller gets to it.
+        conditions = (current.get("status") or {}).get("conditions") or []
         if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
             waiting.pop(0)
             continue

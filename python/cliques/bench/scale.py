@@ -31,6 +31,7 @@ import shlex
 import subprocess
 import sys
 import time
+import traceback
 import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -302,6 +303,8 @@ async def run_operator(
         )
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
         result.error = f"{type(exc).__name__}: {exc}"
+        # Where it failed goes to the run's log, after whatever the operator wrote there.
+        _append(log_path, f"\ncliques bench: the run failed:\n{traceback.format_exc()}")
     finally:
         if sampler is not None:
             await sampler.stop()
@@ -576,6 +579,12 @@ async def _wait_started(proc: subprocess.Popen[bytes], spec: OperatorSpec, port:
             return
         await asyncio.sleep(0.2)
     raise RuntimeError(f"{spec.name} not ready after 120 s")
+
+
+def _append(path: Path, text: str) -> None:
+    """Add `text` to the end of file `path` (a small write; failures are ignored)."""
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as out:
+        out.write(text)
 
 
 def _spawn(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:

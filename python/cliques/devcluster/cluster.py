@@ -569,7 +569,7 @@ def _pending(kubectl: _Kubectl, node_names: list[str]) -> tuple[str, str] | None
             for item in (listed or {}).get("items", [])
             if any(
                 c.get("type") == "Ready" and c.get("status") == "True"
-                for c in item.get("status", {}).get("conditions", [])
+                for c in (item.get("status") or {}).get("conditions") or []
             )
         }
         missing = [n for n in node_names if n not in ready]
