@@ -189,3 +189,18 @@ def test_a_restart_is_expected_until_the_cache_shows_it() -> None:
         "llama-0-worker", "1"
     )
     assert gang_failures.observed_token(clique(0, "leader").metadata) is None
+
+
+def test_an_unmarked_healthy_gang_is_the_no_op_the_planner_skips() -> None:
+    # The planner skips `decide` for a gang that is not breached and `unmarked`: that is
+    # only right while `decide` has nothing to do for it and its restart count is 0.
+    plain = members(other="x")
+    assert gang_failures.unmarked(plain) and gang_failures.unmarked({})
+    assert gang_failures.decide(POLICY, plain, False, T0) == gang_failures.GangDecision()
+    assert gang_failures.restarts_of(plain) == 0
+    for key in (gang_failures.ANNOTATION_BREACH_SINCE, gang_failures.ANNOTATION_RESTARTS):
+        marked = members(**{key: T0 if "since" in key else "1"})
+        assert not gang_failures.unmarked(marked)
+    one = {"leader": clique(0, "leader"), "worker": members(**{"cliques.dev/x": "1"})["worker"]}
+    one["worker"].metadata.annotations[gang_failures.ANNOTATION_RESTARTS] = "2"
+    assert not gang_failures.unmarked(one), "one marked Clique marks the gang"

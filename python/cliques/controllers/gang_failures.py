@@ -65,6 +65,17 @@ def _count(clique: Clique) -> int:
         return 0
 
 
+def unmarked(members: Mapping[str, Clique]) -> bool:
+    """No Clique of the gang records a restart or a breach: for a gang that is not
+    breached, `decide` has nothing to do and `restarts_of` is 0 (the common case, checked
+    first so that a plan of thousands of healthy gangs stays cheap)."""
+    for c in members.values():
+        ann = c.metadata.annotations
+        if ANNOTATION_RESTARTS in ann or ANNOTATION_BREACH_SINCE in ann:
+            return False
+    return True
+
+
 def restarts_of(members: Mapping[str, Clique]) -> int:
     """The gang's restart count: the highest its Cliques record."""
     return max((_count(c) for c in members.values()), default=0)

@@ -54,8 +54,10 @@ def policy(cqs: CliqueSet, cliques: Iterable[Clique]) -> str:
     UniquePerGang if a live gang was made that way and Shared otherwise."""
     if cqs.spec.subdomain_policy is not None:
         return cqs.spec.subdomain_policy
-    recorded = {recorded_policy(c) for c in _live(cliques)}
-    return SUBDOMAIN_PER_GANG if SUBDOMAIN_PER_GANG in recorded else SUBDOMAIN_SHARED
+    for c in cliques:
+        if c.metadata.deletion_timestamp is None and recorded_policy(c) == SUBDOMAIN_PER_GANG:
+            return SUBDOMAIN_PER_GANG
+    return SUBDOMAIN_SHARED
 
 
 def new_gang_annotations(cqs: CliqueSet, gang: int, policy_: str) -> dict[str, str]:
@@ -105,19 +107,22 @@ def wanted_services(
     new_gangs = False
     if spec.replicas > 0:
         labels.gang_service_name(name, spec.replicas - 1)  # the longest: all are valid
+    annotation = labels.ANNOTATION_SUBDOMAIN
     for gang in range(spec.replicas):
-        live = _live(by_gang.get(gang, {}).values())
-        if not live:
-            new_gangs = True
-            if policy_ != SUBDOMAIN_SHARED:
-                want[f"{name}-{gang}"] = gang
-            continue
-        for clique in live:
-            sub = clique.metadata.annotations.get(labels.ANNOTATION_SUBDOMAIN, "")
+        live = False
+        for clique in by_gang.get(gang, {}).values():
+            if clique.metadata.deletion_timestamp is not None:
+                continue
+            live = True
+            sub = clique.metadata.annotations.get(annotation, "")
             if sub == shared:
                 want[sub] = None
             elif sub and sub == f"{name}-{gang}":
                 want[sub] = gang
+        if not live:
+            new_gangs = True
+            if policy_ != SUBDOMAIN_SHARED:
+                want[f"{name}-{gang}"] = gang
     if new_gangs and policy_ == SUBDOMAIN_SHARED:
         want[shared] = None
     return want
