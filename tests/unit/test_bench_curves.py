@@ -140,7 +140,9 @@ def full_run(
                 "cpu": cpu,
                 "rss_peak_mib": 90.0,
                 "completed": True,
-                "extra": PLANE | plane_work | {"cpu_operator_and_kcm": cpu + 8.0},
+                "extra": PLANE
+                | plane_work
+                | {"cpu_operator_and_kcm": cpu + 8.0, "idle_cpu_kube-controller-manager": 0.03},
             },
             {
                 "phase": "steady-state",
@@ -189,7 +191,7 @@ def test_many_sets_are_a_curve_of_their_own_and_the_table_has_every_figure() -> 
     ]
     assert lines[-1] == (
         "| 1000x5x2 | cliques-w1 | 1 | 400.0 | 50.00 | 5.00 | 5.80 | 47.0 | 95 | 30.0 "
-        "| 0.40 s in 10 s | 2 |"
+        "| 0.40 s in 10 s (idle: 0.30) | 2 |"
     )
 
 

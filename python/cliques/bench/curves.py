@@ -36,6 +36,7 @@ class Point:
     noop_ms_per_set: float | None = None  # the no-op reconcile of the steady state, per set
     settle_kcm_cpu_s: float | None = None  # controller-manager CPU in the window after Available
     settle_window_s: float | None = None
+    idle_kcm_cpu_per_s: float | None = None  # its rate before the apply, when measured
     spurious: int = 0  # creates and deletes no correct operator makes, over every phase
     runs: int = 1
     #: what the deploy made the API server do, from every client (`PLANE` keys), when known
@@ -77,6 +78,7 @@ class _Sample:
     noop: float | None
     settle: float | None
     window: float | None
+    idle: float | None
     spurious: int
     work: dict[str, float] | None
 
@@ -101,6 +103,7 @@ def _sample(run: dict[str, Any], pods: int) -> _Sample | None:
         noop=None if noop is None else noop * 1000,
         settle=steady_extra.get("settle_cpu_kube-controller-manager"),
         window=steady_extra.get("settle_window"),
+        idle=extra.get("idle_cpu_kube-controller-manager"),
         spurious=sum(
             p.get("spurious_creates", 0) + p.get("spurious_deletes", 0) for p in run["phases"]
         ),
@@ -158,6 +161,7 @@ def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
                     noop_ms_per_set=med(lambda s: s.noop),
                     settle_kcm_cpu_s=med(lambda s: s.settle),
                     settle_window_s=med(lambda s: s.window),
+                    idle_kcm_cpu_per_s=med(lambda s: s.idle),
                     spurious=max(s.spurious for s in seen),
                     runs=len(seen),
                     plane=_median_plane([s.work for s in seen]),
@@ -180,7 +184,7 @@ def table(curves: dict[str, list[Point]]) -> str:
     out = [
         "| shape | operator | rounds | pods Ready, s | deploy CPU, s | per pod, ms "
         "| with kcm, ms | control plane CPU, s | peak RSS, MiB | no-op per set, ms "
-        "| kcm CPU after Available | spurious |",
+        "| controller-manager after Available | spurious |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p, line in rows:
@@ -190,6 +194,8 @@ def table(curves: dict[str, list[Point]]) -> str:
             if p.settle_kcm_cpu_s is None
             else f"{p.settle_kcm_cpu_s:.2f} s in {_num(p.settle_window_s, '.0f')} s"
         )
+        if settle and p.idle_kcm_cpu_per_s is not None and p.settle_window_s:
+            settle += f" (idle: {p.idle_kcm_cpu_per_s * p.settle_window_s:.2f})"
         out.append(
             f"| {p.shape} | {operator} | {p.runs} | {_num(p.ready_s, '.1f')} "
             f"| {p.deploy_cpu_s:.2f} | {p.cpu_ms_per_pod:.2f} "

@@ -326,6 +326,9 @@ async def run_operator(
     return result
 
 
+#: Seconds over which the control plane's idle CPU rate is measured before a deploy.
+PLANE_IDLE_WINDOW = 5.0
+
 #: How long a run waits for its namespace to be deleted before the next one starts.
 NAMESPACE_GONE_TIMEOUT = 300.0
 
@@ -455,6 +458,15 @@ async def _phases(
             )
         )
 
+    # The control plane's idle rate before the apply (node heartbeats of the fake kubelets,
+    # leases): what "settled after Ready" is measured against.
+    plane_idle0 = procstats.cpu_of(cfg.control_plane)
+    await asyncio.sleep(PLANE_IDLE_WINDOW)
+    plane_idle = {
+        f"idle_{k}": v / PLANE_IDLE_WINDOW
+        for k, v in procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), plane_idle0).items()
+    }
+
     # -- deploy ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
     await apply([kind.manifest(n, shape, kinds.FIRST_IMAGE, gang, sub) for n in names])
@@ -464,7 +476,16 @@ async def _phases(
         ("available", lambda: obs.available_sets() * (total // len(names))),
     ):
         ok = await wait(phase, fn, total)
-        await record(phase, t0, cpu0, api0, mark, ok, scrape=phase == "available" or not ok)
+        await record(
+            phase,
+            t0,
+            cpu0,
+            api0,
+            mark,
+            ok,
+            scrape=phase == "available" or not ok,
+            more=plane_idle if phase == "available" else None,
+        )
         if not ok:
             return
 
