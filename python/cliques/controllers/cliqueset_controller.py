@@ -23,8 +23,8 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet
-from cliques.api.meta import format_now, only_status_changed
+from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet
+from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import cliqueset_planner, cliqueset_rollout, gang_failures, placement
@@ -40,6 +40,44 @@ from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "cliqueset"
+
+#: Child-event windows, as multiples of what the set's last plan cost: planning takes at
+#: most ~5% of a core while the set has objects to write or gangs to roll, and ~1% while
+#: it only waits for its pods (its status then trails them by at most WAITING_MAX seconds).
+BUSY_FACTOR = 20.0
+WAITING_FACTOR = 100.0
+WAITING_MAX = 10.0
+
+
+def child_debounce(cost: float, waiting: bool, floor: float, busy_max: float) -> float:
+    """Seconds child events of a CliqueSet are gathered before it reconciles.
+
+    A thousand Cliques changing status at once cost a few reconciles, not a thousand (its
+    own events are not delayed). The window is `floor` (half a second by default) and grows
+    with what a plan of the set costs, so that planning a big set stays a small share of a
+    core however busy its children are: BUSY_FACTOR x `cost` up to `busy_max` while the
+    set writes or rolls, WAITING_FACTOR x `cost` up to WAITING_MAX while its last plan only
+    waited (`only_waits`). A 5,000-gang set whose plan costs 90 ms then plans every 9 s
+    while its 10,000 pods start, not every second.
+    """
+    if waiting:
+        return min(max(WAITING_MAX, busy_max), max(floor, WAITING_FACTOR * cost))
+    return min(busy_max, max(floor, BUSY_FACTOR * cost))
+
+
+def only_waits(
+    cqs: CliqueSet, plan: cliqueset_planner.CliqueSetPlan, expectations_satisfied: bool
+) -> bool:
+    """Whether `plan` writes no object, expects none of its writes to show up in the cache
+    and the set is not rolling: all it can do is wait for its children (pods starting,
+    gangs turning Ready) and report them."""
+    if plan.writes or plan.requeue_after or not expectations_satisfied:
+        return False
+    status = plan.status or cqs.status
+    if status is None:
+        return False
+    progressing = find_condition(status.conditions, CONDITION_PROGRESSING)
+    return progressing is None or progressing.reason != "RollingUpdate"
 
 
 class CliqueSetController:
@@ -65,6 +103,8 @@ class CliqueSetController:
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
         self._plan_cost: dict[str, float] = {}
+        #: CliqueSet keys whose last plan only waited on its children (`only_waits`)
+        self._waiting: set[str] = set()
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
@@ -94,6 +134,7 @@ class CliqueSetController:
             self.expectations.forget(meta.uid)
             self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
             self._plan_cost.pop(key_of(new), None)
+            self._waiting.discard(key_of(new))
             self._judgements.pop(meta.uid, None)
             self.failures.clear(key_of(new))
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
@@ -122,17 +163,14 @@ class CliqueSetController:
             self.queue.add_after(key, self.debounce(key))
 
     def debounce(self, key: str) -> float:
-        """How long child events of CliqueSet `key` are gathered before it reconciles.
-
-        A thousand Cliques changing status at once cost a few reconciles, not a thousand
-        (its own events are not delayed). The status of a CliqueSet, an aggregate of its
-        gangs, so follows its Cliques within half a second by default. The window grows
-        with what a plan of this set costs (20x its last plan, within [child_debounce,
-        max_child_debounce]), so that planning a big set takes at most ~5% of a core
-        however busy its children are.
-        """
-        cost = self._plan_cost.get(key, 0.0)
-        return min(self.max_child_debounce, max(self.child_debounce, 20.0 * cost))
+        """How long child events of CliqueSet `key` are gathered before it reconciles
+        (`child_debounce`, from what its last plan cost and whether it only waited)."""
+        return child_debounce(
+            self._plan_cost.get(key, 0.0),
+            key in self._waiting,
+            self.child_debounce,
+            self.max_child_debounce,
+        )
 
     # -- reconcile --------------------------------------------------------------------------
 
@@ -223,5 +261,9 @@ class CliqueSetController:
         snap = self.snapshot(cqs)
         plan = self._planned(snap)
         self._plan_cost[key] = time.perf_counter() - started
+        if only_waits(cqs, plan, snap.expectations_satisfied):
+            self._waiting.add(key)
+        else:
+            self._waiting.discard(key)
         satisfied = snap.expectations_satisfied
         return await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
