@@ -32,12 +32,10 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 from prometheus_client import REGISTRY
 
 from cliques.kube import client as client_module
-from cliques.kube import errors
+from cliques.kube import errors, k8s
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import NAMESPACES, Resource
 from tests.support.harness import wait_for
@@ -77,9 +75,9 @@ def metric(name: str, **labels: str) -> float:
 
 async def raw_get(kubeconfig: str, path: str) -> tuple[int, str | None, bytes]:
     """GET `path` as the kubeconfig's user: status, APF FlowSchema UID header, body."""
-    cfg = k8s_client.Configuration()
-    await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    async with k8s_client.ApiClient(cfg) as api:
+    cfg = k8s.Configuration()
+    await k8s.config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    async with k8s.ApiClient(cfg) as api:
         headers = {"Accept": "application/json"}
         await api.update_params_for_auth(headers, [], ["BearerToken"])
         resp = await api.rest_client.request(

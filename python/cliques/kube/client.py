@@ -24,10 +24,9 @@ from typing import Any, Literal, TypeVar
 
 import aiohttp
 import msgspec
-from kubernetes_asyncio import client as k8s_client
 
 from cliques import metrics
-from cliques.kube import errors, fair, ratelimit, rawjson
+from cliques.kube import errors, fair, k8s, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
 
@@ -210,7 +209,7 @@ class KubeClient:
         raises `kubeconfig.ConfigError` when it cannot be loaded."""
         cfg = await kubeconfig_.load(kubeconfig, context)
         cfg.connection_pool_maxsize = max_connections
-        api = k8s_client.ApiClient(cfg)
+        api = k8s.ApiClient(cfg)
         return cls(
             api,
             qps=qps,

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
+from cliques.kube import k8s
 
 
 class ConfigError(Exception):
@@ -24,24 +23,24 @@ async def load(kubeconfig: str | None = None, context: str | None = None) -> Any
     """A kubernetes-asyncio `Configuration` for `kubeconfig` (path) and `context`, or for
     the in-cluster service account / default kubeconfig when no path is given. Reads files
     only; nothing is sent to the API server."""
-    cfg = k8s_client.Configuration()
+    cfg = k8s.Configuration()
     source = kubeconfig or "the default kubeconfig ($KUBECONFIG or ~/.kube/config)"
     try:
         if kubeconfig is None:
             try:
-                k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+                k8s.config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
                 return cfg
-            except k8s_config.ConfigException:
+            except k8s.config.ConfigException:
                 pass
         # The default path is resolved here, not by kubernetes-asyncio (which reads
         # $KUBECONFIG once, when it is imported).
-        await k8s_config.load_kube_config(
+        await k8s.config.load_kube_config(
             config_file=kubeconfig or os.pathsep.join(_default_paths()),
             context=context,
             client_configuration=cfg,
         )
     except (
-        k8s_config.ConfigException,
+        k8s.config.ConfigException,
         OSError,
         ValueError,
         TypeError,
