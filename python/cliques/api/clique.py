@@ -80,3 +80,35 @@ class CliqueList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
 
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[Clique] = msgspec.field(default_factory=list)
+
+
+class SharedTemplates:
+    """Makes Cliques decoded for a cache share one copy of each distinct pod template.
+
+    Every Clique of a role holds the same template (a copy of its CliqueSet's), so a cache
+    of 10,000 Cliques held 10,000 equal nested dicts, about 3.6 KB each. Called on each
+    decoded Clique (an informer's `transform`), this swaps its template for an equal one
+    already seen: the key is the template's JSON, so two templates share only when they
+    are equal. Templates are read-only to the operator (pods are built from copies), which
+    is what makes sharing safe. At most `limit` distinct templates are remembered; past
+    that the table starts over, which costs sharing, never correctness.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._by_json: dict[bytes, dict[str, Any]] = {}
+        self._encode = msgspec.json.Encoder().encode
+
+    def __call__(self, clique: Clique) -> Clique:
+        key = self._encode(clique.spec.template)
+        seen = self._by_json.get(key)
+        if seen is None:
+            if len(self._by_json) >= self.limit:
+                self._by_json.clear()
+            self._by_json[key] = clique.spec.template
+        else:
+            clique.spec.template = seen
+        return clique
+
+    def __len__(self) -> int:
+        return len(self._by_json)

@@ -103,8 +103,11 @@ class Informer(Generic[T]):
         watch_read_timeout: float = WATCH_READ_TIMEOUT,
         resync_period: float = 0.0,
         faults: WatchFaults | None = None,
+        transform: Callable[[T], T] | None = None,
     ) -> None:
         self.client = client
+        #: applied to every object decoded for the cache (e.g. sharing identical parts)
+        self.transform = transform
         self.resource = resource
         self.type = type_
         self.namespace = namespace
@@ -281,10 +284,10 @@ class Informer(Generic[T]):
         object never fails a list or a watch."""
         try:
             obj: T = self._decoder.decode(raw)
-            return obj
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             self._report(bytes(raw), exc)
             return None
+        return obj if self.transform is None else self.transform(obj)
 
     def _report(self, raw: bytes, exc: BaseException) -> rawjson.Meta | None:
         meta = rawjson.meta_of(raw)
@@ -319,6 +322,8 @@ class Informer(Generic[T]):
             if old is not None:
                 self._dispatch("DELETED", old, old)
             return meta.resource_version or self.resource_version
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = key_of(obj)
         if kind == "DELETED":
             old = self.store.remove(key)
@@ -342,6 +347,8 @@ class Informer(Generic[T]):
         the cache are left to the watch, so a write never resurrects a deleted object.
         """
         obj: T = self._decoder.decode(raw)
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = key_of(obj)
         old = self.store.get(key)
         if old is None or not _newer(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cliques.api import labels
-from cliques.api.clique import Clique
+from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
@@ -139,6 +139,7 @@ class Manager:
             indexers={"controller": ctl, "gang": clique_controller.gang_key},
             resync_period=cfg.resync_period,
             faults=cfg.faults,
+            transform=SharedTemplates(),
         )
         pod_inf = Informer(
             client,

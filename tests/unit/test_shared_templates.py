@@ -1,0 +1,41 @@
+"""Cliques decoded for the operator's cache share one copy of each distinct pod template."""
+
+from __future__ import annotations
+
+import msgspec
+
+from cliques.api.clique import Clique, SharedTemplates
+
+
+def _raw(name: str, image: str, gang: int = 0) -> bytes:
+    return msgspec.json.encode(
+        {
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "cliqueName": "worker",
+                "gangIndex": gang,
+                "template": {"spec": {"containers": [{"name": "main", "image": image}]}},
+            },
+        }
+    )
+
+
+def test_equal_templates_are_one_object_and_different_ones_stay_apart() -> None:
+    share = SharedTemplates()
+    a, b, c = (
+        share(msgspec.json.decode(_raw(n, img, g), type=Clique))
+        for n, img, g in (("a", "x:1", 0), ("b", "x:1", 1), ("c", "x:2", 2))
+    )
+    assert a.spec.template is b.spec.template
+    assert c.spec.template is not a.spec.template
+    assert c.spec.template["spec"]["containers"][0]["image"] == "x:2"
+    assert b.spec.gang_index == 1 and b.metadata.name == "b", "only the template is shared"
+    assert len(share) == 2
+
+
+def test_past_its_limit_the_table_starts_over_and_templates_stay_right() -> None:
+    share = SharedTemplates(limit=2)
+    for i in range(5):
+        got = share(msgspec.json.decode(_raw(f"c{i}", f"x:{i}"), type=Clique))
+        assert got.spec.template["spec"]["containers"][0]["image"] == f"x:{i}"
+        assert len(share) <= 2
