@@ -227,3 +227,23 @@ def test_the_plane_table_shows_the_deploys_work_and_leaves_out_runs_without_it()
         "| 1x500x2 | cliques-w1 | 4000 | 4.0 | 6.5 | 30000 | 30.0 | 21000 | 120 | 150 |"
     ]
     assert curves.plane_table({"lws": found["lws"]}) == ""
+
+
+def test_a_file_may_lend_only_some_operators_to_the_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cliques.cli import main
+
+    old = report.save(
+        doc(1000, deploy_run("cliques-w1", 9.0, 50.0), deploy_run("lws", 1.0, 60.0)),
+        tmp_path,
+        "old",
+    )
+    new = report.save(doc(1000, deploy_run("cliques-w1", 2.0, 40.0)), tmp_path, "new")
+    out = tmp_path / "curves.png"
+    assert main(["bench", "plot", f"{old}:lws", str(new), "-o", str(out)]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 1x500x2")]
+    assert [r.split(" | ")[1] for r in rows] == ["cliques-w1", "lws"]
+    assert "| cliques-w1 | 1 |  | 2.00 |" in rows[0], "the old file's cliques run is left out"
+    assert main(["bench", "plot", f"{tmp_path / 'none.json'}:lws", "-o", str(out)]) == 2
+    assert "no such file" in capsys.readouterr().err

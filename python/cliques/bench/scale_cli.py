@@ -145,7 +145,14 @@ def add_parsers(bench_sub: Any) -> None:
         "writes. Needs matplotlib (the bench extra). Runs whose pod templates differ are "
         "refused.",
     )
-    c.add_argument("files", nargs="+", type=Path, help="scale result JSON files")
+    c.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE[:OPERATOR,...]",
+        help="scale result JSON files; FILE:lws,kopf takes only those operators' runs of it "
+        "(e.g. the peers of a run whose cliques figures a newer file supersedes)",
+    )
     c.add_argument(
         "-o", "--out", type=Path, default=Path("cost-curves.png"), help="the PNG to write"
     )
@@ -515,15 +522,31 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _picked(arg: str) -> tuple[Path, set[str] | None]:
+    """`FILE` or `FILE:OPERATOR[,OPERATOR]` (only those operators' runs of that file)."""
+    path, sep, ops = arg.rpartition(":")
+    if not sep or Path(arg).is_file() or not path:
+        return Path(arg), None
+    return Path(path), {o.strip() for o in ops.split(",") if o.strip()}
+
+
+def _only(doc: dict[str, Any], operators: set[str] | None) -> dict[str, Any]:
+    """`doc` with only the runs of `operators` (all of them for None)."""
+    if operators is None or not isinstance(doc.get("runs"), list):
+        return doc
+    return doc | {"runs": [r for r in doc["runs"] if r.get("operator") in operators]}
+
+
 def run_plot(args: argparse.Namespace) -> int:
     from cliques.bench import curves
 
-    missing = [p for p in args.files if not p.is_file()]
+    picked = [_picked(str(p)) for p in args.files]
+    missing = [p for p, _ in picked if not p.is_file()]
     if missing:
         print(f"cliques bench plot: no such file: {missing[0]}", file=sys.stderr)
         return 2
     try:
-        docs = [(p, report.load(p)) for p in args.files]
+        docs = [(p, _only(report.load(p), ops)) for p, ops in picked]
         for note in report.check_comparable(docs):
             print(f"note: {note}", file=sys.stderr)
     except report.BadResults as exc:
