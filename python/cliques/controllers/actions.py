@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 from cliques.kube.resources import Resource
 
 #: The most creates one plan asks for (bodies are built only for these).
-CREATE_BURST: Final = 500
+CREATE_BURST: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
