@@ -58,7 +58,7 @@ def child_debounce(cost: float, waiting: bool, floor: float, busy_max: float) ->
     core however busy its children are: BUSY_FACTOR x `cost` up to `busy_max` while the
     set writes or rolls, WAITING_FACTOR x `cost` up to WAITING_MAX while its last plan only
     waited (`only_waits`). A 5,000-gang set whose plan costs 90 ms then plans every 9 s
-    while its 10,000 pods start, not every second.
+    while it waits for its 10,000 pods, not every second.
     """
     if waiting:
         return min(max(WAITING_MAX, busy_max), max(floor, WAITING_FACTOR * cost))

@@ -283,10 +283,15 @@ class Informer(Generic[T]):
         """The typed object, or None (logged, reported) when it cannot be decoded: one bad
         object never fails a list or a watch."""
         try:
-            obj: T = self._decoder.decode(raw)
+            return self._typed(raw)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             self._report(bytes(raw), exc)
             return None
+
+    def _typed(self, raw: msgspec.Raw | bytes) -> T:
+        """`raw` decoded into the informer's type, then `transform`ed (raises what the
+        decoder raises)."""
+        obj: T = self._decoder.decode(raw)
         return obj if self.transform is None else self.transform(obj)
 
     def _report(self, raw: bytes, exc: BaseException) -> rawjson.Meta | None:
@@ -312,7 +317,7 @@ class Informer(Generic[T]):
     def _apply(self, kind: str, raw: msgspec.Raw) -> str:
         """Apply one watch event to the store and the handlers; return its resourceVersion."""
         try:
-            obj: T = self._decoder.decode(raw)
+            obj = self._typed(raw)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             meta = self._report(bytes(raw), exc)
             if meta is None:
@@ -322,8 +327,6 @@ class Informer(Generic[T]):
             if old is not None:
                 self._dispatch("DELETED", old, old)
             return meta.resource_version or self.resource_version
-        if self.transform is not None:
-            obj = self.transform(obj)
         key = key_of(obj)
         if kind == "DELETED":
             old = self.store.remove(key)
@@ -346,9 +349,7 @@ class Informer(Generic[T]):
         just wrote instead of the one before (which would only earn a 409). Objects not in
         the cache are left to the watch, so a write never resurrects a deleted object.
         """
-        obj: T = self._decoder.decode(raw)
-        if self.transform is not None:
-            obj = self.transform(obj)
+        obj = self._typed(raw)
         key = key_of(obj)
         old = self.store.get(key)
         if old is None or not _newer(
