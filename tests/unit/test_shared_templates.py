@@ -39,3 +39,11 @@ def test_past_its_limit_the_table_starts_over_and_templates_stay_right() -> None
         got = share(msgspec.json.decode(_raw(f"c{i}", f"x:{i}"), type=Clique))
         assert got.spec.template["spec"]["containers"][0]["image"] == f"x:{i}"
         assert len(share) <= 2
+
+
+def test_large_distinct_templates_are_bounded_by_their_bytes() -> None:
+    share = SharedTemplates(max_bytes=10_000)
+    for i in range(20):
+        got = share(msgspec.json.decode(_raw(f"c{i}", f"x:{i}" + "y" * 3_000), type=Clique))
+        assert got.spec.template["spec"]["containers"][0]["image"].startswith(f"x:{i}")
+        assert share._bytes <= 10_000 and len(share) <= 3

@@ -90,22 +90,28 @@ class SharedTemplates:
     decoded Clique (an informer's `transform`), this swaps its template for an equal one
     already seen: the key is the template's JSON, so two templates share only when they
     are equal. Templates are read-only to the operator (pods are built from copies), which
-    is what makes sharing safe. At most `limit` distinct templates are remembered; past
-    that the table starts over, which costs sharing, never correctness.
+    is what makes sharing safe. At most `limit` distinct templates, and `max_bytes` of
+    their JSON keys, are remembered (many distinct templates near the API server's 1.5 MB
+    object limit must not double the cache); past either the table starts over, which
+    costs sharing, never correctness.
     """
 
-    def __init__(self, limit: int = 4096) -> None:
+    def __init__(self, limit: int = 4096, max_bytes: int = 32 * 2**20) -> None:
         self.limit = limit
+        self.max_bytes = max_bytes
         self._by_json: dict[bytes, dict[str, Any]] = {}
+        self._bytes = 0
         self._encode = msgspec.json.Encoder().encode
 
     def __call__(self, clique: Clique) -> Clique:
         key = self._encode(clique.spec.template)
         seen = self._by_json.get(key)
         if seen is None:
-            if len(self._by_json) >= self.limit:
+            if len(self._by_json) >= self.limit or self._bytes + len(key) > self.max_bytes:
                 self._by_json.clear()
+                self._bytes = 0
             self._by_json[key] = clique.spec.template
+            self._bytes += len(key)
         else:
             clique.spec.template = seen
         return clique
