@@ -60,6 +60,19 @@ def _bench(kubeconfig: str, out: Path, *args: str) -> list[str]:
     ]
 
 
+def _bench_ok(kubeconfig: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`cliques bench scale` run to its end, which must be exit 0."""
+    done = subprocess.run(
+        _bench(kubeconfig, out, *args),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
 def _eventually(what: str, probe: Callable[[], T | None], timeout: float = WAIT_TIMEOUT) -> T:
     deadline = time.monotonic() + timeout
     while True:
@@ -79,16 +92,9 @@ def _result(out: Path) -> dict[str, Any]:
 
 
 def test_a_small_run_measures_every_phase_for_cliques_and_kopf(crds: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        _bench(
-            crds, tmp_path, "--operators", "cliques-w2,kopf", "--steady", "2", "--timeout", "120"
-        ),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
+    done = _bench_ok(
+        crds, tmp_path, "--operators", "cliques-w2,kopf", "--steady", "2", "--timeout", "120"
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = _result(tmp_path)
     assert doc["complete"] is True and doc["total_pods"] == 4
     assert [r["operator"] for r in doc["runs"]] == ["cliques-w2", "kopf"]
@@ -129,25 +135,18 @@ def test_a_small_run_measures_every_phase_for_cliques_and_kopf(crds: str, tmp_pa
 
 
 def test_skipped_phases_are_left_out_and_recorded(crds: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        _bench(
-            crds,
-            tmp_path,
-            "--operators",
-            "cliques-w1",
-            "--skip",
-            "rolling-update,reorder-apply",
-            "--steady",
-            "2",
-            "--timeout",
-            "120",
-        ),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
+    _bench_ok(
+        crds,
+        tmp_path,
+        "--operators",
+        "cliques-w1",
+        "--skip",
+        "rolling-update,reorder-apply",
+        "--steady",
+        "2",
+        "--timeout",
+        "120",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = _result(tmp_path)
     assert doc["skipped_phases"] == ["reorder-apply", "rolling-update"]
     (run,) = doc["runs"]
