@@ -251,3 +251,14 @@ def test_subdomain_policies_are_parsed_in_order() -> None:
     assert parse(["bench", "scale"]).subdomain_policy == [""]
     args = parse(["bench", "scale", "--subdomain-policy", "UniquePerGang, Shared"])
     assert args.subdomain_policy == ["UniquePerGang", "Shared"]
+
+
+def test_cliques_options_reach_the_cliques_operators_and_are_recorded() -> None:
+    argv = ["bench", "scale", "--operators", "cliques-w1,cliques-w2"]
+    args = build_parser().parse_args([*argv, "--cliques-options", "--status-hold 30"])
+    specs = scale_cli._specs(args)
+    for spec in specs:
+        assert spec.argv[-2:] == ["--status-hold", "30"]
+        assert spec.settings == {"options": "--status-hold 30"}
+    plain = scale_cli._specs(build_parser().parse_args(argv))
+    assert all(spec.settings == {} and "--status-hold" not in spec.argv for spec in plain)

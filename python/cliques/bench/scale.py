@@ -108,7 +108,8 @@ class OperatorRun:
     subdomain_policy: str = ""
 
 
-def cliques_operator(workers: int) -> OperatorSpec:
+def cliques_operator(workers: int, extra: list[str] | None = None) -> OperatorSpec:
+    """cliques' operator on `workers` workers, with `extra` operator options (recorded)."""
     return OperatorSpec(
         f"cliques-w{workers}",
         [
@@ -128,9 +129,11 @@ def cliques_operator(workers: int) -> OperatorSpec:
             "0",
             "--log-level",
             "warning",
+            *(extra or ()),
         ],
         readyz=True,
         scrape_metrics=True,
+        settings={"options": " ".join(extra)} if extra else {},
     )
 
 

@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -90,6 +91,14 @@ def add_parsers(bench_sub: Any) -> None:
         metavar="NAME=CMD",
         help="another operator to run; CMD may use {kubeconfig} {namespace} "
         "{metrics_port} {python}; repeatable",
+    )
+    p.add_argument(
+        "--cliques-options",
+        type=shlex.split,
+        default=[],
+        metavar="'OPTIONS'",
+        help="more `cliques operator` options for the cliques operators, quoted as one "
+        "argument (e.g. '--status-hold 30'); recorded with their results",
     )
     p.add_argument(
         "--repeat",
@@ -237,7 +246,7 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
     specs = []
     for name, workers in names:
         if workers is not None:
-            specs.append(scale.cliques_operator(workers))
+            specs.append(scale.cliques_operator(workers, args.cliques_options))
             continue
         if name == "lws":
             specs.append(_lws_spec(args))
