@@ -60,9 +60,9 @@ async def test_own_create_seen_arms_the_hold_instead_of_a_reconcile() -> None:
     ctl = controller(c)
     ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
     assert not woken(ctl)
-    assert KEY in ctl._held, "the held status still gets written when the hold is up"
+    assert KEY in ctl.held, "the held status still gets written when the hold is up"
     assert ctl.expectations.satisfied(c.metadata.uid)
-    ctl.release(KEY)
+    ctl.held.release(KEY)
 
 
 async def test_pod_events_that_carry_news_wake_a_reconcile() -> None:
@@ -75,7 +75,7 @@ async def test_pod_events_that_carry_news_wake_a_reconcile() -> None:
     ctl = controller(c)
     ctl._blocked.add(KEY)
     ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
-    assert woken(ctl) and KEY not in ctl._held
+    assert woken(ctl) and KEY not in ctl.held
     # the pod is Ready already
     ctl = controller(c)
     ctl._on_pod("ADDED", None, pod(c, 0, ready=True))
@@ -95,8 +95,8 @@ async def test_starting_clique_with_a_current_status_arms_the_hold() -> None:
     c = clique(0, "worker", ready=False)  # Started=True, Ready=False (Starting), current
     ctl = controller(c)
     ctl._on_pod("ADDED", None, pod(c, 0, ready=False))
-    assert not woken(ctl) and KEY in ctl._held
-    ctl.release(KEY)
+    assert not woken(ctl) and KEY in ctl.held
+    ctl.held.release(KEY)
     # ...but not when its status is for an older template
     stale = clique(0, "worker", ready=False, status_hash="h0")
     ctl = controller(stale)
@@ -147,5 +147,5 @@ async def test_a_reconcile_that_creates_keeps_the_hold_its_pods_armed() -> None:
     ctl.runner.executor = ex  # type: ignore[assignment]
     await ctl.reconcile(KEY)
     assert ex.created == ["llama-0-worker-1"] and ex.statuses == []
-    assert KEY in ctl._held, "the hold armed by the new pod's event was dropped"
-    ctl.release(KEY)
+    assert KEY in ctl.held, "the hold armed by the new pod's event was dropped"
+    ctl.held.release(KEY)

@@ -76,8 +76,9 @@ def register(sub: Any) -> None:
         "--status-hold",
         type=argtypes.seconds(zero=True),
         default=10.0,
-        help="seconds a Clique status that only shows pods on their way to Ready may wait "
-        "for them, so that one write reports both (0 = write at once; default 10)",
+        help="seconds a status that only shows progress (a Clique's pods on their way to "
+        "Ready, a CliqueSet's gangs being created or turning available) may wait for more, "
+        "so that one write reports both (0 = write at once; default 10)",
     )
     p.add_argument(
         "--request-timeout",

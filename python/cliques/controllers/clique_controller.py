@@ -15,12 +15,11 @@ behind.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from cliques.api import labels
-from cliques.api.clique import Clique, CliqueStatus
+from cliques.api.clique import Clique
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner
@@ -28,6 +27,7 @@ from cliques.controllers.actions import Plan
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
+from cliques.controllers.status_hold import StatusHold
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
@@ -64,8 +64,9 @@ class CliqueController:
         self.gate_image = gate_image
         self.pod_debounce = pod_debounce
         self.status_hold = status_hold
-        #: Clique key -> the timer that enqueues it when its held progress status is due
-        self._held: dict[str, asyncio.TimerHandle] = {}
+        self.queue = WorkQueue(NAME)
+        #: the timers of the Cliques whose progress-only status is held back
+        self.held = StatusHold(status_hold, self.queue.add, clique_planner.progress_only)
         #: Cliques whose last reconcile found creates or deletes not yet seen
         self._blocked: set[str] = set()
         self.cliques = cliques
@@ -73,9 +74,8 @@ class CliqueController:
         self.expectations = expectations
         self.hasher = hasher
         self.owns = owns
-        self.queue = WorkQueue(NAME)
         self.runner = PlanRunner(
-            NAME, CLIQUES, Clique, executor, expectations, self._plan, hold=self
+            NAME, CLIQUES, Clique, executor, expectations, self._plan, hold=self.held
         )
         #: Cliques whose pod writes the API server refuses (their ReplicaFailure condition)
         self.failures = self.runner.failures
@@ -91,7 +91,7 @@ class CliqueController:
             return
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
-            self.release(key_of(new))
+            self.held.release(key_of(new))
             self._blocked.discard(key_of(new))
             self.failures.clear(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
@@ -143,7 +143,7 @@ class CliqueController:
             return False
         if clique.status is not None and not clique_planner.clique_starting(clique):
             return False
-        self._arm(key)
+        self.held.arm(key)
         return True
 
     def _waiting_for(self, clique: Clique) -> list[str]:
@@ -187,34 +187,3 @@ class CliqueController:
         plan = clique_planner.plan(snap)
         satisfied = snap.expectations_satisfied
         return await self.runner.run(key, clique, plan, expectations_satisfied=satisfied)
-
-    def hold(self, key: str, old: CliqueStatus | None, new: CliqueStatus) -> bool:
-        """Whether to hold `new` back instead of writing it now.
-
-        The deadline is set when a Clique first has a progress-only status to publish and
-        kept across reconciles, so a stream of pod events cannot postpone the write beyond
-        it; its own timer enqueues the Clique then. A status written or no longer needed
-        earlier cancels that timer, so the usual case costs no extra reconcile."""
-        if self.status_hold <= 0 or not clique_planner.progress_only(old, new):
-            self.release(key)
-            return False
-        timer = self._arm(key)
-        if asyncio.get_running_loop().time() < timer.when():
-            return True
-        del self._held[key]
-        return False
-
-    def _arm(self, key: str) -> asyncio.TimerHandle:
-        """The hold's timer of `key`: the one already running, or a new one that enqueues
-        the Clique `status_hold` seconds from now."""
-        timer = self._held.get(key)
-        if timer is None:
-            loop = asyncio.get_running_loop()
-            timer = self._held[key] = loop.call_later(self.status_hold, self.queue.add, key)
-        return timer
-
-    def release(self, key: str) -> None:
-        """Cancel the hold's timer of `key`: its status was written, or none is due."""
-        timer = self._held.pop(key, None)
-        if timer is not None:
-            timer.cancel()

@@ -13,24 +13,42 @@ generation (of `placement.hash_basis`: the user's template, with gang 0's placem
 when `spec.placement` asks for any), and the gang verdicts of its last plan
 (`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
 unchanged.
+
+A CliqueSet whose last plan had nothing to do is not planned again until something the
+planner reads changes (`Settled`): its spec (generation), its status, a child (every store
+change of a Cliques, Service or Workload it controls counts), its expectations or a refused
+write. A change of its labels or annotations, which the planner never reads, then costs a
+lookup, not a plan of every gang.
+
+A status that only reports a scale's progress (`cliqueset_status.progress_only`) is held
+back for up to `status_hold` seconds (`status_hold.StatusHold`), as a Clique's is.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet
+from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import cliqueset_planner, cliqueset_rollout, gang_failures, placement
+from cliques.controllers import (
+    cliqueset_planner,
+    cliqueset_rollout,
+    cliqueset_status,
+    failures,
+    gang_failures,
+    placement,
+)
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
+from cliques.controllers.status_hold import StatusHold
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
@@ -80,6 +98,19 @@ def only_waits(
     return progressing is None or progressing.reason != "RollingUpdate"
 
 
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What a plan that had nothing to do saw of its CliqueSet: while all of it is the
+    same, planning again would find nothing to do either."""
+
+    uid: str
+    generation: int
+    #: the count of store changes of its children when the plan began
+    children: int
+    status: CliqueSetStatus | None
+    failure: failures.Failure | None
+
+
 class CliqueSetController:
     def __init__(
         self,
@@ -95,6 +126,7 @@ class CliqueSetController:
         max_child_debounce: float = 1.0,
         gang_api: gangapi.GangAPI | None = None,
         workloads: Informer[Workload] | None = None,
+        status_hold: float = 0.0,
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI(False)
@@ -112,10 +144,18 @@ class CliqueSetController:
         self.hasher = hasher
         self.owns = owns
         self.queue = WorkQueue(NAME)
+        #: the timers of the CliqueSets whose progress-only status is held back
+        self.held = StatusHold(status_hold, self.queue.add, cliqueset_status.progress_only)
+        #: CliqueSet UID -> store changes of its children seen so far (while it is known)
+        self._children: dict[str, int] = {}
+        #: CliqueSet key -> what its last plan saw, when that plan had nothing to do
+        self._settled: dict[str, Settled] = {}
         self._hash_memo: dict[tuple[str, int], dict[str, str]] = {}
         #: CliqueSet UID -> the gang verdicts of its last plan
         self._judgements: dict[str, cliqueset_rollout.Judgement] = {}
-        self.runner = PlanRunner(NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan)
+        self.runner = PlanRunner(
+            NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
+        )
         #: CliqueSets whose writes the API server refuses (their ReplicaFailure condition)
         self.failures = self.runner.failures
         cliquesets.add_handler(self._on_cliqueset)
@@ -136,6 +176,9 @@ class CliqueSetController:
             self._plan_cost.pop(key_of(new), None)
             self._waiting.discard(key_of(new))
             self._judgements.pop(meta.uid, None)
+            self._children.pop(meta.uid, None)
+            self._settled.pop(key_of(new), None)
+            self.held.release(key_of(new))
             self.failures.clear(key_of(new))
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
@@ -146,6 +189,9 @@ class CliqueSetController:
     def _on_child(self, kind: EventKind, old: Any, new: Any) -> None:
         meta = new.metadata
         owner = controller_uid(new)
+        for uid in {owner, controller_uid(old) if old is not None else None}:
+            if uid in self._children:
+                self._children[uid] += 1
         if owner is not None:
             if kind == "DELETED":
                 self.expectations.deleted(owner, meta.name)
@@ -257,6 +303,17 @@ class CliqueSetController:
             if cqs is not None:
                 self._judgements.pop(cqs.metadata.uid, None)
             return Result()
+        uid = cqs.metadata.uid
+        settled = Settled(
+            uid,
+            cqs.metadata.generation,
+            self._children.setdefault(uid, 0),
+            cqs.status,
+            self.failures.current(key, cqs.metadata.generation),
+        )
+        if self._settled.get(key) == settled and self.expectations.satisfied(uid):
+            return Result()  # nothing the planner reads has changed since it had nothing to do
+        self._settled.pop(key, None)
         started = time.perf_counter()
         snap = self.snapshot(cqs)
         plan = self._planned(snap)
@@ -266,4 +323,12 @@ class CliqueSetController:
         else:
             self._waiting.discard(key)
         satisfied = snap.expectations_satisfied
-        return await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
+        result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
+        if (
+            satisfied
+            and not (plan.writes or plan.events or plan.requeue_after)
+            and plan.status is None
+            and self._children.get(uid) == settled.children
+        ):
+            self._settled[key] = settled
+        return result

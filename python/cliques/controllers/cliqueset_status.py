@@ -26,6 +26,7 @@ from cliques.api.cliqueset import (
     CliqueSetSpec,
     CliqueSetStatus,
 )
+from cliques.api.meta import find_condition
 from cliques.controllers import clique_planner, conditions, failures
 from cliques.controllers.cliqueset_rollout import GangFacts
 
@@ -135,3 +136,43 @@ def invalid(cqs: CliqueSet, message: str, *, now: str) -> CliqueSetStatus:
 
 def _selector(cqs: CliqueSet) -> str:
     return f"{labels.LABEL_CLIQUESET}={cqs.metadata.name}"
+
+
+#: The conditions whose messages may change in a progress-only status (they count gangs).
+_COUNTING = frozenset({CONDITION_AVAILABLE, CONDITION_PROGRESSING})
+
+
+def progress_only(old: CliqueSetStatus | None, new: CliqueSetStatus) -> bool:
+    """Whether `new` only reports progress of a scale that `old` does not show yet: gangs
+    created, turning ready or available, while the set is still `Progressing` for the same
+    reason (`Scaling`) and not Available.
+
+    Anything else is news: a first status, a new generation or template hash, any
+    condition that changes its status or reason (or its message, but for the gang counts
+    of Available and Progressing), a count that goes down, a gang restart, a rollout.
+    """
+    if old is None or new.observed_generation != old.observed_generation:
+        return False
+    progressing = find_condition(new.conditions, CONDITION_PROGRESSING)
+    if progressing is None or progressing.status != "True" or progressing.reason != "Scaling":
+        return False
+    if (
+        new.template_hash != old.template_hash
+        or new.hash_algorithm != old.hash_algorithm
+        or new.gang_restarts != old.gang_restarts
+        or new.selector != old.selector
+        or new.replicas < old.replicas
+        or new.ready_replicas < old.ready_replicas
+        or new.available_replicas < old.available_replicas
+        or new.updated_replicas < old.updated_replicas
+        or len(new.conditions) != len(old.conditions)
+    ):
+        return False
+    for cond in new.conditions:
+        was = find_condition(old.conditions, cond.type)
+        if was is None or (was.status, was.reason) != (cond.status, cond.reason):
+            return False
+        if cond.type not in _COUNTING and was.message != cond.message:
+            return False
+    available = find_condition(new.conditions, CONDITION_AVAILABLE)
+    return available is not None and available.status == "False"

@@ -205,6 +205,7 @@ class Manager:
             owns=owns,
             gang_api=gang_api,
             workloads=wl_inf,
+            status_hold=cfg.status_hold,
         )
         cq_ctl = clique_controller.CliqueController(
             cq_inf,
