@@ -247,3 +247,15 @@ def test_a_file_may_lend_only_some_operators_to_the_plot(
     assert "| cliques-w1 | 1 |  | 2.00 |" in rows[0], "the old file's cliques run is left out"
     assert main(["bench", "plot", f"{tmp_path / 'none.json'}:lws", "-o", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("busy", "says"),
+    [(12.4, "; idle from 12 s"), (39.6, "; still busy at 40 s"), (0.0, "; idle from 0 s")],
+)
+def test_the_table_says_when_the_controller_manager_settled(busy: float, says: str) -> None:
+    run = full_run("cliques-w1", 4.0, 30.0, 0.010)
+    steady = run["phases"][-1]["extra"]
+    steady["kcm_busy_until"], steady["kcm_sampled_until"] = busy, 40.0
+    line = curves.table(curves.points([doc(1000, run)])).splitlines()[-1]
+    assert line.endswith(f"| 0.40 s in 10 s (idle: 0.30){says} | 0 |")

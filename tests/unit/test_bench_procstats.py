@@ -21,3 +21,12 @@ def test_cpu_delta_names_each_component_and_sums_them() -> None:
         "cpu_control_plane": 4.5,
     }
     assert procstats.cpu_delta({}, before) == {}
+
+
+def test_busy_until_is_the_end_of_the_last_busy_interval() -> None:
+    # 0-1 s: 0.5 cores; 1-2: idle; 2-3: 0.3 cores; then idle to 6 s
+    samples = [(0.0, 10.0), (1.0, 10.5), (2.0, 10.51), (3.0, 10.81), (6.0, 10.83)]
+    assert procstats.busy_until(samples) == 3.0
+    assert procstats.busy_until(samples, rate=0.4) == 1.0
+    assert procstats.busy_until([(0.0, 1.0), (5.0, 1.01)]) == 0.0, "never busy"
+    assert procstats.busy_until([(0.0, 1.0)]) is None

@@ -37,6 +37,10 @@ class Point:
     settle_kcm_cpu_s: float | None = None  # controller-manager CPU in the window after Available
     settle_window_s: float | None = None
     idle_kcm_cpu_per_s: float | None = None  # its rate before the apply, when measured
+    #: seconds after Available the controller-manager was last busy (above
+    #: `procstats.SETTLED_RATE`), and how long it was watched (busy at the end: not settled)
+    kcm_busy_until_s: float | None = None
+    kcm_sampled_s: float | None = None
     spurious: int = 0  # creates and deletes no correct operator makes, over every phase
     runs: int = 1
     #: what the deploy made the API server do, from every client (`PLANE` keys), when known
@@ -79,6 +83,8 @@ class _Sample:
     settle: float | None
     window: float | None
     idle: float | None
+    busy: float | None
+    sampled: float | None
     spurious: int
     work: dict[str, float] | None
 
@@ -104,6 +110,8 @@ def _sample(run: dict[str, Any], pods: int) -> _Sample | None:
         settle=steady_extra.get("settle_cpu_kube-controller-manager"),
         window=steady_extra.get("settle_window"),
         idle=extra.get("idle_cpu_kube-controller-manager"),
+        busy=steady_extra.get("kcm_busy_until"),
+        sampled=steady_extra.get("kcm_sampled_until"),
         spurious=sum(
             p.get("spurious_creates", 0) + p.get("spurious_deletes", 0) for p in run["phases"]
         ),
@@ -162,6 +170,8 @@ def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
                     settle_kcm_cpu_s=med(lambda s: s.settle),
                     settle_window_s=med(lambda s: s.window),
                     idle_kcm_cpu_per_s=med(lambda s: s.idle),
+                    kcm_busy_until_s=med(lambda s: s.busy),
+                    kcm_sampled_s=med(lambda s: s.sampled),
                     spurious=max(s.spurious for s in seen),
                     runs=len(seen),
                     plane=_median_plane([s.work for s in seen]),
@@ -173,6 +183,15 @@ def points(docs: list[dict[str, Any]]) -> dict[str, list[Point]]:
 
 def _num(value: float | None, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
+
+
+def _settled(p: Point) -> str:
+    """When the controller-manager settled after Available, as the table says it."""
+    if p.kcm_busy_until_s is None or p.kcm_sampled_s is None:
+        return ""
+    if p.kcm_busy_until_s >= p.kcm_sampled_s - 1.0:
+        return f"; still busy at {p.kcm_sampled_s:.0f} s"
+    return f"; idle from {p.kcm_busy_until_s:.0f} s"
 
 
 def table(curves: dict[str, list[Point]]) -> str:
@@ -196,6 +215,7 @@ def table(curves: dict[str, list[Point]]) -> str:
         )
         if settle and p.idle_kcm_cpu_per_s is not None and p.settle_window_s:
             settle += f" (idle: {p.idle_kcm_cpu_per_s * p.settle_window_s:.2f})"
+        settle += _settled(p)
         out.append(
             f"| {p.shape} | {operator} | {p.runs} | {_num(p.ready_s, '.1f')} "
             f"| {p.deploy_cpu_s:.2f} | {p.cpu_ms_per_pod:.2f} "

@@ -7,6 +7,7 @@ or a kopf process and its threads), and the resident set size of each process.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -118,3 +119,21 @@ def cpu_delta(now: dict[str, float], before: dict[str, float]) -> dict[str, floa
     if out:
         out["cpu_control_plane"] = sum(out.values())
     return out
+
+
+#: A control-plane component below this many cores is idle again (the fake nodes' heartbeats
+#: and leases keep an idle controller-manager at ~0.01 cores, even with 1,000 nodes).
+SETTLED_RATE = 0.1
+
+
+def busy_until(samples: list[tuple[float, float]], rate: float = SETTLED_RATE) -> float | None:
+    """From (seconds, CPU seconds so far) samples of one process, the end of the last
+    interval in which it used more than `rate` cores: when it was last busy (0.0 if never;
+    None with fewer than two samples)."""
+    if len(samples) < 2:
+        return None
+    last = 0.0
+    for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+        if t1 > t0 and (c1 - c0) / (t1 - t0) > rate:
+            last = t1
+    return last

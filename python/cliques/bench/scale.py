@@ -536,6 +536,10 @@ async def _phases(
         await record("delete", t0, cpu0, api0, mark, ok)
 
 
+#: The controller-manager's name among the control-plane components.
+KCM = "kube-controller-manager"
+
+
 async def _steady(
     client: KubeClient,
     ns: str,
@@ -553,10 +557,22 @@ async def _steady(
     # subtracted; /proc counts 10 ms ticks, so it needs a window of seconds, not one.
     # The control plane's CPU over the same window says whether it has settled after Ready
     # (the controller-manager's endpoint controllers catching up with the Services).
+    # The controller-manager is sampled every half second from here (Available) to the end
+    # of the phase: when it was last busy says how long it took to settle.
     idle_window = max(3.0, min(cfg.steady, 10.0))
     idle_cpu0 = sampler.sample()
     idle_plane0 = procstats.cpu_of(cfg.control_plane)
-    await asyncio.sleep(idle_window)
+    available = time.monotonic()
+    kcm: list[tuple[float, float]] = []
+
+    def sample_kcm() -> None:
+        now = procstats.cpu_of(cfg.control_plane).get(KCM)
+        if now is not None:
+            kcm.append((time.monotonic() - available, now))
+
+    while time.monotonic() - available < idle_window:
+        sample_kcm()
+        await asyncio.sleep(0.5)
     idle_rate = (sampler.sample() - idle_cpu0) / idle_window
     settle = {
         f"settle_{k}": v
@@ -574,9 +590,15 @@ async def _steady(
     )
     while time.monotonic() - t0 < cfg.steady:
         progress("steady-state", int(time.monotonic() - t0), int(cfg.steady))
+        sample_kcm()
         await asyncio.sleep(0.5)
+    sample_kcm()
     window = time.monotonic() - t0
     cpu_window = sampler.sample() - cpu0
+    kcm_busy = procstats.busy_until(kcm)
+    if kcm_busy is not None:
+        settle["kcm_busy_until"] = kcm_busy  # s after Available
+        settle["kcm_sampled_until"] = kcm[-1][0]
     await record(
         "steady-state",
         t0,
