@@ -48,6 +48,12 @@ QUEUE_LATENCY = Histogram(
     ["controller"],
     buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30),
 )
+STATUS_HOLD = Gauge(
+    "cliques_status_hold_seconds",
+    "How long a progress-only status is held back now (it stretches when pods are slow).",
+    ["controller"],
+    multiprocess_mode="livemax",
+)
 EXPECTATIONS_PENDING = Gauge(
     "cliques_expectations_pending",
     "Creates and deletes in flight that no watch event has confirmed yet.",

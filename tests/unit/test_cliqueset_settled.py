@@ -35,8 +35,19 @@ class Recording(Executor):
 
     statuses: list[str]
 
-    async def write_status(self, resource: Any, ns: str, name: str, *args: Any, **kw: Any) -> None:
+    #: the cache the API server's answer goes to (write-through), if any
+    through: Informer[CliqueSet] | None = None
+
+    async def write_status(
+        self, resource: Any, ns: str, name: str, rv: str, status: Any, **kw: Any
+    ) -> None:
         self.statuses.append(name)
+        if self.through is not None:
+            now = self.through.store.get(f"{ns}/{name}")
+            assert now is not None
+            answer = msgspec.convert(msgspec.to_builtins(now), CliqueSet)
+            answer.status = msgspec.convert(status, CliqueSetStatus)
+            self.through.store.upsert(answer)
 
 
 class Counted(CliqueSetController):
@@ -93,6 +104,21 @@ async def test_a_settled_set_is_not_planned_again_for_a_change_the_planner_never
     ctl.cliquesets.store.upsert(relabelled(cqs))
     await ctl.reconcile(KEY)
     assert ctl.plans == 1
+
+
+async def test_a_set_whose_plan_only_wrote_its_status_is_settled_too() -> None:
+    ctl, cqs = controller()
+    executor: Recording = ctl.runner.executor  # type: ignore[assignment]
+    executor.through = ctl.cliquesets
+    stale = relabelled(cqs)
+    assert stale.status is not None
+    stale.status.ready_replicas = 0
+    ctl.cliquesets.store.upsert(stale)
+    await ctl.reconcile(KEY)
+    assert executor.statuses == ["llama"] and ctl.plans == 1
+    ctl.cliquesets.store.upsert(relabelled(ctl.cliquesets.store.get(KEY)))  # type: ignore[arg-type]
+    await ctl.reconcile(KEY)
+    assert ctl.plans == 1, "the status it wrote is the status it would write again"
 
 
 async def test_a_child_change_plans_again() -> None:

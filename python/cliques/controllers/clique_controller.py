@@ -9,8 +9,10 @@ Status writes: a status that only reports progress towards Ready (pods created, 
 yet; `clique_planner.progress_only`) is held back for up to `status_hold` seconds, since
 in most cases the pods turn Ready within that time and one write then says both. News (a
 condition change, a pod that stopped being ready) is written at once, and a held status is
-written when its time is up, so the published status is never more than `status_hold`
-behind.
+written when its time is up, so the published status is never more than the hold behind.
+The hold is `status_hold`, stretched (up to HOLD_STRETCH times) to 1.5x the time this
+controller's Cliques have lately taken from their first pods to news: on a control plane
+slow to start pods, a write halfway would only say the pods are still on their way.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "clique"
+#: The status hold stretches up to this multiple of `status_hold` while pods are slow to
+#: turn Ready (`StatusHold`).
+HOLD_STRETCH = 12.0
 
 
 def gang_key(obj: Any) -> list[str]:
@@ -66,7 +71,13 @@ class CliqueController:
         self.status_hold = status_hold
         self.queue = WorkQueue(NAME)
         #: the timers of the Cliques whose progress-only status is held back
-        self.held = StatusHold(status_hold, self.queue.add, clique_planner.progress_only)
+        self.held = StatusHold(
+            status_hold,
+            self.queue.add,
+            clique_planner.progress_only,
+            stretch=HOLD_STRETCH,
+            name=NAME,
+        )
         #: Cliques whose last reconcile found creates or deletes not yet seen
         self._blocked: set[str] = set()
         self.cliques = cliques
@@ -91,7 +102,7 @@ class CliqueController:
             return
         if kind == "DELETED":
             self.expectations.forget(new.metadata.uid)
-            self.held.release(key_of(new))
+            self.held.forget(key_of(new))
             self._blocked.discard(key_of(new))
             self.failures.clear(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):

@@ -26,9 +26,9 @@ back for up to `status_hold` seconds (`status_hold.StatusHold`), as a Clique's i
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cliques.api import labels
@@ -98,7 +98,7 @@ def only_waits(
     return progressing is None or progressing.reason != "RollingUpdate"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Settled:
     """What a plan that had nothing to do saw of its CliqueSet: while all of it is the
     same, planning again would find nothing to do either."""
@@ -145,7 +145,9 @@ class CliqueSetController:
         self.owns = owns
         self.queue = WorkQueue(NAME)
         #: the timers of the CliqueSets whose progress-only status is held back
-        self.held = StatusHold(status_hold, self.queue.add, cliqueset_status.progress_only)
+        self.held = StatusHold(
+            status_hold, self.queue.add, cliqueset_status.progress_only, name=NAME
+        )
         #: CliqueSet UID -> store changes of its children seen so far (while it is known)
         self._children: dict[str, int] = {}
         #: CliqueSet key -> what its last plan saw, when that plan had nothing to do
@@ -178,7 +180,7 @@ class CliqueSetController:
             self._judgements.pop(meta.uid, None)
             self._children.pop(meta.uid, None)
             self._settled.pop(key_of(new), None)
-            self.held.release(key_of(new))
+            self.held.forget(key_of(new))
             self.failures.clear(key_of(new))
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
@@ -327,8 +329,13 @@ class CliqueSetController:
         if (
             satisfied
             and not (plan.writes or plan.events or plan.requeue_after)
-            and plan.status is None
             and self._children.get(uid) == settled.children
         ):
-            self._settled[key] = settled
+            if plan.status is None:
+                self._settled[key] = settled
+            elif key not in self.held:
+                # Its status was written (and is in the cache): that is all it had to do.
+                now = self.cliquesets.store.get(key)
+                if now is not None and now.metadata.uid == uid and now.status == plan.status:
+                    self._settled[key] = dataclasses.replace(settled, status=now.status)
         return result

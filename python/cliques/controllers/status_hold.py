@@ -1,5 +1,5 @@
 """Holding back progress-only statuses: one timer per object, so news is written at once and
-progress at most `seconds` late.
+progress at most the hold late.
 
 Both controllers publish statuses that mostly report progress towards Ready (pods created,
 gangs turning available one by one). Writing each step costs a request, a watch event to
@@ -10,6 +10,11 @@ of events cannot postpone the write beyond it; when it fires it enqueues the obj
 reconcile then writes. News (whatever `progress_only` says is not progress) is written at
 once and cancels the timer, so the usual case costs no extra reconcile.
 
+The hold may stretch (`stretch` > 1): it learns how long objects here typically take from
+their first progress to news (a Clique's pods from created to Ready), and holds for 1.5
+times that, at least `base` and at most `stretch` x `base` seconds. When the cluster is slow
+to start pods, a write halfway would only say they are still on their way.
+
 It implements `plan_runner.Hold`.
 """
 
@@ -18,6 +23,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+
+from cliques import metrics
+
+#: How much one observed time moves the typical time (an exponential moving average).
+WEIGHT = 0.1
+#: The hold covers this multiple of the typical time to news.
+MARGIN = 1.5
 
 
 class StatusHold:
@@ -28,13 +40,26 @@ class StatusHold:
         seconds: float,
         enqueue: Callable[[str], None],
         progress_only: Callable[[Any, Any], bool],
+        *,
+        stretch: float = 1.0,
+        name: str = "",
     ) -> None:
-        #: how long a progress-only status may wait (0: never held)
+        #: the shortest hold (0: never held); the hold is `seconds` until it stretches
+        self.base = seconds
         self.seconds = seconds
+        #: the longest hold, as a multiple of `base`
+        self.stretch = max(1.0, stretch)
+        #: the typical time from an object's first progress to its news (0: none seen yet)
+        self.typical = 0.0
         self._enqueue = enqueue
         self._progress_only = progress_only
+        self._gauge = metrics.STATUS_HOLD.labels(name) if name else None
+        if self._gauge is not None:
+            self._gauge.set(seconds)
         #: key -> the timer that enqueues the object when its held status is due
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        #: key -> loop time of the object's first held progress (kept until its news)
+        self._since: dict[str, float] = {}
 
     def __contains__(self, key: str) -> bool:
         return key in self._timers
@@ -44,7 +69,12 @@ class StatusHold:
 
     def hold(self, key: str, old: Any, new: Any) -> bool:
         """Whether to hold `new` back instead of writing it now (the status is `old`)."""
-        if self.seconds <= 0 or not self._progress_only(old, new):
+        if self.base <= 0:
+            return False
+        if not self._progress_only(old, new):
+            since = self._since.pop(key, None)
+            if since is not None:
+                self.observe(asyncio.get_running_loop().time() - since)
             self.release(key)
             return False
         timer = self.arm(key)
@@ -59,11 +89,29 @@ class StatusHold:
         timer = self._timers.get(key)
         if timer is None:
             loop = asyncio.get_running_loop()
+            self._since.setdefault(key, loop.time())
             timer = self._timers[key] = loop.call_later(self.seconds, self._enqueue, key)
         return timer
+
+    def observe(self, took: float) -> None:
+        """An object's news came `took` seconds after its first progress: with `stretch`,
+        the hold follows the typical time."""
+        if self.stretch <= 1.0:
+            return
+        self.typical = (
+            took if self.typical == 0.0 else self.typical + WEIGHT * (took - self.typical)
+        )
+        self.seconds = min(self.base * self.stretch, max(self.base, MARGIN * self.typical))
+        if self._gauge is not None:
+            self._gauge.set(self.seconds)
 
     def release(self, key: str) -> None:
         """Cancel the timer of `key`: its status was written, or none is due."""
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()
+
+    def forget(self, key: str) -> None:
+        """The object `key` is gone."""
+        self.release(key)
+        self._since.pop(key, None)

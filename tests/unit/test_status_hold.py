@@ -1,0 +1,92 @@
+"""The status hold (`StatusHold`), with no cluster: progress waits for its timer, news is
+written at once, and a stretching hold follows how long objects take from progress to news."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from cliques.controllers.status_hold import MARGIN, StatusHold
+
+
+def progress(old: int, new: int) -> bool:
+    """A toy status: a count, where going up is progress and anything else news."""
+    return new > old
+
+
+def make(seconds: float = 10.0, stretch: float = 1.0) -> tuple[StatusHold, list[str]]:
+    woken: list[str] = []
+    return StatusHold(seconds, woken.append, progress, stretch=stretch), woken
+
+
+async def test_progress_is_held_and_news_is_not() -> None:
+    hold, _ = make()
+    assert hold.hold("a", 0, 1)
+    assert "a" in hold
+    assert not hold.hold("a", 1, 0), "news is written at once"
+    assert "a" not in hold
+
+
+async def test_a_held_status_is_due_when_its_timer_fires() -> None:
+    hold, woken = make(seconds=0.02)
+    assert hold.hold("a", 0, 1)
+    for _ in range(100):
+        if woken:
+            break
+        await asyncio.sleep(0.01)
+    assert woken == ["a"]
+    assert not hold.hold("a", 0, 2), "past its time the progress is written"
+
+
+async def test_more_progress_does_not_postpone_the_write() -> None:
+    hold, _ = make(seconds=5.0)
+    hold.hold("a", 0, 1)
+    first = hold.arm("a").when()
+    hold.hold("a", 1, 2)
+    assert hold.arm("a").when() == first
+    hold.forget("a")
+
+
+async def test_a_hold_without_stretch_stays_put() -> None:
+    hold, _ = make(seconds=10.0)
+    hold.observe(100.0)
+    assert hold.seconds == 10.0
+
+
+async def test_a_stretching_hold_follows_the_time_to_news_within_its_bounds() -> None:
+    hold, _ = make(seconds=10.0, stretch=6.0)
+    hold.observe(2.0)
+    assert hold.seconds == 10.0, "never below the base"
+    for _ in range(5):
+        hold.observe(30.0)  # pods now take longer: the typical time moves towards 30 s
+    assert 10.0 < hold.seconds < MARGIN * 30.0
+    for _ in range(100):
+        hold.observe(30.0)
+    assert hold.seconds == pytest.approx(MARGIN * 30.0, rel=0.01)
+    for _ in range(100):
+        hold.observe(600.0)
+    assert hold.seconds == 60.0, "never above stretch x base"
+    for _ in range(100):
+        hold.observe(1.0)
+    assert hold.seconds == 10.0, "and back down when pods are quick again"
+
+
+async def test_the_time_to_news_is_measured_from_the_first_progress() -> None:
+    hold, _ = make(seconds=0.01, stretch=100.0)
+    assert hold.hold("a", 0, 1)
+    await asyncio.sleep(0.05)
+    assert not hold.hold("a", 0, 2), "expired: written"
+    hold.hold("a", 2, 3)  # more progress: a new timer, the same first progress
+    await asyncio.sleep(0.05)
+    assert not hold.hold("a", 3, 0)  # news
+    assert hold.typical >= 0.1
+    assert hold.seconds == pytest.approx(MARGIN * hold.typical)
+
+
+async def test_a_forgotten_object_teaches_nothing() -> None:
+    hold, _ = make(seconds=10.0, stretch=6.0)
+    hold.hold("a", 0, 1)
+    hold.forget("a")
+    assert not hold.hold("a", 1, 0)
+    assert hold.typical == 0.0 and "a" not in hold
