@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cliques.bench import apimetrics, children, kinds, opmetrics, procstats, workload
+from cliques.bench import apimetrics, children, kcmmetrics, kinds, opmetrics, procstats, workload
 from cliques.bench.kinds import WorkloadKind
 from cliques.bench.observer import Observer
 from cliques.kube import errors
@@ -540,6 +540,17 @@ async def _phases(
 KCM = "kube-controller-manager"
 
 
+async def _kcm_work(port: int | None) -> dict[str, float]:
+    """The controller-manager's work-queue seconds so far (`kcmmetrics`); empty when it
+    cannot be read (a cluster given by --kubeconfig, a scrape that fails)."""
+    if port is None:
+        return {}
+    try:
+        return await asyncio.to_thread(kcmmetrics.scrape, port)
+    except (OSError, ValueError):
+        return {}
+
+
 async def _steady(
     client: KubeClient,
     ns: str,
@@ -564,6 +575,9 @@ async def _steady(
     idle_plane0 = procstats.cpu_of(cfg.control_plane)
     available = time.monotonic()
     kcm: list[tuple[float, float]] = []
+    kcm_pid = cfg.control_plane.get(KCM)
+    kcm_port = kcmmetrics.port_of(kcm_pid) if kcm_pid is not None else None
+    kcm_work0 = await _kcm_work(kcm_port)
 
     def sample_kcm() -> None:
         now = procstats.cpu_of(cfg.control_plane).get(KCM)
@@ -596,6 +610,11 @@ async def _steady(
     window = time.monotonic() - t0
     cpu_window = sampler.sample() - cpu0
     kcm_busy = procstats.busy_until(kcm)
+    kcm_work = await _kcm_work(kcm_port)
+    if kcm_work and kcm_work0:
+        # Which of its controllers worked from Available on (seconds in their syncs).
+        for queue, seconds in kcmmetrics.busiest(kcm_work, kcm_work0).items():
+            settle[f"kcm work {queue}"] = seconds
     if kcm_busy is not None:
         settle["kcm_busy_until"] = kcm_busy  # s after Available
         settle["kcm_sampled_until"] = kcm[-1][0]
