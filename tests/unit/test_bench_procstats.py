@@ -23,10 +23,19 @@ def test_cpu_delta_names_each_component_and_sums_them() -> None:
     assert procstats.cpu_delta({}, before) == {}
 
 
-def test_busy_until_is_the_end_of_the_last_busy_interval() -> None:
-    # 0-1 s: 0.5 cores; 1-2: idle; 2-3: 0.3 cores; then idle to 6 s
-    samples = [(0.0, 10.0), (1.0, 10.5), (2.0, 10.51), (3.0, 10.81), (6.0, 10.83)]
-    assert procstats.busy_until(samples) == 3.0
-    assert procstats.busy_until(samples, rate=0.4) == 1.0
+def test_busy_until_is_the_end_of_the_last_busy_span() -> None:
+    # 0-5 s: 0.5 cores; 5-10: idle; 10-15: 0.3 cores; then idle to 30 s
+    samples = [(0.0, 10.0), (5.0, 12.5), (10.0, 12.55), (15.0, 14.05), (30.0, 14.1)]
+    assert procstats.busy_until(samples) == 15.0
+    assert procstats.busy_until(samples, rate=0.4) == 5.0
     assert procstats.busy_until([(0.0, 1.0), (5.0, 1.01)]) == 0.0, "never busy"
     assert procstats.busy_until([(0.0, 1.0)]) is None
+
+
+def test_a_short_spike_is_not_work() -> None:
+    # half-second samples, idle but for 0.08 s of CPU in one of them (a periodic task)
+    samples = [(i * 0.5, 1.0 + (0.08 if i >= 31 else 0.0)) for i in range(81)]
+    assert procstats.busy_until(samples, window=0.5) == 15.5
+    assert procstats.busy_until(samples) == 0.0
+    busy = [(i * 0.5, i * 0.5 * 0.3) for i in range(81)]  # 0.3 cores throughout
+    assert procstats.busy_until(busy) == 40.0

@@ -126,14 +126,23 @@ def cpu_delta(now: dict[str, float], before: dict[str, float]) -> dict[str, floa
 SETTLED_RATE = 0.1
 
 
-def busy_until(samples: list[tuple[float, float]], rate: float = SETTLED_RATE) -> float | None:
-    """From (seconds, CPU seconds so far) samples of one process, the end of the last
-    interval in which it used more than `rate` cores: when it was last busy (0.0 if never;
-    None with fewer than two samples)."""
+def busy_until(
+    samples: list[tuple[float, float]], rate: float = SETTLED_RATE, window: float = 5.0
+) -> float | None:
+    """From (seconds, CPU seconds so far) samples of one process, the end of the last span
+    of at least `window` seconds in which it used more than `rate` cores: when it was last
+    busy (0.0 if never; None with fewer than two samples). Spans, not single samples, so
+    that a periodic task of a few ticks is not taken for work."""
     if len(samples) < 2:
         return None
+    spans = [samples[0]]
+    for t, cpu in samples[1:]:
+        if t - spans[-1][0] >= window:
+            spans.append((t, cpu))
+    if spans[-1] is not samples[-1]:
+        spans.append(samples[-1])  # the last, shorter span
     last = 0.0
-    for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+    for (t0, c0), (t1, c1) in itertools.pairwise(spans):
         if t1 > t0 and (c1 - c0) / (t1 - t0) > rate:
             last = t1
     return last
