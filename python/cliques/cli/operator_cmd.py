@@ -78,7 +78,8 @@ def register(sub: Any) -> None:
         default=10.0,
         help="seconds a status that only shows progress (a Clique's pods on their way to "
         "Ready, a CliqueSet's gangs being created or turning available) may wait for more, "
-        "so that one write reports both (0 = write at once; default 10)",
+        "so that one write reports both; a Clique's stretches up to 12x while pods are slow "
+        "to start (0 = write at once; default 10)",
     )
     p.add_argument(
         "--request-timeout",
