@@ -580,7 +580,7 @@ async def _steady(
     kcm_work0 = await _kcm_work(kcm_port)
 
     def sample_kcm() -> None:
-        now = procstats.cpu_of(cfg.control_plane).get(KCM)
+        now = procstats.cpu_of({KCM: kcm_pid}).get(KCM) if kcm_pid is not None else None
         if now is not None:
             kcm.append((time.monotonic() - available, now))
 

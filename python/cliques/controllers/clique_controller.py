@@ -68,7 +68,6 @@ class CliqueController:
     ) -> None:
         self.gate_image = gate_image
         self.pod_debounce = pod_debounce
-        self.status_hold = status_hold
         self.queue = WorkQueue(NAME)
         #: the timers of the Cliques whose progress-only status is held back
         self.held = StatusHold(
@@ -150,7 +149,7 @@ class CliqueController:
         be seen, and the Clique has no status yet or a current one that says Started and
         not Ready (a Ready one turns not Ready when its pods are replaced, and a waiting one
         starts: news, written at once)."""
-        if self.status_hold <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
+        if self.held.base <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
             return False
         if clique.status is not None and not clique_planner.clique_starting(clique):
             return False

@@ -64,9 +64,6 @@ class StatusHold:
     def __contains__(self, key: str) -> bool:
         return key in self._timers
 
-    def __len__(self) -> int:
-        return len(self._timers)
-
     def hold(self, key: str, old: Any, new: Any) -> bool:
         """Whether to hold `new` back instead of writing it now (the status is `old`)."""
         if self.base <= 0:
