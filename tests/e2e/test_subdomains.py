@@ -173,3 +173,55 @@ async def test_a_set_made_before_the_field_keeps_its_layout_and_its_pods(
         assert pods["llama-0-leader-0"]["spec"]["hostname"] == "leader-0-0"
         await cluster.wait_available("llama")
         assert set(await _services(cluster)) == {"llama", "llama-1", "llama-2"}
+
+
+async def test_the_service_carries_the_templates_ports_and_gets_them_back(
+    cluster: Cluster, crds: str
+) -> None:
+    ns = cluster.namespace
+    body = cliqueset(replicas=2, leader=1, workers=1)
+    http = {"name": "http", "containerPort": 8000}
+    metrics = {"name": "metrics", "containerPort": 9000}
+    for role, ports in zip(
+        body["spec"]["template"]["cliques"], ([http], [http, metrics]), strict=True
+    ):
+        role["template"]["spec"]["containers"][0]["ports"] = ports
+    want = [
+        {"name": "http", "port": 8000, "protocol": "TCP", "targetPort": 8000},
+        {"name": "metrics", "port": 9000, "protocol": "TCP", "targetPort": 9000},
+    ]
+
+    async def ports_are(expected: list[dict[str, Any]]) -> bool | None:
+        (svc,) = await _items(cluster, SERVICES)
+        return True if svc["spec"].get("ports", []) == expected else None
+
+    async def sliced() -> list[Any] | None:
+        # Every pod of both roles in slices that carry both ports (targets are numbers, so
+        # the leader, which declares only http, resolves metrics too).
+        slices = await _items(cluster, SLICES, "kubernetes.io/service-name=llama")
+        found = [e for s in slices if s.get("ports") for e in s.get("endpoints") or []]
+        named = {p["name"] for s in slices for p in s.get("ports") or []}
+        return slices if len(found) == 4 and named == {"http", "metrics"} else None
+
+    async with running_operator(crds, ns):
+        await cluster.apply(body)
+        await cluster.wait_available("llama")
+        assert await ports_are(want)
+        await wait_for(sliced, timeout=60, what="llama's slices with both ports")
+        uid = (await _services(cluster))["llama"]
+
+    # What an older release left: the Service without ports.
+    await cluster.client.patch(SERVICES, ns, "llama", {"spec": {"ports": None}}, dict)
+    assert await ports_are([])
+
+    async with running_operator(crds, ns):  # the upgraded operator puts them back
+        await wait_for(lambda: ports_are(want), timeout=60, what="llama's ports restored")
+        assert (await _services(cluster))["llama"] == uid
+
+        # A template that no longer declares metrics: the Service follows.
+        body["spec"]["template"]["cliques"][1]["template"]["spec"]["containers"][0]["ports"] = [
+            http
+        ]
+        await cluster.apply(body)
+        await wait_for(lambda: ports_are(want[:1]), timeout=60, what="metrics removed")
+        await cluster.wait_available("llama")

@@ -2,7 +2,8 @@
 
 - Gangs: `replicas` gangs, each one Clique per clique template, named
   `<cliqueset>-<gang>-<clique>`; with `headlessService`, the headless Services the gangs'
-  DNS layout needs (`subdomains`: one per CliqueSet, or one per gang).
+  DNS layout needs (`subdomains`: one per CliqueSet, or one per gang), their ports kept
+  those of the pod templates (a merge patch when they differ).
   Scaling adds or removes the highest gang indices; a removed clique template deletes its
   Cliques. The bodies come from `builders`.
 - Existing gangs are judged and the gangs to roll picked by `cliqueset_rollout`: in-place
@@ -50,6 +51,14 @@ from cliques.controllers import (
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.cliqueset_rollout import Change, Judgement
 from cliques.kube.resources import CLIQUES, SERVICES
+
+
+def _ports_of(svc: Service) -> list[dict[str, Any]]:
+    """A Service's ports in the form `builders.service_ports` gives them."""
+    return [
+        {"name": p.name, "port": p.port, "protocol": p.protocol, "targetPort": p.target_port}
+        for p in svc.spec.ports
+    ]
 
 
 @dataclass(frozen=True)
@@ -191,8 +200,14 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         if name not in have_svc:
             body = builders.service_body(cqs, svc_gang, bucket)
             creates.append(Create(SERVICES, name, body, meta.uid))
+    ports = builders.service_ports(cqs) if want_svc else []
     for name, svc in have_svc.items():
-        if name not in want_svc and svc.metadata.deletion_timestamp is None:
+        gone = svc.metadata.deletion_timestamp is not None
+        # Ports that differ: made by an older release, or the templates changed since.
+        if name in want_svc and not gone and _ports_of(svc) != ports:
+            patch = {"spec": {"ports": ports or None}}
+            out.patches.append(Patch(SERVICES, name, patch, reason="ServicePorts"))
+        if name not in want_svc and not gone:
             suffix = name.removeprefix(f"{meta.name}-")
             removed_gang = suffix.isdigit() and int(suffix) >= spec.replicas
             why = "ScaleDown" if removed_gang else "Unused"
