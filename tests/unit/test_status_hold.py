@@ -90,3 +90,53 @@ async def test_a_forgotten_object_teaches_nothing() -> None:
     hold.forget("a")
     assert not hold.hold("a", 1, 0)
     assert hold.typical == 0.0 and "a" not in hold
+
+
+def make_waking(seconds: float, stretch: float) -> tuple[StatusHold, list[str], asyncio.Event]:
+    """A hold whose enqueues are recorded and set an Event."""
+    woken: list[str] = []
+    event = asyncio.Event()
+
+    def enqueue(key: str) -> None:
+        woken.append(key)
+        event.set()
+
+    return StatusHold(seconds, enqueue, progress, stretch=stretch), woken, event
+
+
+async def _fired(event: asyncio.Event, timeout: float = 2.0) -> float:
+    """Wait (with a timeout) until the hold enqueued something; the loop time it did."""
+    await asyncio.wait_for(event.wait(), timeout)
+    return asyncio.get_running_loop().time()
+
+
+async def test_a_hold_that_stretched_while_armed_runs_to_its_new_end() -> None:
+    hold, woken, event = make_waking(seconds=0.1, stretch=20.0)
+    start = asyncio.get_running_loop().time()
+    assert hold.hold("a", 0, 1)  # armed for 0.1 s
+    # Meanwhile other objects took long from progress to news: the hold is now 1.5 s.
+    hold.observe(1.0)
+    assert hold.seconds == pytest.approx(MARGIN * 1.0)
+    fired = await _fired(event, timeout=5.0)
+    assert woken == ["a"]
+    assert fired - start >= MARGIN * 1.0 - 0.05, "the timer ran to the stretched end"
+    assert not hold.hold("a", 0, 2), "past its stretched end the progress is written"
+
+
+async def test_a_hold_that_did_not_stretch_fires_at_its_time() -> None:
+    hold, woken, event = make_waking(seconds=0.1, stretch=20.0)
+    start = asyncio.get_running_loop().time()
+    assert hold.hold("a", 0, 1)
+    fired = await _fired(event)
+    assert woken == ["a"]
+    assert fired - start < 1.0, "not re-armed: no stretch since it was armed"
+
+
+async def test_a_released_hold_is_not_re_armed() -> None:
+    hold, woken, event = make_waking(seconds=0.05, stretch=20.0)
+    assert hold.hold("a", 0, 1)
+    hold.observe(1.0)
+    assert not hold.hold("a", 1, 0)  # news: written, timer cancelled
+    with pytest.raises(TimeoutError):
+        await _fired(event, timeout=0.3)  # well past the first end (0.05 s)
+    assert woken == [] and "a" not in hold

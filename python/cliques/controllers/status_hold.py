@@ -13,7 +13,10 @@ once and cancels the timer, so the usual case costs no extra reconcile.
 The hold may stretch (`stretch` > 1): it learns how long objects here typically take from
 their first progress to news (a Clique's pods from created to Ready), and holds for 1.5
 times that, at least `base` and at most `stretch` x `base` seconds. When the cluster is slow
-to start pods, a write halfway would only say they are still on their way.
+to start pods, a write halfway would only say they are still on their way. A timer that
+runs out checks the hold again: while pods take longer and longer to start (a deploy that
+outpaces the control plane), a hold armed early would otherwise end before the typical
+time it was measured against caught up.
 
 It implements `plan_runner.Hold`.
 """
@@ -30,6 +33,8 @@ from cliques import metrics
 WEIGHT = 0.1
 #: The hold covers this multiple of the typical time to news.
 MARGIN = 1.5
+#: A timer whose stretched end is less than this ahead fires instead of being armed again.
+RE_ARM_MIN = 0.5
 
 
 class StatusHold:
@@ -87,8 +92,21 @@ class StatusHold:
         if timer is None:
             loop = asyncio.get_running_loop()
             self._since.setdefault(key, loop.time())
-            timer = self._timers[key] = loop.call_later(self.seconds, self._enqueue, key)
+            timer = self._timers[key] = loop.call_later(self.seconds, self._due, key)
         return timer
+
+    def _due(self, key: str) -> None:
+        """The timer of `key` ran out: enqueue the object, unless the hold stretched since
+        the timer was armed and its stretched end (from the object's first held progress)
+        is still ahead; then the timer is armed again for what remains."""
+        loop = asyncio.get_running_loop()
+        since = self._since.get(key)
+        if since is not None and key in self._timers:
+            remaining = since + self.seconds - loop.time()
+            if remaining > RE_ARM_MIN:
+                self._timers[key] = loop.call_later(remaining, self._due, key)
+                return
+        self._enqueue(key)
 
     def observe(self, took: float) -> None:
         """An object's news came `took` seconds after its first progress: with `stretch`,
