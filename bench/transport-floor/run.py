@@ -18,8 +18,15 @@ streams alone: a floor under any operator built on this client, whatever its log
 kopf target of `cliques bench scale` (5x less CPU than the kopf peer) is then compared with
 it.
 
+On a dev cluster (`--cluster`) each round also records what the control plane spent
+(kube-apiserver, etcd, kube-controller-manager, kube-scheduler, from /proc) from the first
+write until every pod was Ready, and when that was. `--work pods` makes only the pods and
+the Service, with no Cliques and no status: the control plane's floor under any operator
+that deploys these pods, whatever objects of its own it adds.
+
     cliques dev-cluster up --nodes 100 --disable-qps-limits
     .venv/bin/python bench/transport-floor/run.py --shape 100x5x2 --rounds 3
+    .venv/bin/python bench/transport-floor/run.py --shape 1x500x2 --work pods,cliques
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
-from cliques.bench import workload
+from cliques.bench import procstats, workload
 from cliques.controllers import builders, cliqueset_planner
 from cliques.controllers.revision import Hasher
 from cliques.kube import errors
@@ -74,13 +81,25 @@ class Floor:
     """One run: the writes of one deploy, driven by the watch events, with its CPU."""
 
     def __init__(
-        self, client: KubeClient, ns: str, shape: workload.Shape, *, peer_work: bool = False
+        self,
+        client: KubeClient,
+        ns: str,
+        shape: workload.Shape,
+        *,
+        peer_work: bool = False,
+        pods_only: bool = False,
     ) -> None:
         self.client = client
         self.ns = ns
         self.shape = shape
         #: only what the kopf peer does: no Clique status, no watch of Cliques or Services
         self.peer_work = peer_work
+        #: only the pods and the Services, created at once: no Cliques, no status
+        self.pods_only = pods_only
+        self.total_pods = shape.total_pods
+        self.ready_names: set[str] = set()
+        self.all_ready = asyncio.Event()
+        self.ready_at = 0.0
         sel = labels.LABEL_BUCKET
         self.cqs_inf = Informer(client, CLIQUESETS, CliqueSet, namespace=ns)
         self.cq_inf = Informer(client, CLIQUES, Clique, namespace=ns, label_selector=sel)
@@ -88,7 +107,7 @@ class Floor:
         self.svc_inf = Informer(client, SERVICES, Service, namespace=ns, label_selector=sel)
         self.informers: list[Informer[Any]] = (
             [self.cqs_inf, self.pod_inf]
-            if peer_work
+            if peer_work or pods_only
             else [self.cqs_inf, self.cq_inf, self.pod_inf, self.svc_inf]
         )
         self.gate = asyncio.Semaphore(IN_FLIGHT)
@@ -182,6 +201,15 @@ class Floor:
                     _condition("Progressing", "Complete", "every gang updated", 1),
                 ],
             }
+        if self.pods_only:
+            # The Services and every pod, sent at once, owned by nobody (no Clique exists).
+            pods = [pod for bodies in self.pods_of.values() for pod in bodies]
+            for pod in pods:
+                pod["metadata"].pop("ownerReferences", None)
+            creates = [(r, b) for r, b in creates if r is SERVICES] + [(PODS, p) for p in pods]
+            self.total_writes = len(creates)
+            self.pod_inf.add_handler(self._on_pod)
+            return creates
         self.total_writes = len(creates) + sum(len(p) for p in self.pods_of.values())
         self.total_writes += len(self.set_status)
         if not self.peer_work:
@@ -238,6 +266,11 @@ class Floor:
     def _on_pod(self, kind: str, old: Any, new: Pod) -> None:
         if kind == "DELETED" or not new.is_ready:
             return
+        if new.metadata.name not in self.ready_names:
+            self.ready_names.add(new.metadata.name)
+            if len(self.ready_names) == self.total_pods:
+                self.ready_at = time.monotonic()
+                self.all_ready.set()
         ref = new.metadata.controller_ref()
         clique = ref.name if ref is not None else None
         if clique is None or clique in self.status_sent:
@@ -282,11 +315,14 @@ class Floor:
             else:
                 self.create(resource, body)
         await asyncio.wait_for(self.done.wait(), timeout)
+        await asyncio.wait_for(self.all_ready.wait(), timeout)
         # Let the watch events of the last writes arrive, as they do to an operator.
         await _until(self._caught_up, "watch events of the last writes", timeout=30)
         return time.process_time() - cpu0
 
     def _caught_up(self) -> bool:
+        if self.pods_only:
+            return True
         sets = self.cqs_inf.store.objects()
         cliques = [] if self.peer_work else self.cq_inf.store.objects()
         return all(s.status is not None and s.status.ready_replicas for s in sets) and all(
@@ -318,29 +354,58 @@ async def _until(cond: Any, what: str, timeout: float = 60) -> None:
 
 
 async def one_round(
-    kubeconfig: str | None, shape: workload.Shape, timeout: float, *, peer_work: bool
+    kubeconfig: str | None,
+    shape: workload.Shape,
+    timeout: float,
+    work: str,
+    plane: dict[str, int],
 ) -> dict[str, Any]:
     client = await KubeClient.connect(kubeconfig, qps=200.0, burst=400)
     ns = f"floor-{int(time.time() * 1000) % 10**8}"
-    floor = Floor(client, ns, shape, peer_work=peer_work)
+    floor = Floor(client, ns, shape, peer_work=work == "peer", pods_only=work == "pods")
     try:
         await floor.start()
         creates = await floor.prepare()
+        plane0 = procstats.cpu_of(plane)
         wall0 = time.monotonic()
         cpu = await floor.measure(creates, timeout)
         wall = time.monotonic() - wall0
+        spent = procstats.cpu_delta(procstats.cpu_of(plane), plane0)
     finally:
         await floor.stop(timeout)
         await client.close()
     if floor.failures:
         raise RuntimeError(f"{len(floor.failures)} writes failed, first: {floor.failures[0]}")
-    return {"cpu": cpu, "wall": wall, "writes": floor.writes}
+    return {
+        "cpu": cpu,
+        "wall": wall,
+        "writes": floor.writes,
+        "ready": floor.ready_at - wall0,
+        "plane": spent.get("cpu_control_plane"),
+        "spent": spent,
+    }
 
 
 WORK = {
     "cliques": "cliques' writes: Cliques, pods, Services, Clique and CliqueSet status",
     "peer": "the kopf peer's writes: Cliques, pods, Services, CliqueSet status",
+    "pods": "the pods and Services alone, created at once (the control plane's floor)",
 }
+
+#: The dev cluster's components counted as the control plane (the fake kubelets are not).
+PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+
+
+def _plane(cluster: str) -> dict[str, int]:
+    """The dev cluster `cluster`'s control-plane pids (empty if it does not run)."""
+    from cliques.devcluster import cluster as devcluster
+
+    found = devcluster.status(cluster)
+    return {
+        c.name: c.pid
+        for c in found.components
+        if c.running and c.pid is not None and c.name in PLANE
+    }
 
 
 def main() -> int:
@@ -359,6 +424,11 @@ def main() -> int:
         "--timeout", type=argtypes.seconds(), default=300.0, help="per round, s (default 300)"
     )
     p.add_argument(
+        "--cluster",
+        default="cliques",
+        help="the dev cluster whose control plane's CPU is counted (default cliques)",
+    )
+    p.add_argument(
         "--work",
         default="cliques,peer",
         help="comma list, run interleaved each round:\n"
@@ -370,29 +440,49 @@ def main() -> int:
     if unknown or not works:
         p.error(f"--work: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(WORK)}")
     tune_gc()
-    cpus: dict[str, list[float]] = {w: [] for w in works}
+    try:
+        plane = _plane(args.cluster)
+    except ValueError as exc:
+        p.error(f"--cluster: {exc}")
+    if not plane:
+        print(f"(dev cluster {args.cluster!r} not found: the control plane is not counted)")
+    results: dict[str, list[dict[str, Any]]] = {w: [] for w in works}
     try:
         for i in range(args.rounds):
             for work in works:
                 gc.collect()
-                r = uvloop.run(
-                    one_round(args.kubeconfig, args.shape, args.timeout, peer_work=work == "peer")
-                )
-                print(
+                r = uvloop.run(one_round(args.kubeconfig, args.shape, args.timeout, work, plane))
+                line = (
                     f"round {i + 1} {work}: {r['writes']} writes, {r['wall']:.1f} s wall, "
-                    f"{r['cpu']:.2f} s CPU ({r['cpu'] / r['writes'] * 1e6:.0f} us per write)",
-                    flush=True,
+                    f"{r['cpu']:.2f} s CPU ({r['cpu'] / r['writes'] * 1e6:.0f} us per write), "
+                    f"every pod Ready at {r['ready']:.1f} s"
                 )
-                cpus[work].append(r["cpu"])
+                if r["plane"] is not None:
+                    parts = ", ".join(
+                        f"{k.removeprefix('cpu_')} {v:.1f}"
+                        for k, v in r["spent"].items()
+                        if k != "cpu_control_plane"
+                    )
+                    line += f"; control plane {r['plane']:.1f} s ({parts})"
+                print(line, flush=True)
+                results[work].append(r)
     except (OSError, TimeoutError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    for work, values in cpus.items():
-        print(
-            f"{args.shape} {work}: floor CPU median {statistics.median(values):.2f} s "
-            f"(min {min(values):.2f}, max {max(values):.2f}) over {len(values)} rounds"
-        )
+    for work, rounds in results.items():
+        line = f"{args.shape} {work}: " + _median("floor CPU", [r["cpu"] for r in rounds])
+        line += "; " + _median("every pod Ready at", [r["ready"] for r in rounds])
+        if all(r["plane"] is not None for r in rounds):
+            line += "; " + _median("control plane CPU", [r["plane"] for r in rounds])
+        print(f"{line} over {len(rounds)} rounds")
     return 0
+
+
+def _median(what: str, values: list[float]) -> str:
+    return (
+        f"{what} median {statistics.median(values):.2f} s "
+        f"(min {min(values):.2f}, max {max(values):.2f})"
+    )
 
 
 if __name__ == "__main__":
