@@ -155,18 +155,12 @@ class Floor:
         creates: list[tuple[Any, dict[str, Any]]] = []
         for cqs in self.cqs_inf.store.objects():
             hashes = {c.name: hasher.template_hash(c.template) for c in cqs.spec.template.cliques}
-            plan = cliqueset_planner.plan(
-                cliqueset_planner.CliqueSetSnapshot(cliqueset=cqs, cliques=[], hashes=hashes)
-            )
             set_name = cqs.metadata.name
-            for c in plan.creates:
+            for c, clique in _set_creates(cqs, hashes):
                 creates.append((c.resource, c.body))
-                if c.resource is not CLIQUES:
+                if clique is None:
                     continue
                 body = c.body
-                clique = msgspec.convert(
-                    {**body, "metadata": {**body["metadata"], "uid": "0"}}, Clique
-                )
                 tmpl_hash = body["metadata"]["labels"][labels.LABEL_TEMPLATE_HASH]
                 self.pods_of[c.name] = [
                     builders.pod_body(clique, i, tmpl_hash, hasher.algorithm)
@@ -345,6 +339,32 @@ class Floor:
         raise TimeoutError(f"namespace {self.ns} still there after {timeout:g}s")
 
 
+def _set_creates(cqs: CliqueSet, hashes: dict[str, str]) -> list[tuple[Any, Clique | None]]:
+    """Every create of the set's deploy, with each Clique as the cache will show it: the
+    planner makes at most `CREATE_BURST` creates per plan, so it plans again with what it
+    made (as the operator does when the watch shows them) until nothing is left."""
+    out: list[tuple[Any, Clique | None]] = []
+    made: list[Clique] = []
+    services: list[Service] = []
+    while True:
+        snap = cliqueset_planner.CliqueSetSnapshot(
+            cliqueset=cqs, cliques=list(made), services=list(services), hashes=hashes
+        )
+        plan = cliqueset_planner.plan(snap)
+        if not plan.creates:
+            return out
+        for c in plan.creates:
+            meta = {**c.body["metadata"], "uid": f"uid-{len(out)}"}
+            if c.resource is CLIQUES:
+                clique = msgspec.convert({**c.body, "metadata": meta}, Clique)
+                made.append(clique)
+                out.append((c, clique))
+            else:
+                if c.resource is SERVICES:
+                    services.append(msgspec.convert({**c.body, "metadata": meta}, Service))
+                out.append((c, None))
+
+
 async def _until(cond: Any, what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -467,7 +487,7 @@ def main() -> int:
                 print(line, flush=True)
                 results[work].append(r)
     except (OSError, TimeoutError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     for work, rounds in results.items():
         line = f"{args.shape} {work}: " + _median("floor CPU", [r["cpu"] for r in rounds])
