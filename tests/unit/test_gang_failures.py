@@ -204,3 +204,29 @@ def test_an_unmarked_healthy_gang_is_the_no_op_the_planner_skips() -> None:
     one = {"leader": clique(0, "leader"), "worker": members(**{"cliques.dev/x": "1"})["worker"]}
     one["worker"].metadata.annotations[gang_failures.ANNOTATION_RESTARTS] = "2"
     assert not gang_failures.unmarked(one), "one marked Clique marks the gang"
+
+
+def test_a_healed_gang_has_its_mark_cleared_whether_or_not_its_verdict_was_kept() -> None:
+    # The planner reads the marks once per gang, with its verdict, and keeps both between
+    # plans: a kept verdict must still send the healed gang to the failure policy.
+    cqs = cliqueset(replicas=2)
+    cqs = msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
+    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    cliques = [
+        clique(0, "leader"),
+        clique(0, "worker", replicas=2),
+        clique(1, "leader", annotations=since),
+        clique(1, "worker", replicas=2, annotations=since),
+    ]
+    first = cliqueset_planner.plan(set_snapshot(cqs, cliques))
+    again = cliqueset_planner.plan(set_snapshot(cqs, cliques, previous=first.judgement))
+    for plan in (first, again):
+        assert sorted(p.name for p in plan.patches) == ["llama-1-leader", "llama-1-worker"]
+        assert all(
+            p.patch["metadata"]["annotations"] == {gang_failures.ANNOTATION_BREACH_SINCE: None}
+            for p in plan.patches
+        )
+    assert first.judgement is not None
+    assert [first.judgement.gangs[g][1].facts.marked for g in (0, 1)] == [False, True]

@@ -295,9 +295,9 @@ def _failure_policy(
     policy = snap.cliqueset.spec.failure_policy
     total = 0
     for index, gang_facts in enumerate(facts):
+        if not gang_facts.degraded and not gang_facts.marked:
+            continue  # healthy and unmarked (read once per gang, kept with its verdict)
         gang = by_gang.get(index, {})
-        if not gang_facts.degraded and gang_failures.unmarked(gang):
-            continue
         members = {role: c for role, c in gang.items() if c.metadata.deletion_timestamp is None}
         total += gang_failures.restarts_of(members)
         decision = gang_failures.decide(policy, members, bool(gang_facts.degraded), snap.now)

@@ -35,7 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import clique_planner
+from cliques.controllers import clique_planner, gang_failures
 
 
 def hash_of(clique: Clique) -> str:
@@ -121,6 +121,9 @@ class GangFacts:
     degraded: list[str] = field(default_factory=list)
     #: (Clique name, its ReplicaFailure condition) of the Cliques whose writes are refused
     failing: list[tuple[str, Condition]] = field(default_factory=list)
+    #: a Clique of the gang records a restart or a breach (`gang_failures.unmarked`), so
+    #: the failure policy must look at it even while it is not degraded
+    marked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +252,7 @@ def _classify(
 
 def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFacts:
     """A gang's facts, each Clique's Ready condition looked up once."""
-    facts = GangFacts()
+    facts = GangFacts(marked=not gang_failures.unmarked(members))
     ready_true: set[str] = set()
     for role, clique in members.items():
         status = clique.status
