@@ -153,6 +153,11 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
         deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
 
+    # The verdicts on the gangs (kept between plans for the gangs whose Cliques are the same).
+    ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)
+    gangs = cliqueset_rollout.judge_gangs(by_gang, spec.replicas, ctx, snap.rehashes, snap.previous)
+    out.judgement = gangs.judgement
+
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.
     can_create = snap.expectations_satisfied
@@ -193,7 +198,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
 
     # Services: the headless Services the gangs' DNS layout uses.
     have_svc = {s.metadata.name: s for s in snap.services}
-    want_svc = subdomains.wanted_services(cqs, by_gang, policy)
+    recorded = [(f.live, f.subdomains) for f in gangs.facts]
+    want_svc = subdomains.wanted_services(cqs, recorded, policy)
     for name, svc_gang in want_svc.items() if can_create else ():
         if len(creates) >= CREATE_BURST:
             break
@@ -214,9 +220,6 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
 
     # In-place changes and rollout decisions over existing gangs.
-    ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)
-    gangs = cliqueset_rollout.judge_gangs(by_gang, spec.replicas, ctx, snap.rehashes, snap.previous)
-    out.judgement = gangs.judgement
     unavailable = {g for g, f in enumerate(gangs.facts) if not f.available}
     strategy = spec.update_strategy
     to_update = (

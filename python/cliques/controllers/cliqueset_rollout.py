@@ -35,7 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import clique_planner, gang_failures
+from cliques.controllers import clique_planner, gang_failures, subdomains
 
 
 def hash_of(clique: Clique) -> str:
@@ -124,6 +124,10 @@ class GangFacts:
     #: a Clique of the gang records a restart or a breach (`gang_failures.unmarked`), so
     #: the failure policy must look at it even while it is not degraded
     marked: bool = False
+    #: a Clique of the gang is not being deleted
+    live: bool = False
+    #: the subdomains its live Cliques record (`subdomains.wanted_services`)
+    subdomains: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +257,7 @@ def _classify(
 def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFacts:
     """A gang's facts, each Clique's Ready condition looked up once."""
     facts = GangFacts(marked=not gang_failures.unmarked(members))
+    facts.live, facts.subdomains = subdomains.recorded_subdomains(members.values())
     ready_true: set[str] = set()
     for role, clique in members.items():
         status = clique.status

@@ -21,7 +21,7 @@ the Cliques of a new gang record so that their pods get a hostname and subdomain
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cliques.api import labels
 from cliques.api.clique import Clique
@@ -91,13 +91,15 @@ def gang_annotations(siblings: Iterable[Clique]) -> dict[str, str] | None:
 
 
 def wanted_services(
-    cqs: CliqueSet, by_gang: dict[int, dict[str, Clique]], policy_: str
+    cqs: CliqueSet, recorded: Sequence[tuple[bool, tuple[str, ...]]], policy_: str
 ) -> dict[str, int | None]:
     """Service name -> its gang (None for the shared Service): the subdomains the live
     Cliques of the gangs `0..replicas-1` record, and the Service of each gang not created
-    yet. Only names this CliqueSet can own count (its own name, or `<set>-<gang>` of the
-    gang recording it): a Clique annotation is never a way to make the operator create an
-    arbitrary Service. Empty without `headlessService`."""
+    yet. `recorded[gang]` is (whether a Clique of the gang is not being deleted, the
+    subdomains its live Cliques record), for every gang below `replicas`. Only names this
+    CliqueSet can own count (its own name, or `<set>-<gang>` of the gang recording it): a
+    Clique annotation is never a way to make the operator create an arbitrary Service.
+    Empty without `headlessService`."""
     spec = cqs.spec
     if not spec.headless_service:
         return {}
@@ -107,17 +109,11 @@ def wanted_services(
     new_gangs = False
     if spec.replicas > 0:
         labels.gang_service_name(name, spec.replicas - 1)  # the longest: all are valid
-    annotation = labels.ANNOTATION_SUBDOMAIN
-    for gang in range(spec.replicas):
-        live = False
-        for clique in by_gang.get(gang, {}).values():
-            if clique.metadata.deletion_timestamp is not None:
-                continue
-            live = True
-            sub = clique.metadata.annotations.get(annotation, "")
+    for gang, (live, subs) in enumerate(recorded[: spec.replicas]):
+        for sub in subs:
             if sub == shared:
                 want[sub] = None
-            elif sub and sub == f"{name}-{gang}":
+            elif sub == f"{name}-{gang}":
                 want[sub] = gang
         if not live:
             new_gangs = True
@@ -126,3 +122,15 @@ def wanted_services(
     if new_gangs and policy_ == SUBDOMAIN_SHARED:
         want[shared] = None
     return want
+
+
+def recorded_subdomains(cliques: Iterable[Clique]) -> tuple[bool, tuple[str, ...]]:
+    """(whether one of a gang's `cliques` is not being deleted, the subdomains its live
+    Cliques record): one gang's entry of `wanted_services`' `recorded`."""
+    live = _live(cliques)
+    subs: list[str] = []
+    for c in live:
+        sub = c.metadata.annotations.get(labels.ANNOTATION_SUBDOMAIN, "")
+        if sub and sub not in subs:
+            subs.append(sub)
+    return bool(live), tuple(subs)
