@@ -9,7 +9,7 @@ import dataclasses
 import msgspec
 
 from cliques.api import labels
-from cliques.api.cliqueset import FailurePolicy, RestartBackoff
+from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
 from cliques.controllers import clique_planner, cliqueset_planner, gang_failures
 from tests.unit.planner_fixtures import clique, cliqueset, pod, set_snapshot
 
@@ -20,6 +20,14 @@ POLICY = FailurePolicy(
     restart_backoff=RestartBackoff(initial_seconds=10, max_seconds=15),
 )
 T0 = "2026-11-22T08:00:00Z"
+
+
+def with_policy(replicas: int) -> CliqueSet:
+    """The fixture CliqueSet with `replicas` gangs and the failure policy POLICY."""
+    cqs = cliqueset(replicas=replicas)
+    return msgspec.structs.replace(
+        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+    )
 
 
 def members(**annotations: str):  # type: ignore[no-untyped-def]
@@ -64,10 +72,7 @@ def test_policy_none_does_nothing() -> None:
 
 
 def test_planner_recreates_only_the_breached_gang() -> None:
-    cqs = cliqueset(replicas=2)
-    cqs = msgspec.structs.replace(
-        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
-    )
+    cqs = with_policy(replicas=2)
     since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
     cliques = [
         clique(0, "leader"),
@@ -146,10 +151,7 @@ def test_an_interrupted_restart_is_completed_not_repeated() -> None:
 def test_a_clique_added_to_a_restarted_gang_joins_its_count() -> None:
     # Otherwise it would be levelled to the gang's count right after its pods are made,
     # and they would be recreated for nothing.
-    cqs = cliqueset(replicas=1)
-    cqs = msgspec.structs.replace(
-        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
-    )
+    cqs = with_policy(replicas=1)
     leader = clique(0, "leader", annotations={labels.ANNOTATION_GANG_RESTARTS: "2"})
     plan = cliqueset_planner.plan(set_snapshot(cqs, [leader]))
     (worker,) = [c for c in plan.creates if c.name == "llama-0-worker"]
@@ -161,10 +163,7 @@ def test_a_restart_is_expected_until_the_cache_shows_it() -> None:
     # Until the watch shows the new count, the next plan must not act on Cliques that
     # still say the old one: a rolling update's template patch rewrites a Clique's
     # annotations from the cache and would put the old count back.
-    cqs = cliqueset(replicas=1)
-    cqs = msgspec.structs.replace(
-        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
-    )
+    cqs = with_policy(replicas=1)
     since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
     cliques = [
         clique(0, "leader", annotations=since),
@@ -209,10 +208,7 @@ def test_an_unmarked_healthy_gang_is_the_no_op_the_planner_skips() -> None:
 def test_a_healed_gang_has_its_mark_cleared_whether_or_not_its_verdict_was_kept() -> None:
     # The planner reads the marks once per gang, with its verdict, and keeps both between
     # plans: a kept verdict must still send the healed gang to the failure policy.
-    cqs = cliqueset(replicas=2)
-    cqs = msgspec.structs.replace(
-        cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
-    )
+    cqs = with_policy(replicas=2)
     since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
     cliques = [
         clique(0, "leader"),
