@@ -49,7 +49,7 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
-from cliques.bench import procstats, workload
+from cliques.bench import curves, procstats, workload
 from cliques.controllers import builders, cliqueset_planner
 from cliques.controllers.revision import Hasher
 from cliques.kube import errors
@@ -412,19 +412,17 @@ WORK = {
     "pods": "the pods and Services alone, created at once (the control plane's floor)",
 }
 
-#: The dev cluster's components counted as the control plane (the fake kubelets are not).
-PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
-
 
 def _plane(cluster: str) -> dict[str, int]:
-    """The dev cluster `cluster`'s control-plane pids (empty if it does not run)."""
+    """The dev cluster `cluster`'s control-plane pids, the components `cliques bench plot`
+    counts (the fake kubelets left out); empty if it does not run."""
     from cliques.devcluster import cluster as devcluster
 
     found = devcluster.status(cluster)
     return {
         c.name: c.pid
         for c in found.components
-        if c.running and c.pid is not None and c.name in PLANE
+        if c.running and c.pid is not None and c.name in curves.CONTROL_PLANE
     }
 
 

@@ -5,10 +5,12 @@ Clique planner deleting the pods of another restart count."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import msgspec
 
 from cliques.api import labels
+from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
 from cliques.controllers import clique_planner, cliqueset_planner, gang_failures
 from tests.unit.planner_fixtures import clique, cliqueset, pod, set_snapshot
@@ -28,6 +30,18 @@ def with_policy(replicas: int) -> CliqueSet:
     return msgspec.structs.replace(
         cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
     )
+
+
+def gang_1_marked(**worker: Any) -> list[Clique]:
+    """Two gangs of a leader and 2 workers; gang 1's Cliques marked as breached since T0,
+    its worker Clique built with `worker` (e.g. below minAvailable)."""
+    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
+    return [
+        clique(0, "leader"),
+        clique(0, "worker", replicas=2),
+        clique(1, "leader", annotations=since),
+        clique(1, "worker", replicas=2, annotations=since, **worker),
+    ]
 
 
 def members(**annotations: str):  # type: ignore[no-untyped-def]
@@ -73,20 +87,7 @@ def test_policy_none_does_nothing() -> None:
 
 def test_planner_recreates_only_the_breached_gang() -> None:
     cqs = with_policy(replicas=2)
-    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
-    cliques = [
-        clique(0, "leader"),
-        clique(0, "worker", replicas=2),
-        clique(1, "leader", annotations=since),
-        clique(
-            1,
-            "worker",
-            replicas=2,
-            ready=False,
-            ready_reason="BelowMinAvailable",
-            annotations=since,
-        ),
-    ]
+    cliques = gang_1_marked(ready=False, ready_reason="BelowMinAvailable")
     snap = dataclasses.replace(set_snapshot(cqs, cliques), now="2026-11-22T08:01:00Z")
     plan = cliqueset_planner.plan(snap)
     patched = sorted(p.name for p in plan.patches)
@@ -209,13 +210,7 @@ def test_a_healed_gang_has_its_mark_cleared_whether_or_not_its_verdict_was_kept(
     # The planner reads the marks once per gang, with its verdict, and keeps both between
     # plans: a kept verdict must still send the healed gang to the failure policy.
     cqs = with_policy(replicas=2)
-    since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
-    cliques = [
-        clique(0, "leader"),
-        clique(0, "worker", replicas=2),
-        clique(1, "leader", annotations=since),
-        clique(1, "worker", replicas=2, annotations=since),
-    ]
+    cliques = gang_1_marked()
     first = cliqueset_planner.plan(set_snapshot(cqs, cliques))
     again = cliqueset_planner.plan(set_snapshot(cqs, cliques, previous=first.judgement))
     for plan in (first, again):
