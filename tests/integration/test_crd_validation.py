@@ -76,6 +76,18 @@ def with_cliques(*changes: dict[str, Any], **spec: Any) -> dict[str, Any]:
     return body
 
 
+GANG_RESTARTS = "cliques.dev/gang-restarts"
+HASH = "cliques.dev/template-hash"
+
+
+def with_metadata(**metadata: dict[str, str]) -> dict[str, Any]:
+    """A pod template with `metadata` (labels, annotations)."""
+    return {
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]},
+    }
+
+
 # ---- The CRDs ------------------------------------------------------------------------------
 
 
@@ -401,6 +413,47 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         with_cliques({"template": {"metadata": {"labels": {"a": 1}}, "spec": {"containers": []}}}),
         ["spec.template.cliques[0].template.metadata.labels.a", "string"],
     ),
+    (
+        "the operator's gang restart annotation in a pod template",
+        with_cliques({}, {"template": with_metadata(annotations={GANG_RESTARTS: "7"})}),
+        [
+            "spec.template.cliques[1].template.metadata.annotations",
+            f'annotation keys ["{GANG_RESTARTS}"] are reserved for the operator',
+        ],
+    ),
+    (
+        "the operator's labels in a pod template, a subdomain's too",
+        with_cliques(
+            {"template": with_metadata(labels={"app": "x", HASH: "h", "x.cliques.dev/y": "1"})}
+        ),
+        [
+            "spec.template.cliques[0].template.metadata.labels",
+            f'label keys ["{HASH}", "x.cliques.dev/y"] are reserved for the operator',
+        ],
+    ),
+    (
+        "more labels in a pod template than the maximum",
+        with_cliques({"template": with_metadata(labels={f"l{i}": "" for i in range(257)})}),
+        ["spec.template.cliques[0].template.metadata.labels", "must have at most 256 items"],
+    ),
+    (
+        "more Cliques in a set than the maximum",
+        cliqueset(replicas=5_001),
+        [
+            "spec.replicas",
+            "a CliqueSet may have at most 10000 Cliques: spec.replicas x the number of "
+            "spec.template.cliques is 5001 x 2 = 10002",
+        ],
+    ),
+    (
+        "more pods in a set than the maximum",
+        with_cliques({}, {"replicas": 999}, replicas=101),
+        [
+            "spec.replicas",
+            "a CliqueSet may have at most 100000 pods: spec.replicas x the sum of "
+            "spec.template.cliques[].replicas is 101 x 1000 = 101000",
+        ],
+    ),
 ]
 
 
@@ -486,6 +539,47 @@ def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespac
     assert stored["spec"]["placement"] == {"pack": {"topologyKey": "rack", "mode": "Required"}}
 
 
+def test_keys_outside_the_operators_prefix_are_accepted(kubectl: Kubectl, namespace: str) -> None:
+    keys = {
+        "cliques.dev": "a name without a prefix",
+        "example.com/cliques.dev": "a name",
+        "notcliques.dev/x": "another domain",
+        "cliques.dev.example.com/x": "another domain",
+    }
+    body = with_cliques({"template": with_metadata(labels={"app": "x"}, annotations=keys)})
+    body["metadata"]["name"] = "tenant"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "tenant")
+    assert stored["spec"]["template"]["cliques"][0]["template"]["metadata"]["annotations"] == keys
+
+
+def test_a_set_of_many_empty_gangs_is_refused_at_admission(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """10,000 gangs of 16 cliques of no pods, in a 1.4 MB object: no pod, but 160,000
+    Cliques, each with a copy of its ~88 KB template (14 GB)."""
+    pad = "x" * 87_600
+    body = cliqueset(
+        replicas=10_000,
+        template={
+            "cliques": [
+                {
+                    "name": f"c{i}",
+                    "replicas": 0,
+                    "template": with_metadata(annotations={"pad": pad}),
+                }
+                for i in range(16)
+            ]
+        },
+    )
+    text = json.dumps(body)
+    assert 1_400_000 <= len(text) < 1_500_000
+    error = kubectl.refused("create", "-n", namespace, "-f", "-", stdin=text)
+    assert "spec.replicas" in error, error[:2000]
+    assert "at most 10000 Cliques" in error and "is 10000 x 16 = 160000" in error, error[:2000]
+    assert kubectl.ok("get", "cqs", "-n", namespace, "-o", "name") == ""
+
+
 # ---- Subresources --------------------------------------------------------------------------
 
 
@@ -512,6 +606,38 @@ def test_scale_subresource(kubectl: Kubectl, namespace: str) -> None:
     error = kubectl.refused("scale", "-n", namespace, "cqs/llama", "--replicas=2147483647")
     assert "spec.replicas" in error and "less than or equal to 10000" in error, error
     assert kubectl.ok("get", "-n", namespace, "cqs/llama", "-o", "jsonpath={.spec.replicas}") == "3"
+
+
+def test_a_scale_past_the_set_bounds_is_refused(kubectl: Kubectl, namespace: str) -> None:
+    """`kubectl scale` goes through the scale subresource; the rules on spec still apply."""
+    body = with_cliques({}, {"replicas": 999}, replicas=1)  # 1,000 pods and 2 Cliques a gang
+    body["metadata"]["name"] = "big"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    kubectl.ok("scale", "-n", namespace, "cqs/big", "--replicas=100")  # 100,000 pods
+    error = kubectl.refused("scale", "-n", namespace, "cqs/big", "--replicas=101")
+    assert "spec.replicas" in error, error
+    assert "at most 100000 pods" in error and "is 101 x 1000 = 101000" in error, error
+    # Fewer pods a gang, more gangs: the count of Cliques is the bound.
+    kubectl.ok(
+        "patch",
+        "-n",
+        namespace,
+        "cqs/big",
+        "--type=json",
+        "-p",
+        json.dumps([{"op": "replace", "path": "/spec/template/cliques/1/replicas", "value": 1}]),
+    )
+    kubectl.ok("scale", "-n", namespace, "cqs/big", "--replicas=5000")
+    error = kubectl.refused("scale", "-n", namespace, "cqs/big", "--replicas=5001")
+    assert "at most 10000 Cliques" in error and "is 5001 x 2 = 10002" in error, error
+    too_many = json.dumps({"spec": {"replicas": 5001}})
+    error = kubectl.refused(
+        "patch", "-n", namespace, "cqs/big", "--subresource=scale", "--type=merge", "-p", too_many
+    )
+    assert "at most 10000 Cliques" in error, error
+    assert kubectl.ok("get", "-n", namespace, "cqs/big", "-o", "jsonpath={.spec.replicas}") == (
+        "5000"
+    )
 
 
 def test_status_written_from_the_structs_is_accepted(kubectl: Kubectl, namespace: str) -> None:

@@ -75,6 +75,7 @@ def clique(
     annotations: dict[str, str] | None = None,
     status_hash: str | None = None,
     ready_reason: str = "MinAvailable",
+    status_restarts: int | None = None,
 ) -> Clique:
     name = labels.clique_name("llama", gang, role)
     conds = [
@@ -142,6 +143,9 @@ def clique(
             updated_replicas=replicas,
             template_hash=status_hash if status_hash is not None else hash_,
             hash_algorithm=algorithm,
+            gang_restarts=status_restarts
+            if status_restarts is not None
+            else int((annotations or {}).get(labels.ANNOTATION_GANG_RESTARTS, "0") or 0),
             conditions=conds,
         ),
     )

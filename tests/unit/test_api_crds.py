@@ -195,6 +195,46 @@ def test_sizes_are_bounded_as_the_api_says() -> None:
     assert node(CLIQUESET, ".spec.template.cliques[].template.spec")["required"] == ["containers"]
 
 
+def test_a_cliqueset_is_bounded_as_a_whole() -> None:
+    """Cliques (gangs x cliques) and pods (gangs x pods per gang) of a whole set, on `spec`
+    so that a scale through the subresource is checked too, naming the numbers."""
+    rules = node(CLIQUESET, ".spec")["x-kubernetes-validations"]
+    cliques = [
+        r
+        for r in rules
+        if r["rule"].endswith(f"* size(self.template.cliques) <= {api.cliqueset.MAX_SET_CLIQUES}")
+    ]
+    pods = [r for r in rules if r["rule"].endswith(f".sum() <= {api.cliqueset.MAX_SET_PODS}")]
+    assert len(cliques) == len(pods) == 1, rules
+    for rule in (*cliques, *pods):
+        assert rule["fieldPath"] == ".replicas"
+        assert "%d x %d = %d" in rule["messageExpression"]
+        # string(int) in a concatenation has no size bound for the cost estimator; format
+        # has one.
+        assert "string(" not in rule["messageExpression"]
+
+
+@pytest.mark.parametrize(
+    ("field", "most"),
+    [
+        ("labels", api.cliqueset.MAX_TEMPLATE_LABELS),
+        ("annotations", api.cliqueset.MAX_TEMPLATE_ANNOTATIONS),
+    ],
+)
+def test_pod_templates_may_not_carry_the_operators_keys(field: str, most: int) -> None:
+    schema = node(CLIQUESET, f".spec.template.cliques[].template.metadata.{field}")
+    assert schema["additionalProperties"] == {"type": "string"}
+    # The rule walks every key: the estimator needs a bound on how many there are.
+    assert schema["maxProperties"] == most
+    (rule,) = schema["x-kubernetes-validations"]
+    # The same test as labels.is_reserved.
+    assert rule["rule"] == (
+        f"self.all(k, !k.startsWith('{labels.RESERVED_PREFIX}')"
+        f" && !k.contains('{labels.RESERVED_SUBDOMAIN}'))"
+    )
+    assert field.removesuffix("s") in rule["messageExpression"]
+
+
 def test_gang_fields_are_bounded_as_the_api_says() -> None:
     for path in (
         ".spec.failurePolicy.minAvailableBreachedSeconds",

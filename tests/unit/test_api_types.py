@@ -275,6 +275,7 @@ def test_status_encodes_zero_counts() -> None:
         "replicas": 0,
         "readyReplicas": 0,
         "updatedReplicas": 0,
+        "gangRestarts": 0,
         "templateHash": "",
         "hashAlgorithm": 0,
         "selector": "",

@@ -62,7 +62,9 @@ def test_breach_is_marked_then_restarted_after_window_and_backoff() -> None:
     due = gang_failures.decide(POLICY, marked, True, "2026-11-22T08:00:40Z")
     assert due.restart
     assert due.annotate[gang_failures.ANNOTATION_RESTARTS] == "1"
-    assert due.annotate[gang_failures.ANNOTATION_BREACH_SINCE] == "2026-11-22T08:00:40Z"
+    # the recreated gang is starting: its breach clock is cleared, not restarted
+    assert due.annotate[gang_failures.ANNOTATION_BREACH_SINCE] is None
+    assert due.requeue_after == 0
 
 
 def test_breach_that_ends_is_cleared_and_never_restarts() -> None:
@@ -101,7 +103,7 @@ def test_planner_recreates_only_the_breached_gang() -> None:
     cond = {c.type: c for c in plan.status.conditions}
     assert cond["GangRestarting"].status == "True" and "1" in cond["GangRestarting"].message
     assert cond["GangFailed"].status == "False"
-    assert plan.requeue_after > 0
+    assert plan.requeue_after == 0  # no timer: the recreated gang starts, and its Cliques say when
 
 
 def test_clique_planner_deletes_pods_of_another_restart_count() -> None:

@@ -7,24 +7,32 @@ model and the model applies the plan exactly as the API server would (creates, d
 merge patches that resize, JSON patches that roll a Clique's template). A rolled or resized
 Clique is not Ready until a later step says so.
 
+`failurePolicy: RecreateGang` is on, with no breach window and no backoff, so a gang that
+lost a pod is due for a restart on the next plan: restarts and rolls share the budget. A
+Clique says why it is not Ready as the Clique controller would: `BelowMinAvailable` when it
+was Ready and lost a pod, `Resizing` when it was Ready and grew, `Starting` otherwise.
+
 The model remembers which gangs the operator took down: a gang that was serving when the
-planner rolled it and has not been available since. After every plan, that number must not
-exceed `maxUnavailable`. A gang serves while none of its pods was lost or replaced: a
-resize that is still adding pods leaves it serving (its Cliques are below minAvailable for
-a while, but the pods it had are Ready), so rolling it takes it down; a gang that lost a pod
-was already down, and rolling it takes nothing more down.
+planner rolled it, or any gang it restarted, and that has not been available since. After
+every plan, that number must not exceed `maxUnavailable`. A gang serves while none of its
+pods was lost or replaced: a resize that is still adding pods leaves it serving (its
+Cliques are below minAvailable for a while, but the pods it had are Ready), so rolling it
+takes it down; a gang that lost a pod was already down, and rolling it takes nothing more
+down.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.controllers import cliqueset_planner
+from cliques.api.cliqueset import FailurePolicy, RestartBackoff
+from cliques.controllers import cliqueset_planner, gang_failures
 from cliques.controllers.actions import Patch
 from cliques.kube.resources import CLIQUES
 
@@ -32,6 +40,13 @@ from .planner_fixtures import clique, cliqueset
 from .planner_fixtures import set_snapshot as snapshot
 
 ROLES = ("leader", "worker")
+#: Restart a gang as soon as it is seen breached twice (a mark, then the restart).
+POLICY = FailurePolicy(
+    restart_policy="RecreateGang",
+    min_available_breached_seconds=0,
+    max_gang_restarts=1000,
+    restart_backoff=RestartBackoff(initial_seconds=0, max_seconds=0),
+)
 
 
 @dataclass
@@ -47,22 +62,52 @@ class Model:
     #: Cliques that lost a pod or were rolled and are not Ready since
     broken: set[str] = field(default_factory=set)
     judgement: cliqueset_planner.Judgement | None = None
+    #: the annotations the planner wrote on each Clique (breach marks, restart counts)
+    marks: dict[str, dict[str, str]] = field(default_factory=dict)
+    restarts: int = 0
 
     @property
     def hash(self) -> str:
         return f"h{self.version}"
 
     def spec(self) -> object:
-        return cliqueset(
+        cqs = cliqueset(
             replicas=self.gangs,
             roles=tuple((r, self.sizes[r]) for r in ROLES),
             max_unavailable=self.max_unavailable,
             image=f"vllm:{self.version}",
         )
+        return msgspec.structs.replace(
+            cqs, spec=msgspec.structs.replace(cqs.spec, failure_policy=POLICY)
+        )
 
-    def put(self, gang: int, role: str, *, replicas: int, hash_: str, ready: bool) -> None:
-        c = clique(gang, role, replicas=replicas, hash_=hash_, ready=ready)
+    def put(
+        self,
+        gang: int,
+        role: str,
+        *,
+        replicas: int,
+        hash_: str,
+        ready: bool,
+        reason: str = "Starting",
+    ) -> None:
+        name = labels.clique_name("llama", gang, role)
+        c = clique(
+            gang,
+            role,
+            replicas=replicas,
+            hash_=hash_,
+            ready=ready,
+            ready_reason=reason,
+            annotations=dict(self.marks.get(name, {})),
+        )
         self.cliques[c.metadata.name] = c
+
+    def was_ready(self, c: Clique) -> bool:
+        status = c.status
+        return status is not None and any(
+            cond.type == "Ready" and cond.status == "True" for cond in status.conditions
+        )
 
     def available(self, gang: int) -> bool:
         members = [c for c in self.cliques.values() if c.spec.gang_index == gang]
@@ -100,13 +145,45 @@ class Model:
                 ready=False,
             )
         rolled: set[int] = set()
+        restarted: set[int] = set()
         for p in out.patches:
-            rolled |= self._patch(p)
+            if p.reason in ("GangRestart", "GangBreach"):
+                restarted |= self._mark(p)
+            else:
+                rolled |= self._patch(p)
         for g in rolled & serving_before:
             self.taken_down.add(g)
+        self.taken_down |= restarted
         # A gang removed by a scale-down is the user's doing, not the rollout's.
         self.taken_down = {g for g in self.taken_down if g < self.gangs}
         return sorted(rolled)
+
+    def _mark(self, p: Patch) -> set[int]:
+        """A failure-policy annotation patch; returns the gang if it restarts it."""
+        old = self.cliques[p.name]
+        marks = self.marks.setdefault(p.name, {})
+        before = marks.get(gang_failures.ANNOTATION_RESTARTS)
+        for key, value in p.patch["metadata"]["annotations"].items():
+            if value is None:
+                marks.pop(key, None)
+            else:
+                marks[key] = value
+        gang, role = old.spec.gang_index, old.spec.clique_name
+        hash_ = old.metadata.labels[labels.LABEL_TEMPLATE_HASH]
+        if marks.get(gang_failures.ANNOTATION_RESTARTS) == before:
+            self.put(
+                gang,
+                role,
+                replicas=old.spec.replicas,
+                hash_=hash_,
+                ready=self.was_ready(old),
+                reason=_reason_of(old),
+            )
+            return set()
+        self.restarts += 1
+        self.put(gang, role, replicas=old.spec.replicas, hash_=hash_, ready=False)
+        self.broken.add(p.name)
+        return {gang}
 
     def _patch(self, p: Patch) -> set[int]:
         old = self.cliques[p.name]
@@ -126,8 +203,14 @@ class Model:
         new_replicas = spec.get("replicas", replicas)
         hash_ = p.patch["metadata"].get("labels", {}).get(labels.LABEL_TEMPLATE_HASH, hash_)
         # Growing adds pods that are not Ready yet; shrinking keeps the ready ones.
+        grows = new_replicas > replicas
         self.put(
-            gang, role, replicas=new_replicas, hash_=hash_, ready=ready and new_replicas <= replicas
+            gang,
+            role,
+            replicas=new_replicas,
+            hash_=hash_,
+            ready=ready and not grows,
+            reason=("Resizing" if ready else _reason_of(old)) if grows else _reason_of(old),
         )
         return set()
 
@@ -149,13 +232,24 @@ class Model:
         c = self.cliques.get(name)
         if c is not None and c.spec.replicas > 0:
             self.broken.add(name)
+            was = self.was_ready(c) or _reason_of(c) in ("Resizing", "BelowMinAvailable")
             self.put(
                 c.spec.gang_index,
                 c.spec.clique_name,
                 replicas=c.spec.replicas,
                 hash_=c.metadata.labels[labels.LABEL_TEMPLATE_HASH],
                 ready=False,
+                reason="BelowMinAvailable" if was else _reason_of(c),
             )
+
+
+def _reason_of(c: Clique) -> str:
+    """The reason of a Clique's Ready condition ("Starting" if none)."""
+    status = c.status
+    for cond in status.conditions if status is not None else ():
+        if cond.type == "Ready":
+            return cond.reason if cond.status == "False" else "MinAvailable"
+    return "Starting"
 
 
 STEP = st.one_of(
@@ -220,3 +314,20 @@ def test_a_resize_and_a_new_image_in_one_edit_roll_one_gang_at_a_time() -> None:
     assert model.plan_and_apply() == []  # gang 0 not back yet; the others only grew
     model.settle(list(model.cliques))
     assert model.plan_and_apply() == [1]
+
+
+def test_gangs_that_break_one_after_another_are_restarted_one_at_a_time() -> None:
+    """Three gangs lose a pod one after another while the first restarted one is still
+    starting: only one restart at a time (maxUnavailable 1); the next when it is back."""
+    model = Model(gangs=3, sizes={"leader": 1, "worker": 2}, max_unavailable=1)
+    model.plan_and_apply()
+    model.settle(list(model.cliques))
+    for gang in range(3):
+        model.lose_pod(labels.clique_name("llama", gang, "worker"))
+        model.plan_and_apply()
+        assert len(model.taken_down) <= 1, model.taken_down
+    model.plan_and_apply()
+    assert model.taken_down == {0} and model.restarts == 2  # gang 0's two Cliques
+    model.settle([labels.clique_name("llama", 0, r) for r in ROLES])
+    model.plan_and_apply()
+    assert model.taken_down == {1}

@@ -52,6 +52,8 @@ class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     replicas: int = 0
     ready_replicas: int = 0
     updated_replicas: int = 0
+    #: The gang restart count the status reports for.
+    gang_restarts: int = 0
     template_hash: str = ""
     hash_algorithm: int = 0
     selector: str = ""

@@ -63,6 +63,14 @@ REASON_INVALID_SPEC: Final = "InvalidSpec"
 MAX_GANGS: Final = 10_000
 MAX_CLIQUE_PODS: Final = 1_000
 MAX_GANG_PODS: Final = 5_000
+#: Cliques in one CliqueSet (gangs x clique templates) and pods in one CliqueSet (gangs x the
+#: pods of a gang): CEL rules on `spec`, checked on a scale through the subresource too.
+MAX_SET_CLIQUES: Final = 10_000
+MAX_SET_PODS: Final = 100_000
+#: Labels and annotations in one pod template (`maxProperties`; it bounds the CEL rule
+#: that refuses the operator's keys there).
+MAX_TEMPLATE_LABELS: Final = 256
+MAX_TEMPLATE_ANNOTATIONS: Final = 256
 #: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
 MAX_FAILURE_SECONDS: Final = 86_400
 MAX_GANG_RESTARTS: Final = 10_000

@@ -66,6 +66,9 @@ ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
 ANNOTATION_BREACH_SINCE: Final = f"{GROUP}/breach-since"
 ANNOTATION_GANG_RESTARTS: Final = f"{GROUP}/gang-restarts"
 ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
+#: On a Clique (failurePolicy RecreateGang): how many of its gang's restarts no longer
+#: count towards `maxGangRestarts`, the gang having stayed available long enough since.
+ANNOTATION_FORGIVEN_RESTARTS: Final = f"{GROUP}/forgiven-restarts"
 #: On a shard Lease: the instance token of the process that holds it.
 ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
 #: On a Clique: how many pods finished in a row at each index (`controllers.pod_backoff`).
@@ -75,6 +78,12 @@ ANNOTATION_FINISHED_PODS: Final = f"{GROUP}/finished-pods"
 ANNOTATION_START_GATE: Final = f"{GROUP}/start-gate"
 #: On a pod with a start gate: the Cliques it starts after, comma-separated (for its logs).
 ANNOTATION_STARTS_AFTER: Final = f"{GROUP}/starts-after"
+
+#: Label and annotation keys under this prefix, or under a subdomain of it
+#: (`x.cliques.dev/`), are the operator's: it writes them on the objects it creates and acts
+#: on what they say. A tenant's pod template may not carry them (`is_reserved`).
+RESERVED_PREFIX: Final = f"{GROUP}/"
+RESERVED_SUBDOMAIN: Final = f".{GROUP}/"
 
 # Environment injected into every container of every pod.
 ENV_SET: Final = "CLIQUES_SET"
@@ -97,6 +106,13 @@ MAX_CLIQUESET_NAME_LENGTH: Final = 52
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_reserved(key: str) -> bool:
+    """Whether a label or annotation key is the operator's: `cliques.dev/...` or
+    `<anything>.cliques.dev/...`. The CRD's rule on pod template metadata is the same test
+    (`startsWith` or `contains`), so the API server and the operator agree on every key."""
+    return key.startswith(RESERVED_PREFIX) or RESERVED_SUBDOMAIN in key
 
 
 def _check_index(what: str, index: int) -> None:

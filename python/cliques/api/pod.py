@@ -59,6 +59,15 @@ class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
         return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
 
     @property
+    def is_unschedulable(self) -> bool:
+        """The scheduler found no node for the pod (condition PodScheduled=False, reason
+        Unschedulable): it stays Pending until room appears."""
+        return any(
+            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+            for c in self.status.conditions
+        )
+
+    @property
     def is_terminal(self) -> bool:
         """The pod has finished (Succeeded or Failed) and will not run again."""
         return self.status.phase in (PHASE_SUCCEEDED, PHASE_FAILED)

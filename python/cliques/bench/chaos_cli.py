@@ -31,8 +31,17 @@ def add_parser(bench_sub: Any) -> None:
         "loop, every valid set Available within a bound once the faults stop, every invalid "
         "one refused or reported naming its problem. Exit 1 on any violation.",
     )
-    p.add_argument(
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument(
         "--seed", type=int, default=None, help="the run's seed (default: a random one, printed)"
+    )
+    seeds.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=None,
+        metavar="LIST",
+        help="run several seeds one after another on one cluster and report them together: "
+        "a comma list of seeds and ranges, e.g. 1-10 or 4242,1-3",
     )
     p.add_argument(
         "--duration",
@@ -73,9 +82,36 @@ def _faults(text: str) -> tuple[str, ...]:
     return names
 
 
-def run_chaos(args: argparse.Namespace) -> int:
-    from cliques.bench import chaos
+#: The most seeds one `--seeds` may name (a typo such as 1-100000 is refused, not run).
+MAX_SEEDS = 1000
 
+
+def seed_list(text: str) -> list[int]:
+    """`--seeds`: a comma list of seeds (non-negative whole numbers) and inclusive ranges
+    `a-b`, in the order given, without repeats."""
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        try:
+            first = int(low)
+            last = int(high) if dash else first
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not a seed or a range of seeds (e.g. 7 or 1-10)"
+            ) from None
+        if first < 0 or last < first:
+            raise argparse.ArgumentTypeError(f"{part!r}: a range goes from low to high, >= 0")
+        if len(out) + last - first + 1 > MAX_SEEDS:
+            raise argparse.ArgumentTypeError(f"more than {MAX_SEEDS} seeds")
+        out += [s for s in range(first, last + 1) if s not in out]
+    if not out:
+        raise argparse.ArgumentTypeError("no seed given")
+    return out
+
+
+def run_chaos(args: argparse.Namespace) -> int:
     try:
         faults = _faults(args.faults)
     except ValueError as exc:
@@ -84,8 +120,84 @@ def run_chaos(args: argparse.Namespace) -> int:
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         print(f"cliques bench chaos: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
         return 2
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     kubeconfig = args.kubeconfig or _dev_cluster(args.cluster)
+    if args.seeds is None:
+        seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+        doc = _one_seed(args, faults, kubeconfig, seed)
+        return 0 if doc["ok"] else 1
+    docs = []
+    for i, seed in enumerate(args.seeds, 1):
+        print(f"[{i}/{len(args.seeds)}]", end=" ", flush=True)
+        docs.append(_one_seed(args, faults, kubeconfig, seed))
+    table = seeds_table(docs)
+    print(table)
+    combined = {
+        "kind": "chaos-seeds",
+        "started": docs[0]["started"],
+        "command": " ".join(["cliques", *sys.argv[1:]]),
+        "cpus": os.cpu_count(),
+        "duration": args.duration,
+        "faults": list(faults),
+        "seeds": args.seeds,
+        "ok": all(d["ok"] for d in docs),
+        "runs": [{k: v for k, v in d.items() if k != "step_log"} for d in docs],
+    }
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = report.save(combined, args.results, f"chaos-seeds-{len(docs)}-{stamp}")
+    print(f"saved {path}")
+    failed = [d["seed"] for d in docs if not d["ok"]]
+    if failed:
+        print(
+            f"{len(failed)} of {len(docs)} seeds failed; reproduce one with: cliques bench chaos "
+            f"--seed {failed[0]} --duration {args.duration:.0f}",
+            file=sys.stderr,
+        )
+    return 0 if not failed else 1
+
+
+def seeds_table(docs: list[dict[str, Any]]) -> str:
+    """One line per seed and a total: what each run did and found."""
+    head = (
+        f"{'seed':>10} {'steps':>5} {'wall s':>6} {'pods +':>6} {'pods -':>6} "
+        f"{'killed':>6} {'restarts':>8} {'down':>4} {'slowest s':>9} {'violations':>10}"
+    )
+    lines = [head]
+    total = {"steps": 0, "created": 0, "deleted": 0, "killed": 0, "restarts": 0, "bad": 0}
+    for d in docs:
+        pods = d["pods"]
+        created = pods.get("pods created", 0)
+        deleted = sum(v for k, v in pods.items() if k.startswith("pods deleted"))
+        killed = d["counts"].get("workers killed", 0)
+        slowest = max(d["convergence"].values(), default=0.0)
+        bad = len(d["violations"]) + (1 if d["error"] else 0)
+        lines.append(
+            f"{d['seed']:>10} {d['steps']:>5} {d['wall']:>6.0f} {created:>6} {deleted:>6} "
+            f"{killed:>6} {d['worker_restarts']:>8} {d['max_rollout_down']:>4} "
+            f"{slowest:>9.1f} {bad:>10}"
+        )
+        for key, value in (
+            ("steps", d["steps"]),
+            ("created", created),
+            ("deleted", deleted),
+            ("killed", killed),
+            ("restarts", d["worker_restarts"]),
+            ("bad", bad),
+        ):
+            total[key] += value
+    lines.append(
+        f"{'all ' + str(len(docs)):>10} {total['steps']:>5} {'':>6} {total['created']:>6} "
+        f"{total['deleted']:>6} {total['killed']:>6} {total['restarts']:>8} {'':>4} {'':>9} "
+        f"{total['bad']:>10}"
+    )
+    return "\n".join(lines)
+
+
+def _one_seed(
+    args: argparse.Namespace, faults: tuple[str, ...], kubeconfig: str, seed: int
+) -> dict[str, Any]:
+    """One seed's run: progress, summary and its JSON result; returns the result."""
+    from cliques.bench import chaos
+
     started = dt.datetime.now(dt.UTC)
     stem = f"chaos-{seed}-{started.strftime('%Y%m%dT%H%M%SZ')}"
     (args.results / "logs").mkdir(parents=True, exist_ok=True)
@@ -120,7 +232,7 @@ def run_chaos(args: argparse.Namespace) -> int:
     print(f"saved {path}")
     if not result.ok:
         print(f"reproduce with: cliques bench chaos --seed {seed}", file=sys.stderr)
-    return 0 if result.ok else 1
+    return doc
 
 
 def summary(doc: dict[str, Any]) -> str:

@@ -5,11 +5,13 @@
   annotation, its gang's DNS layout annotations (subdomain, leader address, subdomain
   policy: `subdomains`), the `startsAfter` of its gang (and `startGate` when it is enforced
   after placement), and its pod template with the affinity of `spec.placement` for its
-  gang (`placement`).
+  gang (`placement`). The template's label and annotation keys under `cliques.dev/` are
+  left out (`bounds.tenant_template`): they are the operator's.
 - A headless Service publishes not-ready addresses and selects the pods of one gang, or of
   the whole CliqueSet for the shared one. It lists the ports the pod templates' containers
   declare (`service_ports`), each targeting its own number.
-- A Pod is its Clique's pod template plus what makes it one member of one gang: its name,
+- A Pod is its Clique's pod template, without the template's `cliques.dev/` label and
+  annotation keys, plus what makes it one member of one gang: its name,
   the labels its Clique inherited, the template-hash label and algorithm annotation,
   hostname and subdomain for stable DNS (the hostname carries the gang index under a
   shared Service), the CLIQUES_* environment in every container,
@@ -29,7 +31,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
-from cliques.controllers import placement, start_gate, workload
+from cliques.controllers import bounds, placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -121,9 +123,14 @@ def clique_body(
 
 
 def gang_template(cqs: CliqueSet, gang: int, tmpl: CliqueTemplate) -> Any:
-    """The pod template of clique template `tmpl` in gang `gang`: the user's, with the
-    affinity `spec.placement` compiles to for that gang (`placement.gang_template`)."""
-    return placement.gang_template(tmpl.template, cqs.spec.placement, cqs.metadata.name, gang)
+    """The pod template of clique template `tmpl` in gang `gang`: the user's without the
+    operator's label and annotation keys (`bounds.tenant_template`), with the affinity
+    `spec.placement` compiles to for that gang (`placement.gang_template`). The template
+    hash is still taken of the user's template as stored (`placement.hash_basis`), so a set
+    stored with such keys keeps its hash: leaving them out never rolls its gangs."""
+    return placement.gang_template(
+        bounds.tenant_template(tmpl.template), cqs.spec.placement, cqs.metadata.name, gang
+    )
 
 
 #: Protocols a Service port may carry.
@@ -209,6 +216,13 @@ def service_body(cqs: CliqueSet, gang: int | None, bucket: str) -> dict[str, Any
     }
 
 
+def _tenant_keys(values: Any) -> dict[str, Any]:
+    """A copy of a template's labels or annotations without the operator's keys."""
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if not labels.is_reserved(k)}
+
+
 def _with_env(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
     own = [e for e in container.get("env") or () if e.get("name") not in _OUR_ENV]
     return {**container, "env": own + env}
@@ -232,13 +246,15 @@ def pod_body(
     role = spec.clique_name
     template = spec.template
     tmeta = template.get("metadata") or {}
-    pod_labels = dict(tmeta.get("labels") or {})
+    # The operator's keys are its own: a template's copy of one (a Clique stored before the
+    # CRD refused them) never reaches a pod, where the operator would act on it.
+    pod_labels = _tenant_keys(tmeta.get("labels"))
     for key in INHERITED_LABELS:
         if key in clabels:
             pod_labels[key] = clabels[key]
     pod_labels[labels.LABEL_POD_INDEX] = str(index)
     pod_labels[labels.LABEL_TEMPLATE_HASH] = template_hash
-    annotations = dict(tmeta.get("annotations") or {})
+    annotations = _tenant_keys(tmeta.get("annotations"))
     annotations[labels.ANNOTATION_HASH_ALGORITHM] = str(algorithm)
     restarts = meta.annotations.get(labels.ANNOTATION_GANG_RESTARTS)
     if restarts:

@@ -157,13 +157,11 @@ class CliqueController:
         return True
 
     def _waiting_for(self, clique: Clique) -> list[str]:
+        """The Cliques `clique` starts after that are not Ready for the gang's current
+        restart (`clique_planner.waiting_for`)."""
         ns = clique.metadata.namespace
-        waiting = []
-        for dep in clique.spec.starts_after:
-            other = self.cliques.store.get(f"{ns}/{dep}")
-            if other is None or not clique_planner.clique_ready(other):
-                waiting.append(dep)
-        return waiting
+        deps = {dep: self.cliques.store.get(f"{ns}/{dep}") for dep in clique.spec.starts_after}
+        return clique_planner.waiting_for(clique, deps)
 
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
         uid, ns = clique.metadata.uid, clique.metadata.namespace

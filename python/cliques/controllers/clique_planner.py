@@ -19,16 +19,31 @@ Rules, in the order they are applied:
 5. While expectations are pending (creates/deletes not yet seen in the cache), rules 1, 2
    and 4 are not applied: a stale cache never causes a second create or a wrong delete.
 
-Status: replicas, readyReplicas, updatedReplicas, templateHash and the conditions
-`Started` and `Ready` (Ready=False with reason BelowMinAvailable once a Ready clique drops
-below minAvailable: the CliqueSet reports that gang Degraded), and `ReplicaFailure` while
-the API server refuses the Clique's pod writes (`snap.failure`, see `failures`).
+Status: replicas, readyReplicas, updatedReplicas, templateHash, gangRestarts (the gang
+restart count it reports for) and the conditions `Started` and `Ready`, `ReplicaFailure`
+while the API server refuses the Clique's pod writes (`snap.failure`, see `failures`), and
+`PodsUnschedulable` while some of its pods wait for a node.
+
+A status speaks for one *epoch* of the Clique: its template hash and its gang restart
+count. Only the pods of that epoch count as ready, and Ready=False says why:
+
+    Starting           not Ready since the epoch began (created, restarted)
+    Updating           the first status of a new template
+    Resizing           was Ready; its spec grew (replicas, minAvailable) and no ready pod
+                       was lost: the new pods are on their way (or wait for room)
+    BelowMinAvailable  was Ready and lost ready pods (a crash, an eviction, a node gone);
+                       it stays so until Ready again. The only breach: the CliqueSet
+                       reports the gang Degraded, and `failurePolicy` may restart it.
+
+A Clique starts (and a Clique it starts after counts as Ready) only for the current
+epoch: after a gang restart, start order is kept as on creation.
 `progress_only` tells a new status that only reports pods on their way to Ready (the
 controller may hold it back briefly) from one that carries news.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cliques.api import labels
@@ -40,7 +55,11 @@ from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Pat
 from cliques.kube.resources import CLIQUES, PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"
+REASON_RESIZING = "Resizing"
+REASON_STARTING = "Starting"
+REASON_UPDATING = "Updating"
 CONDITION_POD_BACKOFF = "PodBackOff"
+CONDITION_UNSCHEDULABLE = "PodsUnschedulable"
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,7 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
     return (
         old.is_ready == new.is_ready
         and old.is_terminal == new.is_terminal
+        and old.is_unschedulable == new.is_unschedulable
         and same_marks(old.metadata, new.metadata)
     )
 
@@ -73,6 +93,27 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
 def _restarts(annotations: dict[str, str]) -> str:
     """A gang's restart count as recorded on a Clique or pod ("0" when not recorded)."""
     return annotations.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
+
+
+def restart_count(clique: Clique) -> int:
+    """The gang restart count a Clique records (0 when none or unreadable)."""
+    try:
+        return int(_restarts(clique.metadata.annotations))
+    except ValueError:
+        return 0
+
+
+def status_current(clique: Clique) -> bool:
+    """The Clique's status speaks for its current epoch: its generation, its template hash
+    and its gang restart count. (A status written before a gang restart says nothing
+    about the gang as it is now.)"""
+    status = clique.status
+    return (
+        status is not None
+        and status.observed_generation == clique.metadata.generation
+        and status.template_hash == clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+        and status.gang_restarts == restart_count(clique)
+    )
 
 
 def pod_index(name: str, pod_labels: dict[str, str]) -> int | None:
@@ -163,6 +204,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
         started_cond is not None
         and started_cond.status == "True"
         and status.template_hash == desired
+        and status.gang_restarts == restart_count(clique)
     )
     # Waiting for the Cliques it starts after: hold the pods back, or with a start gate
     # create them (the gang is scheduled whole) and keep their gates closed.
@@ -244,28 +286,39 @@ def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
 
 def _current_condition(clique: Clique, type_: str) -> str | None:
     """The status ("True", "False", ...) of the condition `type_` that the Clique reports
-    for its current template and generation; None if it reports none for them."""
+    for its current epoch (`status_current`); None if it reports none for it."""
     status = clique.status
-    if status is None or status.observed_generation != clique.metadata.generation:
-        return None
-    if status.template_hash != clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, ""):
+    if status is None or not status_current(clique):
         return None
     cond = find_condition(status.conditions, type_)
     return cond.status if cond is not None else None
 
 
 def clique_ready(clique: Clique) -> bool:
-    """The Clique reports Ready for its current template and generation."""
+    """The Clique reports Ready for its current epoch (template, generation, restarts)."""
     return _current_condition(clique, CONDITION_READY) == "True"
 
 
 def clique_starting(clique: Clique) -> bool:
-    """The Clique reports, for its current template and generation, that it has started
-    and is not Ready yet: its pods are on their way."""
+    """The Clique reports, for its current epoch, that it has started and is not Ready
+    yet: its pods are on their way."""
     return (
         _current_condition(clique, CONDITION_STARTED) == "True"
         and _current_condition(clique, CONDITION_READY) == "False"
     )
+
+
+def waiting_for(clique: Clique, deps: Mapping[str, Clique | None]) -> list[str]:
+    """The names of `deps` (the Cliques `clique` starts after, None where not seen) that
+    are not Ready for the gang as it is now: Ready for their own epoch, and recording the
+    same gang restart count as `clique` (the restart's patches are one per Clique, so a
+    sibling may not have been reached yet)."""
+    restarts = restart_count(clique)
+    return [
+        name
+        for name, dep in deps.items()
+        if dep is None or not clique_ready(dep) or restart_count(dep) != restarts
+    ]
 
 
 def _status(
@@ -283,7 +336,10 @@ def _status(
     live = [p for p in by_index.values() if p.metadata.deletion_timestamp is None]
     updated = [p for p in live if p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired]
     ready = sum(1 for p in live if p.is_ready)
-    ready_updated = sum(1 for p in updated if p.is_ready)
+    restarts = _restarts(clique.metadata.annotations)
+    current = [p for p in updated if _restarts(p.metadata.annotations) == restarts]
+    ready_current = sum(1 for p in current if p.is_ready)
+    unschedulable = sorted(p.metadata.name for p in current if p.is_unschedulable)
     min_available = spec.effective_min_available
 
     conds = conditions.Setter(old.conditions, snap.now, gen)
@@ -300,17 +356,14 @@ def _status(
     else:
         started_c = conds.set(CONDITION_STARTED, "True", "Started", "pods may be created")
 
-    if ready_updated >= min_available:
-        enough = f"{ready_updated}/{spec.replicas} pods ready (minAvailable {min_available})"
+    if ready_current >= min_available:
+        enough = f"{ready_current}/{spec.replicas} pods ready (minAvailable {min_available})"
         ready_c = conds.set(CONDITION_READY, "True", "MinAvailable", enough)
     else:
-        prev = find_condition(old.conditions, CONDITION_READY)
-        same_template = old.template_hash == desired
-        was_ready = prev is not None and (prev.status == "True" or prev.reason == REASON_BELOW_MIN)
-        reason = REASON_BELOW_MIN if same_template and was_ready else "Starting"
-        if not same_template and old.template_hash:
-            reason = "Updating"
-        short = f"{ready_updated}/{spec.replicas} pods ready, minAvailable {min_available}"
+        reason = _not_ready_reason(old, desired, restart_count(clique), ready_current)
+        short = f"{ready_current}/{spec.replicas} pods ready, minAvailable {min_available}"
+        if unschedulable:
+            short += f"; {len(unschedulable)} pod(s) wait for a node"
         ready_c = conds.set(CONDITION_READY, "False", reason, short)
     return CliqueStatus(
         observed_generation=gen,
@@ -320,13 +373,44 @@ def _status(
         template_hash=desired,
         hash_algorithm=snap.algorithm,
         selector=_selector(clique),
+        gang_restarts=restart_count(clique),
         conditions=[
             started_c,
             ready_c,
             *failures.condition(conds, snap.failure),
             *_backoff_condition(conds, held),
+            *_unschedulable_condition(conds, unschedulable),
         ],
     )
+
+
+def _not_ready_reason(old: CliqueStatus, desired: str, restarts: int, ready: int) -> str:
+    """Why a Clique with `ready` ready pods of its epoch is not Ready (the reasons of the
+    module docstring), from its last status `old`. Only a Clique that was Ready in this
+    very epoch and has fewer ready pods than it reported is BelowMinAvailable: one that is
+    short because it starts, was restarted, rolls or grew is not broken."""
+    prev = find_condition(old.conditions, CONDITION_READY)
+    if old.template_hash != desired:
+        return REASON_UPDATING if old.template_hash else REASON_STARTING
+    if old.gang_restarts != restarts or prev is None:
+        return REASON_STARTING
+    if prev.reason == REASON_BELOW_MIN and prev.status == "False":
+        return REASON_BELOW_MIN  # until Ready again
+    if prev.status == "True" or prev.reason == REASON_RESIZING:
+        return REASON_BELOW_MIN if ready < old.ready_replicas else REASON_RESIZING
+    return REASON_UPDATING if prev.reason == REASON_UPDATING else REASON_STARTING
+
+
+def _unschedulable_condition(conds: conditions.Setter, names: list[str]) -> list[Condition]:
+    """PodsUnschedulable while pods of the Clique's epoch wait for a node, naming a few."""
+    if not names:
+        return []
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    message = (
+        f"{len(names)} pod(s) Pending: the scheduler finds no node with room for them "
+        f"({shown}); they start when room appears"
+    )
+    return [conds.set(CONDITION_UNSCHEDULABLE, "True", "Unschedulable", message)]
 
 
 def _backoff_condition(conds: conditions.Setter, held: dict[int, float]) -> list[Condition]:

@@ -38,6 +38,7 @@ from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
+    bounds,
     cliqueset_planner,
     cliqueset_rollout,
     cliqueset_status,
@@ -261,10 +262,15 @@ class CliqueSetController:
         uid = cqs.metadata.uid
         owner = store.owner_key(cqs.metadata.namespace, uid)
         cliques = self.cliques.store.by_index("controller", owner)
-        try:
-            hashes, invalid = self._hashes(cqs), ""
-        except ValueError as exc:  # a template the canonical form refuses
-            hashes, invalid = {}, f"invalid pod template: {exc}"
+        # A set whose Cliques would store too many bytes of templates, or a template the
+        # canonical form refuses, is an InvalidSpec.
+        hashes: dict[str, str] = {}
+        invalid = bounds.template_bytes_invalid(cqs)
+        if not invalid:
+            try:
+                hashes = self._hashes(cqs)
+            except ValueError as exc:
+                invalid = f"invalid pod template: {exc}"
         return cliqueset_planner.CliqueSetSnapshot(
             cliqueset=cqs,
             cliques=cliques,

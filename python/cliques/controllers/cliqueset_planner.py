@@ -9,6 +9,9 @@
 - Existing gangs are judged and the gangs to roll picked by `cliqueset_rollout`: in-place
   changes become merge patches, a roll a JSON patch of the Clique's template.
 - The status comes from `cliqueset_status`.
+- Pod template keys reserved for the operator (`bounds`, refused by the CRD since; a set
+  stored before may carry them) are left out of Cliques and pods, said by a Warning Event
+  once per generation.
 - An invalid spec, a pod template the canonical form refuses (`snap.invalid`, found while
   hashing), a startsAfter cycle or a placement whose pods could never be scheduled
   (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
@@ -19,7 +22,10 @@
   cannot serve is an InvalidSpec.
 - `failurePolicy: RecreateGang` (`gang_failures`): breach marks and restart counts as
   annotations of each gang's Cliques, a requeue when the next restart is due, the
-  conditions GangRestarting and GangFailed, the total on `status.gangRestarts`.
+  conditions GangRestarting and GangFailed, the total on `status.gangRestarts`. A restart
+  is a disruption the operator causes: restarts and rolls share one budget,
+  `maxUnavailable` (`cliqueset_rollout.restart_budget`, then `pick`), restarts first; a
+  due restart beyond it waits (`deferred`), and an outdated gang rolls instead.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
 """
@@ -37,6 +43,7 @@ from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
+    bounds,
     builders,
     cliqueset_rollout,
     cliqueset_status,
@@ -97,6 +104,8 @@ class CliqueSetPlan(Plan):
     #: gangs breached and to be recreated, and gangs that used up their restarts
     restarting: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    #: gangs due for a restart that wait for the rollout budget
+    deferred: list[int] = field(default_factory=list)
 
 
 def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
@@ -135,6 +144,11 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         return _invalid(snap, sched.decision.message)
     gated = gang_scheduling.gated(sched.decision)
     out = CliqueSetPlan()
+    if cqs.status is None or cqs.status.observed_generation != meta.generation:
+        # Once per generation: keys of the operator's in the templates are left out.
+        reserved = bounds.reserved_keys_message(cqs)
+        if reserved:
+            out.events.append(Event("Warning", bounds.REASON_RESERVED_KEYS, reserved))
 
     roles = {c.name: c for c in spec.template.cliques}
     by_gang: dict[int, dict[str, Clique]] = {}
@@ -219,16 +233,35 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             why = "ScaleDown" if removed_gang else "Unused"
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
 
-    # In-place changes and rollout decisions over existing gangs.
-    unavailable = {g for g, f in enumerate(gangs.facts) if not f.available}
+    # Gang restarts first (a broken gang is down already), then rollout decisions, both
+    # within one budget; then in-place changes.
     strategy = spec.update_strategy
+    failing = _failure_decisions(snap, by_gang, gangs.facts)
+    outdated = set(gangs.outdated)
+    budget = cliqueset_rollout.restart_budget(strategy.max_unavailable, gangs.facts)
+    changed = {gang for gang, _ in gangs.changes.values()}
+    restart_now: list[int] = []
+    for index, (_, decision) in sorted(failing.items()):
+        # An outdated gang rolls instead; one changed in place now is restarted next pass.
+        if decision.restart and index not in outdated and index not in changed:
+            if len(restart_now) < budget and snap.expectations_satisfied:
+                restart_now.append(index)
+            else:
+                out.deferred.append(index)
+    unavailable = {g for g, f in enumerate(gangs.facts) if not f.available}
     to_update = (
-        cliqueset_rollout.pick(strategy.type, strategy.max_unavailable, gangs.outdated, unavailable)
+        cliqueset_rollout.pick(
+            strategy.type,
+            strategy.max_unavailable,
+            gangs.outdated,
+            unavailable,
+            spent=len(restart_now),
+        )
         if snap.expectations_satisfied
         else []
     )
     updating = set(to_update)
-    touched = updating | {gang for gang, _ in gangs.changes.values()}
+    touched = updating | changed
     for gang in sorted(touched):
         for role, clique in sorted(by_gang.get(gang, {}).items()):
             if role not in roles or clique.metadata.deletion_timestamp is not None:
@@ -268,7 +301,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         failure=snap.failure,
         now=snap.now,
     )
-    restarts = _failure_policy(snap, by_gang, gangs.facts, touched, out)
+    restarts = _failure_policy(snap, failing, gangs.facts, touched, set(restart_now), out)
     out.status.gang_restarts = restarts
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, meta.generation)
@@ -276,7 +309,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
     if spec.failure_policy.restart_policy == "RecreateGang":
-        out.status.conditions += gang_failures.conditions(setter, out.restarting, out.failed)
+        out.status.conditions += gang_failures.conditions(
+            setter, out.restarting, out.failed, out.deferred
+        )
     said = gang_scheduling.event(old_conditions, gang_condition)
     if said is not None:
         out.events.append(said)
@@ -285,34 +320,66 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     return out
 
 
-def _failure_policy(
+#: Seconds before a plan looks again at a gang whose restart waits for the budget (the
+#: gangs it waits for also wake the CliqueSet when they turn available).
+DEFERRED_RESTART_REQUEUE = 5.0
+
+
+def _failure_decisions(
     snap: CliqueSetSnapshot,
     by_gang: dict[int, dict[str, Clique]],
     facts: list[cliqueset_rollout.GangFacts],
-    touched: set[int],
-    out: CliqueSetPlan,
-) -> int:
-    """`failurePolicy` over every gang (`gang_failures.decide`): annotation patches of the
-    gangs' Cliques (not of a gang another patch of this plan touches), Events, the gangs
-    restarting and failed, the requeue; returns the restarts of all gangs."""
+) -> dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]]:
+    """`failurePolicy` over every gang that needs a look (`gang_failures.decide`): gang
+    index -> (its live Cliques, the decision)."""
     policy = snap.cliqueset.spec.failure_policy
-    total = 0
+    out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
+    if policy.restart_policy != "RecreateGang":
+        return out
     for index, gang_facts in enumerate(facts):
         if not gang_facts.degraded and not gang_facts.marked:
             continue  # healthy and unmarked (read once per gang, kept with its verdict)
         gang = by_gang.get(index, {})
         members = {role: c for role, c in gang.items() if c.metadata.deletion_timestamp is None}
+        decision = gang_failures.decide(
+            policy,
+            members,
+            bool(gang_facts.degraded),
+            snap.now,
+            available_since=gang_facts.available_since,
+        )
+        out[index] = (members, decision)
+    return out
+
+
+def _failure_policy(
+    snap: CliqueSetSnapshot,
+    failing: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]],
+    facts: list[cliqueset_rollout.GangFacts],
+    touched: set[int],
+    restart_now: set[int],
+    out: CliqueSetPlan,
+) -> int:
+    """The decisions of `_failure_decisions` carried out: annotation patches of the gangs'
+    Cliques (not of a gang another patch of this plan touches; a restart only for the
+    gangs in `restart_now`, which the budget allows), Events, the gangs restarting and
+    failed, the requeue; returns the restarts of all gangs."""
+    policy = snap.cliqueset.spec.failure_policy
+    total = 0
+    for index, (members, decision) in sorted(failing.items()):
         total += gang_failures.restarts_of(members)
-        decision = gang_failures.decide(policy, members, bool(gang_facts.degraded), snap.now)
         if decision.failed:
             out.failed.append(index)
         if decision.restarting:
             out.restarting.append(index)
-        if decision.requeue_after:
-            out.requeue_after = min(
-                out.requeue_after or decision.requeue_after, decision.requeue_after
-            )
+        requeue = decision.requeue_after
+        if decision.restart and index not in restart_now:
+            requeue = DEFERRED_RESTART_REQUEUE
+        if requeue:
+            out.requeue_after = min(out.requeue_after or requeue, requeue)
         if not decision.annotate or index in touched or not snap.expectations_satisfied:
+            continue
+        if decision.restart and index not in restart_now:
             continue
         for _, clique in sorted(members.items()):
             body = {
@@ -328,12 +395,12 @@ def _failure_policy(
                 Patch(CLIQUES, clique.metadata.name, body, reason=reason, expect=expect)
             )
         if decision.restart:
-            n = decision.annotate[gang_failures.ANNOTATION_RESTARTS]
+            n = gang_failures.counted_restarts(members) + 1
             out.events.append(
                 Event(
                     "Warning",
                     "GangRestart",
-                    f"gang {index} below minAvailable ({', '.join(gang_facts.degraded)}): "
+                    f"gang {index} below minAvailable ({', '.join(facts[index].degraded)}): "
                     f"recreating all its pods (restart {n} of {policy.max_gang_restarts})",
                 )
             )

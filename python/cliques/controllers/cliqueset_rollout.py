@@ -37,6 +37,9 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
 from cliques.controllers import clique_planner, gang_failures, subdomains
 
+#: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
+_NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})
+
 
 def hash_of(clique: Clique) -> str:
     """The template hash a Clique is labelled with."""
@@ -117,8 +120,16 @@ class GangFacts:
     ready: bool = False
     #: every clique reports all its pods on its current template
     updated: bool = False
-    #: `gang/clique` of the Cliques below minAvailable
+    #: `gang/clique` of the Cliques below minAvailable: Ready before in their epoch, and
+    #: lost ready pods since (a breach; `clique_planner` reason BelowMinAvailable)
     degraded: list[str] = field(default_factory=list)
+    #: not available and on its way up: a Clique missing, with no status for its epoch
+    #: yet, or not Ready because it starts or rolls (not because it grew or broke)
+    starting: bool = False
+    #: `gang/clique` of the Cliques with pods waiting for a node (PodsUnschedulable)
+    unschedulable: list[str] = field(default_factory=list)
+    #: when the gang became available (its Cliques' latest Ready transition), if it is
+    available_since: str = ""
     #: (Clique name, its ReplicaFailure condition) of the Cliques whose writes are refused
     failing: list[tuple[str, Condition]] = field(default_factory=list)
     #: a Clique of the gang records a restart or a breach (`gang_failures.unmarked`), so
@@ -255,43 +266,58 @@ def _classify(
 
 
 def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFacts:
-    """A gang's facts, each Clique's Ready condition looked up once."""
+    """A gang's facts, each Clique's conditions looked up once. Only a status that speaks
+    for its Clique's epoch (`clique_planner.status_current`: generation, template, restart
+    count) says anything about the gang as it is; any other is a Clique on its way."""
     facts = GangFacts(marked=not gang_failures.unmarked(members))
     facts.live, facts.subdomains = subdomains.recorded_subdomains(members.values())
     ready_true: set[str] = set()
+    since = ""
     for role, clique in members.items():
         status = clique.status
         if status is None:
             continue
-        cond = find_condition(status.conditions, CONDITION_READY)
-        if cond is None:
-            continue
         refused = find_condition(status.conditions, CONDITION_REPLICA_FAILURE)
         if refused is not None and refused.status == "True":
             facts.failing.append((clique.metadata.name, refused))
+        if not clique_planner.status_current(clique):
+            continue
+        cond = find_condition(status.conditions, CONDITION_READY)
+        if cond is None:
+            continue
+        if find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE):
+            facts.unschedulable.append(f"{gang}/{role}")
         if cond.status == "True":
             ready_true.add(role)
+            since = max(since, cond.last_transition_time or "")
         elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
             facts.degraded.append(f"{gang}/{role}")
     facts.degraded.sort()
+    facts.unschedulable.sort()
     available = ready = updated = True
+    starting = False
     for name, replicas, min_available in ctx.templates:
         member = members.get(name)
         status = member.status if member is not None else None
         if member is None or status is None:
+            facts.starting = True
             return facts
         if status.ready_replicas < min_available:
             ready = False
         if status.updated_replicas != replicas:
             updated = False
-        # clique_planner.clique_ready, with the condition already found
-        if (
-            name not in ready_true
-            or status.observed_generation != member.metadata.generation
-            or status.template_hash != member.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
-        ):
+        if name not in ready_true:
             available = False
+            cond = find_condition(status.conditions, CONDITION_READY)
+            if (
+                not clique_planner.status_current(member)
+                or cond is None
+                or cond.reason not in _NOT_STARTING
+            ):
+                starting = True
     facts.available, facts.ready, facts.updated = available, ready, updated
+    facts.starting = starting and not available
+    facts.available_since = since if available else ""
     return facts
 
 
@@ -308,7 +334,12 @@ def _relabel(change: Change, clique: Clique, new_hash: str, algorithm: int) -> N
 
 
 def pick(
-    strategy: str, max_unavailable: int, outdated: list[int], unavailable: set[int]
+    strategy: str,
+    max_unavailable: int,
+    outdated: list[int],
+    unavailable: set[int],
+    *,
+    spent: int = 0,
 ) -> list[int]:
     """The outdated gangs to update now, in order.
 
@@ -316,13 +347,24 @@ def pick(
     the gangs that were available when the rollout took them and are not available again
     never number more than `max_unavailable`. Picking unavailable outdated gangs first
     keeps that true: an available gang is only taken once every unavailable outdated gang
-    has been, and each pick is paid for.
+    has been, and each pick is paid for. `spent`: the budget the same plan already used
+    (gang restarts, `restart_budget`).
     """
     if strategy == "Recreate":
         return list(outdated)
     stale = set(outdated)
-    budget = max(1, max_unavailable) - sum(1 for g in unavailable if g not in stale)
+    budget = max(1, max_unavailable) - spent - sum(1 for g in unavailable if g not in stale)
     if budget <= 0:
         return []
     order = sorted(outdated, key=lambda g: (g not in unavailable, g))
     return sorted(order[:budget])
+
+
+def restart_budget(max_unavailable: int, facts: list[GangFacts]) -> int:
+    """How many gangs a plan may restart (`gang_failures`): a restart is a disruption the
+    operator causes, so it is paid from `maxUnavailable` (at least 1), like a roll. Spent
+    already: the gangs on their way up (`GangFacts.starting`: restarted, rolled or new,
+    not available yet) that are not breached. Gangs that broke (breached) are down by the
+    world's hand, not the operator's, and do not count."""
+    down = sum(1 for f in facts if f.starting and not f.degraded)
+    return max(0, max(1, max_unavailable) - down)

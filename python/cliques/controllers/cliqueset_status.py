@@ -3,10 +3,12 @@
 - Counts: `replicas` (gangs with at least one Clique), `readyReplicas` (every clique has
   minAvailable ready pods), `availableReplicas` (every clique Ready for its current
   template), `updatedReplicas` (up to date and every pod on its template).
-- `Available`: every gang available. `Progressing`: a rollout (RollingUpdate, with the
-  number of gangs to go) or a scale (Scaling) is under way, else Complete. `Degraded`: a
-  clique is below minAvailable. `ReplicaFailure`: the API server refuses the CliqueSet's
-  writes, or a Clique's (the first by name, and how many more).
+- `Available`: every gang available (the message names the Cliques whose pods wait for a
+  node). `Progressing`: a rollout (RollingUpdate, with the number of gangs to go) or a
+  scale (Scaling) is under way, else Complete. `Degraded`: a clique broke (below
+  minAvailable after it was Ready; one that starts or grew is not). `ReplicaFailure`:
+  the API server refuses the CliqueSet's writes, or a Clique's (the first by name, and
+  how many more).
 - `templateHash`: one hash for the whole gang template (`set_hash`).
 - An invalid spec (`invalid`) keeps the counts and says why in all three conditions.
 """
@@ -63,7 +65,11 @@ def status(
     stale = set(outdated)
     updated = sum(1 for g, f in enumerate(facts) if f.updated and g not in stale)
     degraded = [d for f in facts for d in f.degraded]
+    waiting = [w for f in facts for w in f.unschedulable]
     gangs_available = f"{available}/{spec.replicas} gangs available"
+    if waiting:
+        more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        gangs_available += f"; pods wait for a node in {', '.join(waiting[:5])}{more}"
     if available == spec.replicas:
         avail_c = conds.set(CONDITION_AVAILABLE, "True", "AllGangsAvailable", gangs_available)
     else:

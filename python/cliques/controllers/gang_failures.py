@@ -1,21 +1,32 @@
 """`failurePolicy: RecreateGang`, decided (pure): when a broken gang is recreated whole.
 
-A gang is breached while one of its Cliques reports Ready=False with reason
-BelowMinAvailable (a pod failed, was deleted, or stopped being ready). Everything the
-decision needs lives on the gang's Cliques, as annotations, so a restarted operator decides
-the same:
+A gang is breached while one of its Cliques reports, for its current epoch, Ready=False
+with reason BelowMinAvailable: it was Ready and lost ready pods (a crash, an eviction, a
+node gone). A gang that is starting (created, rolled or restarted and not Ready yet) or
+that grew (a resize whose new pods are on their way or wait for room) is not breached
+(`clique_planner`). Everything the decision needs lives on the gang's Cliques, as
+annotations, so a restarted operator decides the same:
 
-    cliques.dev/breach-since    when the breach was first seen (cleared when it ends)
-    cliques.dev/gang-restarts   how many times the gang was recreated
-    cliques.dev/last-restart    when it last was
+    cliques.dev/breach-since       when the breach was first seen (cleared when it ends)
+    cliques.dev/gang-restarts      how many times the gang was recreated (ever)
+    cliques.dev/last-restart       when it last was
+    cliques.dev/forgiven-restarts  restarts that no longer count (see below)
 
 A breach that lasts `minAvailableBreachedSeconds`, plus the backoff
-`min(initialSeconds * 2**restarts, maxSeconds)`, recreates the gang: its Cliques get
-`gang-restarts` + 1, which their pods carry too (`builders.pod_body`), and the Clique
-planner deletes every pod of another restart count (`clique_planner`), so all the gang's
-pods go and come back at the same indices while the Cliques, and their counts, stay. The
-breach clock starts again at the restart. After `maxGangRestarts` restarts a breached gang
-is `failed` and left as it is. Other gangs are never touched.
+`min(initialSeconds * 2**restarts, maxSeconds)`, makes the gang due for a restart: its
+Cliques get `gang-restarts` + 1, which their pods carry too (`builders.pod_body`), and the
+Clique planner deletes every pod of another restart count (`clique_planner`), so all the
+gang's pods go and come back at the same indices while the Cliques stay. The restart
+clears the breach mark: the recreated gang is starting, and its breach clock only starts
+again once it has been available and broke again. The CliqueSet planner restarts a due
+gang only within the rollout budget (`maxUnavailable`), since a restart is a disruption
+the operator causes.
+
+Restarts that count towards `maxGangRestarts` (and the backoff) are the recent ones: once
+a gang has stayed available for `reset_after(policy)` seconds, its restarts so far are
+forgiven (`forgiven-restarts`), as a kubelet forgets a container's crash backoff. After
+`maxGangRestarts` counted restarts a breached gang is `failed` and left as it is. Other
+gangs are never touched.
 
 A restart is one patch per Clique; when some are refused (a 409 on a resourceVersion), the
 Cliques disagree on the count. The others are then brought to the highest count and its
@@ -41,6 +52,9 @@ CONDITION_FAILED: Final = "GangFailed"
 ANNOTATION_BREACH_SINCE: Final = labels.ANNOTATION_BREACH_SINCE
 ANNOTATION_RESTARTS: Final = labels.ANNOTATION_GANG_RESTARTS
 ANNOTATION_LAST_RESTART: Final = labels.ANNOTATION_LAST_RESTART
+ANNOTATION_FORGIVEN: Final = labels.ANNOTATION_FORGIVEN_RESTARTS
+#: A gang's restarts are forgiven after it stayed available this long, at the least.
+RESET_AFTER_MIN_SECONDS: Final = 600.0
 
 
 def expect_token(name: str, restarts: str) -> str:
@@ -57,12 +71,28 @@ def observed_token(meta: ObjectMeta) -> str | None:
     return expect_token(meta.name, restarts) if restarts else None
 
 
-def _count(clique: Clique) -> int:
-    """The restart count one Clique records (0 when none or unreadable)."""
+def _count(clique: Clique, key: str = ANNOTATION_RESTARTS) -> int:
+    """The restart count one Clique records under `key` (0 when none or unreadable)."""
     try:
-        return int(clique.metadata.annotations.get(ANNOTATION_RESTARTS, "0"))
+        return max(0, int(clique.metadata.annotations.get(key, "0")))
     except ValueError:
         return 0
+
+
+def reset_after(policy: FailurePolicy) -> float:
+    """Seconds a gang must stay available for its restarts so far to be forgiven: ten
+    minutes, or twice a breach window plus the longest backoff if that is longer."""
+    return max(
+        RESET_AFTER_MIN_SECONDS,
+        2.0 * (policy.min_available_breached_seconds + policy.restart_backoff.max_seconds),
+    )
+
+
+def counted_restarts(members: Mapping[str, Clique]) -> int:
+    """The gang's restarts that count towards `maxGangRestarts` and the backoff: all of
+    them, less those forgiven."""
+    forgiven = max((_count(c, ANNOTATION_FORGIVEN) for c in members.values()), default=0)
+    return max(0, restarts_of(members) - forgiven)
 
 
 def unmarked(members: Mapping[str, Clique]) -> bool:
@@ -87,7 +117,7 @@ def _level(members: Mapping[str, Clique], restarts: int) -> dict[str, str]:
     been refused): they finish that restart, they never start another."""
     lead = next(c for c in members.values() if _count(c) == restarts)
     marks = {ANNOTATION_RESTARTS: str(restarts)}
-    for key in (ANNOTATION_LAST_RESTART, ANNOTATION_BREACH_SINCE):
+    for key in (ANNOTATION_LAST_RESTART, ANNOTATION_BREACH_SINCE, ANNOTATION_FORGIVEN):
         value = lead.metadata.annotations.get(key)
         if value:
             marks[key] = value
@@ -106,7 +136,8 @@ class GangDecision:
 
     #: annotations to merge into every Clique of the gang (a value None removes one)
     annotate: dict[str, str | None] = field(default_factory=dict)
-    #: the gang is recreated now (the annotations carry the new restart count)
+    #: the gang is due to be recreated now (the annotations carry the new restart count);
+    #: the CliqueSet planner does it only within the rollout budget
     restart: bool = False
     #: the gang is breached and has used up its restarts
     failed: bool = False
@@ -116,31 +147,48 @@ class GangDecision:
     requeue_after: float = 0.0
 
 
+def _seconds_between(earlier: str, later: str) -> float | None:
+    """Seconds from `earlier` to `later` (RFC 3339), None if either is unreadable."""
+    a, b = parse_time(earlier), parse_time(later)
+    return None if a is None or b is None else (b - a).total_seconds()
+
+
 def decide(
     policy: FailurePolicy,
     members: Mapping[str, Clique],
     breached: bool,
     now: str,
+    *,
+    available_since: str = "",
 ) -> GangDecision:
-    """The decision for one gang whose Cliques are `members`, breached or not, at `now`."""
+    """The decision for one gang whose Cliques are `members`, breached or not, at `now`;
+    `available_since` is when the gang became available, "" if it is not."""
     out = GangDecision()
     marks = [c.metadata.annotations.get(ANNOTATION_BREACH_SINCE, "") for c in members.values()]
     since_raw = min((m for m in marks if m), default="")
     if policy.restart_policy != "RecreateGang" or not members:
         return out
     restarts = restarts_of(members)
+    counted = counted_restarts(members)
     if any(_count(c) != restarts for c in members.values()):
         # a restart that reached only some Cliques: bring the others to it first
         out.annotate = dict(_level(members, restarts))
-        out.failed = breached and restarts >= policy.max_gang_restarts
+        out.failed = breached and counted >= policy.max_gang_restarts
         out.restarting = breached and not out.failed
         out.requeue_after = 1.0 if out.restarting else 0.0
         return out
     if not breached:
         if any(ANNOTATION_BREACH_SINCE in c.metadata.annotations for c in members.values()):
             out.annotate[ANNOTATION_BREACH_SINCE] = None
+        if counted and available_since:
+            stayed = _seconds_between(available_since, now)
+            window = reset_after(policy)
+            if stayed is not None and stayed >= window:
+                out.annotate[ANNOTATION_FORGIVEN] = str(restarts)
+            elif stayed is not None:
+                out.requeue_after = max(1.0, window - stayed)
         return out
-    if restarts >= policy.max_gang_restarts:
+    if counted >= policy.max_gang_restarts:
         out.failed = True
         return out
     out.restarting = True
@@ -151,10 +199,10 @@ def decide(
             c.metadata.annotations.get(ANNOTATION_BREACH_SINCE) != now for c in members.values()
         ):
             out.annotate[ANNOTATION_BREACH_SINCE] = now
-        out.requeue_after = policy.min_available_breached_seconds + backoff(policy, restarts)
+        out.requeue_after = policy.min_available_breached_seconds + backoff(policy, counted)
         return out
     due = since + datetime.timedelta(
-        seconds=policy.min_available_breached_seconds + backoff(policy, restarts)
+        seconds=policy.min_available_breached_seconds + backoff(policy, counted)
     )
     if now_t < due:
         out.requeue_after = max(1.0, (due - now_t).total_seconds())
@@ -168,19 +216,29 @@ def decide(
     out.annotate = {
         ANNOTATION_RESTARTS: str(restarts + 1),
         ANNOTATION_LAST_RESTART: now,
-        ANNOTATION_BREACH_SINCE: now,
+        # the recreated gang is starting: its clock starts when it breaks again
+        ANNOTATION_BREACH_SINCE: None,
     }
-    out.requeue_after = policy.min_available_breached_seconds + backoff(policy, restarts + 1)
     return out
 
 
-def conditions(setter: conds.Setter, restarting: list[int], failed: list[int]) -> list[Condition]:
-    """`GangRestarting` and `GangFailed`, naming the gangs."""
+def conditions(
+    setter: conds.Setter,
+    restarting: list[int],
+    failed: list[int],
+    deferred: list[int] | None = None,
+) -> list[Condition]:
+    """`GangRestarting` and `GangFailed`, naming the gangs; `deferred` are the restarting
+    gangs whose restart is due but waits for the rollout budget."""
     if restarting:
         names = ", ".join(map(str, restarting))
-        going = setter.set(
-            CONDITION_RESTARTING, "True", "BelowMinAvailable", f"gang(s) {names} to be recreated"
-        )
+        message = f"gang(s) {names} below minAvailable, to be recreated"
+        if deferred:
+            message += (
+                f"; gang(s) {', '.join(map(str, deferred))} wait for other gangs to be "
+                "available again (maxUnavailable)"
+            )
+        going = setter.set(CONDITION_RESTARTING, "True", "BelowMinAvailable", message)
     else:
         going = setter.set(CONDITION_RESTARTING, "False", "AsExpected", "no gang is restarting")
     if failed:

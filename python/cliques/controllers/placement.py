@@ -287,7 +287,11 @@ def unplaceable_cliques(
     judged = []
     for name, template in cliques:
         compiled = apply_to_template(template, placement, cliqueset, 0)
-        own = dict(((compiled.get("metadata") or {}).get("labels")) or {})
+        own = {
+            k: v
+            for k, v in (((compiled.get("metadata") or {}).get("labels")) or {}).items()
+            if not labels.is_reserved(k)  # never on a pod (`builders.pod_body`)
+        }
         own.update(gang_labels(cliqueset, 0))
         own[labels.LABEL_CLIQUE] = name
         judged.append((name, compiled, own))

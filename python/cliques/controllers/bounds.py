@@ -1,0 +1,124 @@
+"""What one CliqueSet may ask of the operator (pure): the names that are the operator's, and
+how many bytes its gangs' Cliques store.
+
+- Reserved keys. Label and annotation keys under `cliques.dev/` (and its subdomains,
+  `labels.is_reserved`) are the operator's: it reads them back from the objects it made
+  (`cliques.dev/gang-restarts` on a pod says which gang restart the pod belongs to; a pod
+  of another count is deleted). The CRD refuses them in a pod template; a CliqueSet stored
+  before that rule may still carry them. `tenant_template` leaves them out of the template
+  a Clique and its pods are built from, and `reserved_keys` lists them for a Warning Event.
+- Template bytes. Every gang stores one Clique per clique template, each with a copy of its
+  pod template, so a CliqueSet's templates are stored `spec.replicas` times over in etcd.
+  The CRD bounds the counts (10,000 Cliques, 100,000 pods) and the API server the size of
+  the CliqueSet itself (about 1.5 MiB), but not the product: 10,000 gangs of 1 MiB of
+  templates would be about 10 GiB of Cliques. `template_bytes_invalid` refuses a set whose
+  Cliques would store more than `MAX_TEMPLATE_BYTES` of templates, as an InvalidSpec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+
+import msgspec
+
+from cliques.api import labels
+from cliques.api.cliqueset import CliqueSet
+
+#: The most bytes of pod templates (JSON) the Cliques of one CliqueSet may store together:
+#: `spec.replicas` x the sum of its clique templates' sizes. An eighth of etcd's default
+#: space quota (2 GiB), so that one object can never fill the cluster's store on its own
+#: (docs/operator.md#limits).
+MAX_TEMPLATE_BYTES: Final = 256 * 2**20
+
+#: The reason of the Warning Event that says a CliqueSet's templates carry reserved keys.
+REASON_RESERVED_KEYS: Final = "ReservedKeys"
+#: How many reserved keys `reserved_keys_message` names before it only counts the rest.
+MESSAGE_KEYS: Final = 8
+
+_encode = msgspec.json.Encoder().encode
+
+
+class ReservedKey(NamedTuple):
+    """A reserved key in the pod template of clique `clique`: a `label` or `annotation`."""
+
+    clique: str
+    kind: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"{self.clique}: {self.kind} {self.key}"
+
+
+def _metadata_map(template: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    meta = template.get("metadata")
+    values = meta.get(field) if isinstance(meta, Mapping) else None
+    return values if isinstance(values, Mapping) else {}
+
+
+def reserved_keys(cqs: CliqueSet) -> list[ReservedKey]:
+    """The reserved label and annotation keys the pod templates of `cqs` carry, in template
+    order (empty for every CliqueSet the CRD admitted since it refuses them)."""
+    out: list[ReservedKey] = []
+    for tmpl in cqs.spec.template.cliques:
+        for kind, field in (("label", "labels"), ("annotation", "annotations")):
+            out.extend(
+                ReservedKey(tmpl.name, kind, key)
+                for key in _metadata_map(tmpl.template, field)
+                if labels.is_reserved(key)
+            )
+    return out
+
+
+def reserved_keys_message(cqs: CliqueSet) -> str:
+    """The message of a Warning Event about the reserved keys of `cqs`, or "" if it has
+    none. It names the first `MESSAGE_KEYS` and counts the others."""
+    found = reserved_keys(cqs)
+    if not found:
+        return ""
+    named = "; ".join(str(k) for k in found[:MESSAGE_KEYS])
+    more = len(found) - MESSAGE_KEYS
+    if more > 0:
+        named += f"; and {more} more"
+    return (
+        f"pod template keys reserved for the operator (prefix {labels.RESERVED_PREFIX}) are "
+        f"left out of the Cliques and pods: {named}"
+    )
+
+
+def tenant_template(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`template` without the reserved keys of its `metadata.labels` and
+    `metadata.annotations`: the template itself when it has none (never copied), else a
+    copy of its top level and metadata (the rest is shared, never changed)."""
+    meta = template.get("metadata")
+    if not isinstance(meta, Mapping):
+        return template
+    stripped: dict[str, Any] = {}
+    for field in ("labels", "annotations"):
+        values = meta.get(field)
+        if isinstance(values, Mapping) and any(labels.is_reserved(k) for k in values):
+            stripped[field] = {k: v for k, v in values.items() if not labels.is_reserved(k)}
+    if not stripped:
+        return template
+    return {**template, "metadata": {**meta, **stripped}}
+
+
+def template_bytes(cqs: CliqueSet) -> tuple[int, int]:
+    """(bytes of pod templates per gang, for all gangs): the JSON size of every clique
+    template's pod template, summed, and that times `spec.replicas`."""
+    per_gang = sum(len(_encode(c.template)) for c in cqs.spec.template.cliques)
+    return per_gang, per_gang * cqs.spec.replicas
+
+
+def template_bytes_invalid(cqs: CliqueSet, limit: int = MAX_TEMPLATE_BYTES) -> str:
+    """Why the Cliques of `cqs` would store too many bytes of pod templates, or "" if they
+    would not: the message names the gangs, the bytes per gang, their product and `limit`."""
+    per_gang, total = template_bytes(cqs)
+    if total <= limit:
+        return ""
+    return (
+        f"the Cliques of this CliqueSet would store {total:,} bytes of pod templates "
+        f"({cqs.spec.replicas:,} gangs x {per_gang:,} bytes per gang), more than the "
+        f"{limit:,} bytes one CliqueSet may store: lower spec.replicas or shrink the "
+        "pod templates"
+    )
