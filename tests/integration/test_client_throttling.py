@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import secrets
 import time
@@ -425,8 +426,9 @@ async def burst(
 
 
 async def test_429_retry_after_from_the_real_api_server_is_honoured(
-    throttled: Throttled, monkeypatch: pytest.MonkeyPatch
+    throttled: Throttled, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="cliques.kube.client")
     ns = throttled.namespace
     # Record what the client makes of each 429, per call (a pass-through spy: the client's
     # behaviour is unchanged, the delays are its own).
@@ -469,6 +471,9 @@ async def test_429_retry_after_from_the_real_api_server_is_honoured(
         for c in calls:
             slept = sum(delay for _, delay in c.waits)
             assert c.seconds >= slept - 0.01, f"a call retried before Retry-After: {c}"
+        # Logged when the throttling starts, not once per 429.
+        said = [r for r in caplog.records if "throttles requests" in r.getMessage()]
+        assert 1 <= len(said) < delta.answered_429 or delta.answered_429 == 1
         print(
             f"\nburst {rounds} of {BURST} LISTs: {delta.answered_429:.0f} answers 429, all "
             f"retried, done in {seconds:.1f}s; Retry-After seen: "

@@ -59,3 +59,59 @@ def test_failed_reconciles_are_one_line_unless_they_are_bugs(
     asyncio.run(run_once(failure))
     (record,) = [r for r in caplog.records if "reconcile failed" in r.getMessage()]
     assert bool(record.exc_info) is traceback
+
+
+class Refused(errors.ReconcileFailure):
+    """Stands in for a plan whose writes the API server refused (a name conflict)."""
+
+
+async def run_sequence(outcomes: list[BaseException | None]) -> None:
+    """Reconciles of one key with these outcomes (None: success), one after another."""
+    queue = WorkQueue("test-stretch", base_delay=0.001, max_delay=0.001)
+    left = list(outcomes)
+    finished = asyncio.Event()
+
+    async def reconcile(key: str) -> Result:
+        outcome = left.pop(0)
+        if not left:
+            finished.set()
+        if outcome is not None:
+            raise outcome
+        if left:
+            return Result(requeue_after=0.001)
+        return Result()
+
+    runner = Runner("test-stretch", queue, reconcile, concurrency=1)
+    queue.add("ns/a")
+    runner.start()
+    await asyncio.wait_for(finished.wait(), timeout=10)
+    await asyncio.wait_for(runner.stop(grace=5), timeout=10)
+
+
+def test_a_failure_that_repeats_is_logged_when_it_starts_and_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cliques.kube.runner")
+    conflict = Refused("Service ns/a already exists and is owned by someone else")
+    asyncio.run(run_sequence([conflict] * 5 + [None]))
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    infos = [r for r in caplog.records if r.levelno == logging.INFO]
+    debugs = [r for r in caplog.records if "failed again" in r.getMessage()]
+    assert len(warnings) == 1 and not warnings[0].exc_info
+    assert "already exists" in warnings[0].getMessage()
+    assert warnings[0].object == "ns/a" and warnings[0].controller == "test-stretch"  # type: ignore[attr-defined]
+    assert len(debugs) == 4
+    assert len(infos) == 1 and "after 5 failed attempt(s)" in infos[0].getMessage()
+
+
+def test_a_failure_that_changes_is_logged_again(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="cliques.kube.runner")
+    asyncio.run(run_sequence([Refused("a"), Refused("a"), invalid(), invalid(), None]))
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+
+
+def test_a_bug_keeps_its_traceback_once_per_stretch(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="cliques.kube.runner")
+    asyncio.run(run_sequence([ValueError("a bug")] * 3 + [None]))
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.exc_info

@@ -90,7 +90,7 @@ class NameInTransition(Exception):
 NAME_CONFLICT_RETRY = 30.0
 
 
-class ExecutionError(Exception):
+class ExecutionError(errors.ReconcileFailure):
     """Some writes of a plan failed; the reconcile is retried with backoff.
 
     `reason` names the kind of write that failed first, as a ReplicaSet's ReplicaFailure
@@ -120,6 +120,14 @@ class ExecutionError(Exception):
         name held by someone else is freed by a person, whose object the operator does
         not watch, so it is looked at again at least every `NAME_CONFLICT_RETRY` s."""
         return NAME_CONFLICT_RETRY if isinstance(self.first, NameConflict) else None
+
+    @property
+    def signature(self) -> str:
+        """The kind of write and of error that failed first (a refusal that repeats with
+        another resourceVersion or count in its message is the same failure)."""
+        first = self.first
+        status = f" {first.status}" if isinstance(first, errors.ApiError) else ""
+        return f"{self.reason} {type(first).__name__}{status}"
 
     @property
     def detail(self) -> str:

@@ -6,8 +6,9 @@ session itself so that bodies are decoded by msgspec straight from the response 
 the slim Structs of `cliques.api` (no generated-model deserialization on the hot path).
 
 It also owns the client-side behaviour every controller relies on: a QPS/burst token bucket,
-429 answers retried after the server's `Retry-After`, a deadline on every request, failures
-raised as the typed errors of `cliques.kube.errors`, and request metrics by verb and code.
+429 answers retried after the server's `Retry-After` (logged when the throttling starts and
+when it ends, not per request), a deadline on every request, failures raised as the typed
+errors of `cliques.kube.errors`, and request metrics by verb and code.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cliques import metrics
 from cliques.kube import errors, fair, k8s, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
+from cliques.kube.stretches import Stretches
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 MAX_429_RETRIES = 10
+#: The one key of `KubeClient.throttled`: the API server answers 429.
+_THROTTLED = "429"
 MAX_RETRY_AFTER = 64.0  # the API server's own ceiling is 32 s
 #: A request's deadline, s: the API server ends a request that runs longer than its own
 #: --request-timeout (60 s by default) with a 504, so this only catches a dead connection.
@@ -175,6 +179,10 @@ class KubeClient:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
         )
         self.deadlines = Deadlines(request_timeout)
+        #: a stretch of 429 answers under way (logged when it starts and when it ends)
+        self.throttled = Stretches()
+        #: when the last 429 came (the stretch ends with a success a second after it)
+        self._last_429 = 0.0
         self._server_hostname: str | None = rest.server_hostname
         self._proxy: dict[str, Any] = proxy_settings(self.host, rest.proxy, rest.proxy_headers)
         self.limiter = ratelimit.TokenBucket(qps, burst)
@@ -300,15 +308,36 @@ class KubeClient:
                 self.deadlines.finish(task)
             self._observe(verb, resource.plural, status, time.perf_counter() - started)
             if status < 300:
+                if _THROTTLED in self.throttled and self._last_429 < time.monotonic() - 1.0:
+                    self._throttling_over()
                 return data
             if status == 429 and attempt < MAX_429_RETRIES:
                 delay = _retry_after_seconds(retry_after, attempt)
                 metrics.API_THROTTLED.labels(resource.plural).inc()
-                log.info("429 on %s %s: retrying after %.2fs", verb, path, delay)
+                self._last_429 = time.monotonic()
+                if self.throttled.failed(_THROTTLED, _THROTTLED) is not None:
+                    log.warning(
+                        "the API server throttles requests (429 on %s %s): retrying after "
+                        "%.2fs as it asks; logged again when it stops",
+                        verb,
+                        path,
+                        delay,
+                    )
+                else:
+                    log.debug("429 on %s %s: retrying after %.2fs", verb, path, delay)
                 await asyncio.sleep(delay)
                 continue
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
+
+    def _throttling_over(self) -> None:
+        stretch = self.throttled.ended(_THROTTLED)
+        if stretch is not None:
+            log.info(
+                "the API server stopped throttling: %d request(s) answered 429 over %.0fs",
+                stretch.count,
+                stretch.lasted(self.throttled.now()),
+            )
 
     def _check_guard(self, verb: str, path: str) -> None:
         assert self.write_guard is not None

@@ -71,6 +71,22 @@ class ServerError(ApiError):
     """5xx."""
 
 
+class ReconcileFailure(Exception):
+    """A reconcile's failure that is an expected outcome, not a bug: a plan whose writes
+    the API server refused, say. Whoever retries it (`runner`) logs it as one line, and
+    `retry_within` may bound the wait before the next try."""
+
+    @property
+    def retry_within(self) -> float | None:
+        """The longest wait before a retry, if shorter than the retrier's backoff."""
+        return None
+
+    @property
+    def signature(self) -> str:
+        """What stays the same while the same failure repeats (for logging it once)."""
+        return type(self).__name__
+
+
 class Fenced(Exception):
     """A write refused before it was sent: this process can no longer prove it holds the
     shard it writes for (its lease was not renewed within the renew deadline)."""

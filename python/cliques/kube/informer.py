@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
@@ -28,8 +30,46 @@ from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
 from cliques.kube.objects import KubeObject, key_of
 from cliques.kube.resources import Resource
 from cliques.kube.store import IndexFunc, Store
+from cliques.kube.stretches import Stretch
 
 log = logging.getLogger(__name__)
+
+_IN_NUMBERS = re.compile(r"^([\w./-]+) in \(([\d,\s]+)\)$")
+
+
+def ranges(numbers: list[int]) -> str:
+    """`0,1,2,3,7,9,10` as `0-3,7,9-10`."""
+    out: list[str] = []
+    for n in sorted(set(numbers)):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == n - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        elif out and "-" not in out[-1] and int(out[-1]) == n - 1:
+            out[-1] = f"{out[-1]}-{n}"
+        else:
+            out.append(str(n))
+    return ",".join(out)
+
+
+def short_selector(selector: str) -> str:
+    """A label selector as a log shows it: ` buckets=0-127` for the bucket selector of a
+    process's shards (the last part of the key, the numbers as ranges), ` all buckets`
+    for `cliques.dev/bucket` alone, else ` selector=<selector>`, "" for none."""
+    if not selector:
+        return ""
+    found = _IN_NUMBERS.match(selector.strip())
+    if found:
+        numbers = [int(n) for n in found.group(2).split(",") if n.strip()]
+        return f" {_plural(found.group(1))}={ranges(numbers)}"
+    if "," not in selector and " " not in selector and "=" not in selector:
+        return f" all {_plural(selector)}"
+    return f" selector={selector}"
+
+
+def _plural(key: str) -> str:
+    """`cliques.dev/bucket` -> `buckets`."""
+    name = key.rsplit("/", 1)[-1]
+    return name if name.endswith("s") else name + "s"
+
 
 T = TypeVar("T", bound=KubeObject)
 EventKind = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -111,6 +151,8 @@ class Informer(Generic[T]):
         self.resource = resource
         self.type = type_
         self.namespace = namespace
+        #: the list and watch failures since the last answer (logged once per stretch)
+        self._failing: Stretch | None = None
         self.label_selector = label_selector
         self.store: Store[T] = Store(indexers)
         self.page_size = page_size
@@ -142,9 +184,16 @@ class Informer(Generic[T]):
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
 
+    @property
+    def name(self) -> str:
+        """A short name for logs: kind, namespace and selector, a `key in (...)` list of
+        numbers as ranges (`pods ns=* buckets=0-127`)."""
+        return f"{self.resource.plural} ns={self.namespace or '*'}" + short_selector(
+            self.label_selector
+        )
+
     def __repr__(self) -> str:
-        sel = f" selector={self.label_selector!r}" if self.label_selector else ""
-        return f"<Informer {self.resource.plural} ns={self.namespace or '*'}{sel}>"
+        return f"<Informer {self.name}>"
 
     # -- running ----------------------------------------------------------------------------
 
@@ -173,12 +222,23 @@ class Informer(Generic[T]):
                             raise  # the informer itself is stopping
                         continue  # interrupt_watch(): start the next watch now
                     backoff = 0.2
+                    self._recovered()
                 except errors.Gone:
-                    log.info("%r: watch resourceVersion too old (410 Gone); relisting", self)
+                    log.info("%s: watch resourceVersion too old (410 Gone); relisting", self.name)
                     self.resource_version = ""
                     reason = "gone"
                 except _RETRIED as exc:
-                    log.warning("%r: %s%s; retrying in %.1fs", self, exc, self._hint(exc), backoff)
+                    if self._failing is None:
+                        self._failing = Stretch(type(exc).__name__, time.monotonic())
+                        log.warning(
+                            "%s: %s%s; retrying with backoff (logged again when it watches)",
+                            self.name,
+                            exc,
+                            self._hint(exc),
+                        )
+                    else:
+                        self._failing.count += 1
+                        log.debug("%s: %s; retrying in %.1fs", self.name, exc, backoff)
                     await asyncio.sleep(backoff * (0.5 + random.random()))
                     backoff = min(backoff * 2, 30.0)
                     if isinstance(exc, errors.ApiError) and exc.status in (401, 403, 404):
@@ -189,6 +249,17 @@ class Informer(Generic[T]):
                 delayer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await delayer
+
+    def _recovered(self) -> None:
+        """A list or watch answered: the end of a stretch of failures, if one was on."""
+        failing, self._failing = self._failing, None
+        if failing is not None:
+            log.info(
+                "%s: listing and watching again after %d failed attempt(s) over %.0fs",
+                self.name,
+                failing.count,
+                failing.lasted(time.monotonic()),
+            )
 
     def _hint(self, exc: BaseException) -> str:
         """What a person can do about a failure the informer keeps retrying."""
@@ -242,7 +313,8 @@ class Informer(Generic[T]):
             self.store.upsert(obj)
             self._dispatch("MODIFIED" if old is not None else "ADDED", old, obj)
         self.resource_version = rv
-        log.debug("%r: listed %d objects at resourceVersion %s", self, len(seen), rv)
+        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(seen), rv)
+        self._recovered()
         self.synced.set()
 
     async def _watch_once(self) -> None:
@@ -257,6 +329,8 @@ class Informer(Generic[T]):
             timeout_seconds=timeout,
             read_timeout=self.watch_read_timeout,
         ):
+            if self._failing is not None:
+                self._recovered()
             if event.type == "BOOKMARK":
                 self.resource_version = _BOOKMARK.decode(event.object).metadata.resource_version
                 continue
@@ -304,7 +378,7 @@ class Informer(Generic[T]):
         seen = (where, meta.resource_version if meta is not None else "")
         if seen != self._last_undecodable:
             self._last_undecodable = seen
-            log.warning("%r: skipping %s %s: %s", self, self.resource.kind, where, reason)
+            log.warning("%s: skipping %s %s: %s", self.name, self.resource.kind, where, reason)
         metrics.INFORMER_UNDECODABLE.labels(self.resource.plural).inc()
         if meta is not None and meta.name:
             for handler in self._undecodable:

@@ -4,6 +4,14 @@ A reconcile gets only a key and re-reads state itself (level-based). Its result 
 `Result(requeue_after=T)` asks to be called again after T seconds, `TerminalError` is logged
 and not retried, any other exception is retried with per-key exponential backoff. Reconcile
 functions never sleep or poll; waiting is done here, by the queue.
+
+Logs are for a person: a failure is logged when a stretch of failures of one key begins
+(and when its kind changes), as one line naming the object, what happened and when it is
+tried again, and once more when the key reconciles again (`stretches`); the retries in
+between are at debug level. Expected outcomes (an API server's answer, a dropped
+connection, a `ReconcileFailure` such as a plan's refused writes) never carry a traceback;
+a bug does, at the start of its stretch. Every line carries `object` and `controller` as
+structured fields (`--log-format json`).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 
 from cliques import metrics
 from cliques.kube import errors, fair
+from cliques.kube.stretches import Stretches
 from cliques.kube.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -55,6 +64,8 @@ class Runner:
             for r in ("success", "requeue", "error", "conflict", "terminal")
         }
         self._duration = metrics.RECONCILE_DURATION.labels(name)
+        #: the keys whose reconciles fail, since when and how (logged once per stretch)
+        self.failing = Stretches()
 
     def start(self) -> None:
         for i in range(self.concurrency):
@@ -94,29 +105,26 @@ class Runner:
         started = time.perf_counter()
         # The writes of this reconcile (and of the tasks it starts) wait in its flow's line.
         token = fair.current_flow.set(self.queue.group(key))
+        fields = {"object": key, "controller": self.name}
         try:
             result = await self.reconcile(key)
         except errors.Conflict as exc:
             self._reconciles["conflict"].inc()
             delay = self.queue.add_rate_limited(key)
-            log.debug("%s %s: conflict (%s); retry in %.3fs", self.name, key, exc, delay)
+            log.debug(
+                "%s %s: conflict (%s); retry in %.3fs", self.name, key, exc, delay, extra=fields
+            )
         except TerminalError as exc:
             self._reconciles["terminal"].inc()
             self.queue.forget(key)
-            log.error("%s %s: %s (not retried)", self.name, key, exc)
+            self.failing.ended(key)
+            log.error("%s %s: %s (not retried)", self.name, key, exc, extra=fields)
         except Exception as exc:
             self._reconciles["error"].inc()
-            # an error may bound its own retry (`retry_within`: e.g. a name conflict)
-            cap = getattr(exc, "retry_within", None)
-            delay = self.queue.add_rate_limited(key, cap if isinstance(cap, float) else None)
-            log.warning(
-                "%s %s: reconcile failed: %s; retry in %.2fs",
-                self.name,
-                key,
-                exc,
-                delay,
-                exc_info=not _expected(exc),
-            )
+            # a failure may bound its own retry (e.g. a name held by someone else)
+            cap = exc.retry_within if isinstance(exc, errors.ReconcileFailure) else None
+            delay = self.queue.add_rate_limited(key, cap)
+            self._failed(key, exc, delay, fields)
         else:
             self.queue.forget(key)
             if result.requeue_after > 0:
@@ -124,12 +132,61 @@ class Runner:
                 self.queue.add_after(key, result.requeue_after)
             else:
                 self._reconciles["success"].inc()
+            stretch = self.failing.ended(key)
+            if stretch is not None:
+                log.info(
+                    "%s %s: reconciles again after %d failed attempt(s) over %.0fs",
+                    self.name,
+                    key,
+                    stretch.count,
+                    stretch.lasted(self.failing.now()),
+                    extra={**fields, "reason": stretch.signature},
+                )
         finally:
             fair.current_flow.reset(token)
             ended = time.perf_counter()
             self._duration.observe(ended - started)
             if self.trace is not None:
                 self.trace(self.name, key, started, ended)
+
+    def _failed(self, key: str, exc: Exception, delay: float, fields: dict[str, str]) -> None:
+        """Log a failed reconcile: one line when a stretch of failures begins (or changes
+        kind), with a traceback only for a bug; at debug level while it goes on."""
+        expected = isinstance(exc, errors.ReconcileFailure) or _expected(exc)
+        signature = _signature(exc)
+        fields = {**fields, "reason": signature}
+        if self.failing.failed(key, signature) is None:
+            log.debug(
+                "%s %s: reconcile failed again: %s; retry in %.2fs",
+                self.name,
+                key,
+                exc,
+                delay,
+                extra=fields,
+            )
+            return
+        log.warning(
+            "%s %s: reconcile failed: %s; retry in %.2fs (retries are logged again only "
+            "if the failure changes, and when it ends)",
+            self.name,
+            key,
+            exc,
+            delay,
+            exc_info=not expected,
+            extra=fields,
+        )
+
+
+def _signature(exc: BaseException) -> str:
+    """What stays the same while the same failure repeats: a `ReconcileFailure`'s own,
+    an API error's status, else the exception's type (and a bug's message)."""
+    if isinstance(exc, errors.ReconcileFailure):
+        return exc.signature
+    if isinstance(exc, errors.ApiError):
+        return f"{type(exc).__name__} {exc.status}"
+    if _expected(exc):
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _expected(exc: BaseException | None) -> bool:

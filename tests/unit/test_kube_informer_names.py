@@ -1,0 +1,33 @@
+"""Informers are named for a person reading the log: kind, namespace and bucket range."""
+
+from __future__ import annotations
+
+import pytest
+
+from cliques.kube import informer
+from cliques.operator.buckets import BucketSet
+
+
+@pytest.mark.parametrize(
+    ("numbers", "text"),
+    [
+        ([0, 1, 2, 3], "0-3"),
+        ([0, 1, 2, 3, 7, 9, 10], "0-3,7,9-10"),
+        ([5], "5"),
+        ([3, 1, 2], "1-3"),
+        ([], ""),
+    ],
+)
+def test_ranges(numbers: list[int], text: str) -> None:
+    assert informer.ranges(numbers) == text
+
+
+def test_a_process_s_bucket_selector_reads_as_a_range() -> None:
+    selector = BucketSet(range(128)).selector()
+    assert len(selector) > 400  # what the log used to repeat in every line
+    assert informer.short_selector(selector) == " buckets=0-127"
+    two = BucketSet([*range(0, 64), *range(128, 192)]).selector()
+    assert informer.short_selector(two) == " buckets=0-63,128-191"
+    assert informer.short_selector(BucketSet().selector()) == " all buckets"
+    assert informer.short_selector("") == ""
+    assert informer.short_selector("app=x,tier in (a,b)") == " selector=app=x,tier in (a,b)"
