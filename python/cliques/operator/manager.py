@@ -1,11 +1,15 @@
 """One operator process: client, informers, the two controllers, their runners.
 
 `Manager.run()` connects, asks the API server once which gang-scheduling API it serves
-(`gangapi.detect`), starts the informers (CliqueSets: all in the watched namespace;
-Cliques, Pods, Services and, where the cluster serves them, Workloads: only those labelled
-with one of this process's buckets), waits
+(`gangapi.detect`), starts the informers (Cliques, Pods, Services and, where the cluster
+serves them, Workloads: only those labelled with one of its buckets, filtered by the API
+server; CliqueSets: a `CliqueSetCache` that keeps only those of its buckets), waits
 until they have synced, starts the reconcile runners, and on `stop()` drains the queues
 (in-flight reconciles finish, nothing new starts) before closing the client.
+
+A Manager of one shard among several in a process (`shard_managers`) is handed the
+process's CliqueSet cache instead of running its own: it admits its buckets into it when it
+starts, and unregisters its handlers and forgets its buckets when it stops.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
-from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -31,10 +34,11 @@ from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
-from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES, WORKLOADS, Resource
+from cliques.kube.resources import CLIQUES, PODS, SERVICES, WORKLOADS, Resource
 from cliques.kube.runner import Runner
 from cliques.operator import undecodable
 from cliques.operator.buckets import BucketSet
+from cliques.operator.cliqueset_cache import CliqueSetCache
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +88,21 @@ async def connect(cfg: Config) -> KubeClient:
 
 
 class Manager:
-    def __init__(self, config: Config, client: KubeClient | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        client: KubeClient | None = None,
+        cliquesets: CliqueSetCache | None = None,
+    ) -> None:
         self.config = config
         self.client: KubeClient | None = client
         self._own_client = client is None
+        #: the process's CliqueSet cache, shared with other shards (None: run one's own)
+        self.shared_cliquesets = cliquesets
+        #: the informers this Manager runs (a shared CliqueSet cache is not one of them)
         self.informers: list[Informer[Any]] = []
+        #: set once the CliqueSet cache has listed this Manager's buckets
+        self.cliquesets_listed = asyncio.Event()
         self.runners: list[Runner] = []
         self.recorder: EventRecorder | None = None
         self._stop = asyncio.Event()
@@ -97,7 +111,11 @@ class Manager:
         self.drain_grace = 30.0
 
     def ready(self) -> bool:
-        return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
+        return (
+            bool(self.informers)
+            and all(i.synced.is_set() for i in self.informers)
+            and self.cliquesets_listed.is_set()
+        )
 
     def stop(self, grace: float | None = None) -> None:
         """Drain and stop: in-flight reconciles may finish for `grace` seconds (default 30)."""
@@ -124,12 +142,50 @@ class Manager:
 
     async def _run(self, client: KubeClient) -> None:
         cfg = self.config
+        shared = self.shared_cliquesets
+        cqs_inf = shared or CliqueSetCache(
+            client,
+            namespace=cfg.namespace,
+            buckets=cfg.buckets.buckets,
+            total=cfg.buckets.total,
+            resync_period=cfg.resync_period,
+        )
+        cq_inf, pod_inf, svc_inf = self._child_informers(client)
+        self.informers = (
+            [cq_inf, pod_inf, svc_inf] if shared else [cqs_inf, cq_inf, pod_inf, svc_inf]
+        )
+        gang_api = await gangapi.detect(client)
+        log.info("gang scheduling: %s", gang_api.describe())
+        wl_inf: Informer[Workload] | None = None
+        if gang_api.workloads:
+            wl_inf = Informer(
+                client,
+                WORKLOADS,
+                Workload,
+                namespace=cfg.namespace,
+                label_selector=cfg.buckets.selector(),
+                indexers={"controller": store.by_controller},
+                resync_period=cfg.resync_period,
+            )
+            self.informers.append(wl_inf)
+        self.recorder = EventRecorder(client) if cfg.events else None
+        with cqs_inf.recording() as registered:
+            self._controllers(client, cqs_inf, cq_inf, pod_inf, svc_inf, wl_inf, gang_api)
+        try:
+            await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
+        finally:
+            if shared:
+                shared.unregister(registered)
+                shared.forget(cfg.buckets.buckets)
+
+    def _child_informers(
+        self, client: KubeClient
+    ) -> tuple[Informer[Clique], Informer[Pod], Informer[Service]]:
+        """The informers of the children of this Manager's buckets (selected by label)."""
+        cfg = self.config
         selector = cfg.buckets.selector()
         ns = cfg.namespace
         ctl = store.by_controller
-        cqs_inf = Informer(
-            client, CLIQUESETS, CliqueSet, namespace=ns, resync_period=cfg.resync_period
-        )
         cq_inf = Informer(
             client,
             CLIQUES,
@@ -160,27 +216,26 @@ class Manager:
             indexers={"controller": ctl},
             resync_period=cfg.resync_period,
         )
-        self.informers = [cqs_inf, cq_inf, pod_inf, svc_inf]
-        gang_api = await gangapi.detect(client)
-        log.info("gang scheduling: %s", gang_api.describe())
-        wl_inf: Informer[Workload] | None = None
-        if gang_api.workloads:
-            wl_inf = Informer(
-                client,
-                WORKLOADS,
-                Workload,
-                namespace=ns,
-                label_selector=selector,
-                indexers={"controller": ctl},
-                resync_period=cfg.resync_period,
-            )
-            self.informers.append(wl_inf)
-        self.recorder = EventRecorder(client) if cfg.events else None
+        return cq_inf, pod_inf, svc_inf
+
+    def _controllers(
+        self,
+        client: KubeClient,
+        cqs_inf: CliqueSetCache,
+        cq_inf: Informer[Clique],
+        pod_inf: Informer[Pod],
+        svc_inf: Informer[Service],
+        wl_inf: Informer[Workload] | None,
+        gang_api: gangapi.GangAPI,
+    ) -> None:
+        """The two controllers (their handlers registered on the informers) and runners."""
+        cfg = self.config
         hasher = Hasher(cfg.hash_algorithm)
         owns = cfg.buckets.owns
         cqs_inf.on_undecodable(undecodable.UndecodableReporter(client, self.recorder, owns))
 
-        by_resource = {i.resource: i for i in self.informers}
+        by_resource: dict[Resource, Informer[Any]] = {i.resource: i for i in self.informers}
+        by_resource[cqs_inf.resource] = cqs_inf
 
         def written(resource: Resource, raw: bytes) -> None:
             informer = by_resource.get(resource)
@@ -248,22 +303,30 @@ class Manager:
                 trace=cfg.trace,
             ),
         ]
+        selector = cfg.buckets.selector()
         log.info(
             "starting: namespace=%s buckets=%s selector=%r hash-algorithm=%d",
-            ns or "*",
+            cfg.namespace or "*",
             cfg.buckets,
             selector if len(selector) < 80 else selector[:77] + "...",
             hasher.algorithm,
         )
+
+    async def _serve(self, cliquesets_listed: asyncio.Event) -> None:
+        """Run the informers, wait for every cache (and `cliquesets_listed`), run the
+        reconciles until stopped, then drain."""
         for inf in self.informers:
             self._tasks.append(asyncio.create_task(inf.run(), name=repr(inf)))
         if self.recorder is not None:
             self.recorder.start()
         try:
-            synced: asyncio.Future[Any] = asyncio.gather(*(i.synced.wait() for i in self.informers))
+            synced: asyncio.Future[Any] = asyncio.gather(
+                cliquesets_listed.wait(), *(i.synced.wait() for i in self.informers)
+            )
             stop: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
             await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
             if not self._stop.is_set():
+                self.cliquesets_listed.set()
                 log.info(
                     "caches synced: %s",
                     ", ".join(f"{i.resource.plural}={len(i.store)}" for i in self.informers),

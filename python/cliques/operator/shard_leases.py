@@ -16,11 +16,21 @@ one member holds. Every `retry_period` a member runs one pass, bounded by `renew
 4. deletes the member Leases of members that have been gone for two lease durations.
 
 **Fencing.** Each held shard has a deadline: the local time its last successful renew was
-*sent*, plus `renew_deadline`. A watchdog cancels the controllers of a shard hard the moment
-its deadline passes, and `writes_allowed()` (checked by the client before every write)
-refuses writes past the earliest deadline, so a member that cannot renew (a partition, a
-frozen process) stops writing before any other member may take its shards over
-(`renew_deadline < lease_duration`, counted from when the others *saw* the renew).
+*sent*, plus `renew_deadline`. `writes_allowed()` (checked by the client before every write)
+refuses every write from the earliest deadline on, and a watchdog cancels the controllers
+of a shard hard the moment its deadline passes. A shard given up (past its deadline, or its
+lease taken) stays fenced until its controllers have stopped: no write passes in between.
+
+**Why a takeover never overlaps.** Holder H sends a renewal at H's time `s`; its fence
+closes at `s + renew_deadline`. Observer O first sees that renewal in a list answer that
+arrives at O's time `a`, and dates it `a` (the time taken when the answer is in, never
+before: the renewal was committed before the list was served, so `a` is after `s`). O takes
+the shard only when the record has not changed for the duration written in the Lease,
+`ceil(lease_duration)` whole seconds, `>= lease_duration > renew_deadline`: at O's time
+`t > a + lease_duration`, so more than `renew_deadline` after `s`, and with a
+resourceVersion-guarded update, which fails if H renewed after what O saw. H's fence is
+therefore closed before O starts, whatever the two clocks read (they need only run at the
+same rate; `lease_duration - renew_deadline` is the margin for drift and scheduling).
 
 **Identity.** A holder is `identity` (`<pod>-worker-<n>`) plus an instance token that is
 new for every process start, kept in the Lease's `cliques.dev/instance` annotation: a lease
@@ -103,6 +113,12 @@ class Timings:
         if not self.retry_period < self.renew_deadline < self.lease_duration:
             raise ValueError("need retry_period < renew_deadline < lease_duration")
 
+    @property
+    def lease_seconds(self) -> int:
+        """`leaseDurationSeconds` as written: whole seconds, rounded up, so that the others
+        (who go by it) never wait less than `lease_duration`."""
+        return math.ceil(self.lease_duration)
+
 
 def shard_buckets(shard: int, shards: int, total: int = 256) -> list[int]:
     lo = shard * total // shards
@@ -152,6 +168,8 @@ class ShardCoordinator:
     releasing: dict[int, asyncio.Task[None]] = field(default_factory=dict)
     #: shard -> local time before which it is not acquired again (its controllers crashed)
     cooldown: dict[int, float] = field(default_factory=dict)
+    #: shards given up (late, or taken) whose controllers are still being stopped
+    fenced: set[int] = field(default_factory=set)
     _seen: dict[str, _Seen] = field(default_factory=dict)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -172,10 +190,13 @@ class ShardCoordinator:
         return self.owned[shard] + self.timings.renew_deadline
 
     def writes_allowed(self) -> str | None:
-        """None while every held shard is within its renew deadline, else why not."""
+        """None while every held shard is before its renew deadline and no shard given up
+        is still stopping, else why not."""
+        if self.fenced:
+            return f"shard {min(self.fenced)} given up, its controllers stopping: writes are fenced"
         now = self.clock()
         for shard in self.owned:
-            if now > self.deadline(shard):
+            if now >= self.deadline(shard):
                 return (
                     f"shard {shard} not renewed for {now - self.owned[shard]:.1f}s "
                     f"(renew deadline {self.timings.renew_deadline:g}s): writes are fenced"
@@ -186,7 +207,7 @@ class ShardCoordinator:
         """Stop, hard and at once, every shard whose renew deadline has passed."""
         while not self._stop.is_set():
             now = self.clock()
-            expired = [s for s in self.owned if now > self.deadline(s)]
+            expired = [s for s in self.owned if now >= self.deadline(s)]
             if expired:
                 for shard in expired:
                     log.warning(
@@ -230,9 +251,11 @@ class ShardCoordinator:
         )
 
     async def tick(self) -> None:
-        now = self.clock()
         await self._renew_member()
         leases = await self._list()
+        # What the list shows is dated when its answer is in: a record dated earlier (say,
+        # before a slow renewal) would look older than it is, and expire too soon.
+        now = self.clock()
         self._observe(leases, now)
         members = self._live_members(leases, now)
         shard_leases = {
@@ -278,7 +301,7 @@ class ShardCoordinator:
         for shard in range(self.shards):
             if held >= target:
                 break
-            if shard in self.owned or self.cooldown.get(shard, 0.0) > now:
+            if shard in self.owned or shard in self.fenced or self.cooldown.get(shard, 0.0) > now:
                 continue
             lease = shard_leases.get(shard)
             if lease is not None and not self._is_free(lease, now):
@@ -379,7 +402,7 @@ class ShardCoordinator:
         now = _now_rfc3339()
         spec: dict[str, Any] = {
             "holderIdentity": holder,
-            "leaseDurationSeconds": int(self.timings.lease_duration),
+            "leaseDurationSeconds": self.timings.lease_seconds,
             "renewTime": now if holder else None,
         }
         if acquire:
@@ -436,14 +459,21 @@ class ShardCoordinator:
         return await self._update(lease, holder=self.identity, acquire=not self._ours(lease))
 
     async def _lose(self, shards: list[int]) -> None:
-        """Shards we can no longer prove we hold: cancel their controllers, all at once."""
+        """Shards we can no longer prove we hold: cancel their controllers, all at once.
+        They are fenced (no write passes) from now until their controllers have stopped.
+        Shards no longer held (given up already, by the watchdog or the pass) are skipped."""
+        shards = [s for s in shards if s in self.owned]
+        self.fenced.update(shards)
         for shard in shards:
             self.owned.pop(shard, None)
             task = self.releasing.pop(shard, None)
             if task is not None:
                 task.cancel()
         self._changed.set()
-        await asyncio.gather(*(self.stop_shard(s, True, 0.0) for s in shards))
+        try:
+            await asyncio.gather(*(self.stop_shard(s, True, 0.0) for s in shards))
+        finally:
+            self.fenced.difference_update(shards)
 
     async def _release(self, shard: int) -> None:
         """Drain a shard's controllers, then hand its lease back (while still fenced)."""

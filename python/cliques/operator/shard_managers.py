@@ -2,16 +2,21 @@
 
 `shard_leases.ShardCoordinator` decides which shards this process holds; for each one a
 `Manager` runs with that shard's buckets (its informers watch only those buckets' children)
-on one shared controller client. The leases travel on a client of their own, with its own
-rate limiter, so a renewal never queues behind controller writes.
+on one shared controller client. The CliqueSets come from one informer per process, shared
+by its Managers, whose cache keeps only the CliqueSets of the shards this process runs
+(`cliqueset_cache`): a Manager admits its buckets when it starts and forgets them when it
+stops. The leases travel on a client of their own, with its own rate limiter, so a renewal
+never queues behind controller writes.
 
 Stopping a shard: a shard handed back is drained (in-flight reconciles finish within the
 time left before its renew deadline, then are cancelled); a shard lost (its lease taken, or
-not renewed in time) is cancelled at once; several shards stop together. The controller
-client refuses every write once a held shard is past its renew deadline (`Fenced`), so a
+not renewed in time) is cancelled at once, even while it drains, and only returns once its
+Manager has ended; several shards stop together. The controller client refuses every write
+once a held shard is past its renew deadline, and while a lost shard stops (`Fenced`), so a
 frozen or partitioned process writes nothing after it. A Manager that crashes gives its
 shard back (after a growing cool-down this process may take it again) instead of renewing
-a lease that nobody serves.
+a lease that nobody serves. If the CliqueSet informer itself dies, the process hands every
+shard back and fails (its supervisor restarts it).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import socket
 
 from cliques.kube.client import KubeClient
 from cliques.operator.buckets import BucketSet
+from cliques.operator.cliqueset_cache import CliqueSetCache
 from cliques.operator.manager import Config, Manager, connect
 from cliques.operator.shard_leases import ShardCoordinator, Timings, shard_buckets
 
@@ -51,6 +57,11 @@ class ShardedOperator:
         self.client = client
         self.lease_client = lease_client
         self.managers: dict[int, tuple[Manager, asyncio.Task[None]]] = {}
+        #: Managers asked to stop whose task has not ended yet
+        self.stopping: dict[int, tuple[Manager, asyncio.Task[None]]] = {}
+        #: the process's CliqueSet informer, shared by the Managers (made by `run()`)
+        self.cliquesets: CliqueSetCache | None = None
+        self._cache_failed: BaseException | None = None
         self.coordinator: ShardCoordinator | None = None
         self.synced = asyncio.Event()
         self._crashes: dict[int, int] = {}
@@ -73,13 +84,16 @@ class ShardedOperator:
         cfg = dataclasses.replace(
             self.config, buckets=BucketSet(shard_buckets(shard, self.config.shards))
         )
-        manager = Manager(cfg, client=self.client)
+        manager = Manager(cfg, client=self.client, cliquesets=self.cliquesets)
         task = asyncio.create_task(manager.run(), name=f"shard-{shard}")
         task.add_done_callback(lambda t: self._ended(shard, manager, t))
         self.managers[shard] = (manager, task)
 
     def _ended(self, shard: int, manager: Manager, task: asyncio.Task[None]) -> None:
-        """A Manager ended by itself (not stopped): give its shard back."""
+        """A Manager ended: by itself (not stopped), its shard is given back."""
+        stopping = self.stopping.get(shard)
+        if stopping is not None and stopping[0] is manager:
+            del self.stopping[shard]
         entry = self.managers.get(shard)
         if entry is None or entry[0] is not manager or self._stopping:
             return
@@ -97,23 +111,28 @@ class ShardedOperator:
             asyncio.get_running_loop().create_task(self.coordinator.drop(shard, cooldown))
 
     async def _stop(self, shard: int, hard: bool, grace: float) -> None:
-        entry = self.managers.pop(shard, None)
+        """Stop a shard's Manager; return once it has ended. A hard stop also cancels one
+        that is draining already."""
+        entry = self.managers.pop(shard, None) or self.stopping.get(shard)
         if entry is None:
             return
         manager, task = entry
+        if not task.done():
+            self.stopping[shard] = entry  # until it ends (`_ended`)
         if hard:
             manager.abort()
             task.cancel()
         else:
             manager.stop(grace)
-        try:
-            # The manager's own drain is bounded by `grace`; a little more for its close.
-            await asyncio.wait_for(asyncio.shield(task), timeout=grace + 5.0)
-        except TimeoutError:
+        # The manager's own drain is bounded by `grace`; a little more for its close. (Its
+        # end, cancelled or failed, is waited for, never raised here.)
+        done, _ = await asyncio.wait({task}, timeout=grace + 5.0)
+        if not done:
             manager.abort()
             task.cancel()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await task
+            await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("shard %d: controllers ended with %r", shard, task.exception())
         log.info("shard %d: %s", shard, "cancelled" if hard else "drained")
 
     async def run(self) -> None:
@@ -125,6 +144,11 @@ class ShardedOperator:
             # Few requests, but they must never wait behind the controllers' writes.
             self.lease_client = await connect(dataclasses.replace(cfg, qps=20.0, burst=40))
         identity = cfg.identity or default_identity()
+        self.cliquesets = CliqueSetCache(
+            self.client, namespace=cfg.namespace, resync_period=cfg.resync_period
+        )
+        cache = asyncio.create_task(self.cliquesets.run(), name="cliquesets")
+        cache.add_done_callback(self._cache_ended)
         self.coordinator = ShardCoordinator(
             self.lease_client,
             cfg.lease_namespace,
@@ -147,8 +171,24 @@ class ShardedOperator:
             await self.coordinator.run()
         finally:
             self._stopping = True
-            await asyncio.gather(*(self._stop(s, True, 0.0) for s in list(self.managers)))
+            shards = {*self.managers, *self.stopping}
+            await asyncio.gather(*(self._stop(s, True, 0.0) for s in shards))
+            cache.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await cache
             if own[0]:
                 await self.client.close()
             if own[1]:
                 await self.lease_client.close()
+        if self._cache_failed is not None:
+            raise RuntimeError(f"the CliqueSet informer stopped: {self._cache_failed!r}")
+
+    def _cache_ended(self, task: asyncio.Task[None]) -> None:
+        """The CliqueSet informer ended by itself: hand every shard back, then fail."""
+        if self._stopping or task.cancelled():
+            return
+        self._cache_failed = task.exception() or RuntimeError("it returned")
+        log.error(
+            "the CliqueSet informer stopped (%r): handing every shard back", self._cache_failed
+        )
+        self.stop()

@@ -39,6 +39,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/* What values.schema.json cannot say about the values, refused at render time. */}}
 {{- define "cliques.validate" -}}
 {{- $l := .Values.leases -}}
+{{- if and (not $l.enabled) (gt (int .Values.replicas) 1) -}}
+{{- fail (printf "replicas: %v needs leases.enabled=true: without Leases every replica reconciles every CliqueSet, and nothing fences them from each other (set leases.enabled=true, or replicas: 1)" .Values.replicas) -}}
+{{- end -}}
 {{- if and $l.enabled (not (and (lt (float64 $l.retryPeriod) (float64 $l.renewDeadline)) (lt (float64 $l.renewDeadline) (float64 $l.leaseDuration)))) -}}
 {{- fail "leases: need retryPeriod < renewDeadline < leaseDuration" -}}
 {{- end -}}
