@@ -1,8 +1,10 @@
 """KWOK nodes of their own for the gang e2e tests: each offers `example.com/slot` (no other
 node has it), so a test's pods can only land on the nodes it made; all removed afterwards.
 
-`gang_nodes` is a pytest fixture: `add(count, slots=1, node_labels=None)` -> node names,
-Ready when it returns.
+`gang_nodes` is a pytest fixture: `add(count, slots=1, node_labels=None, resource=SLOT)`
+-> node names, Ready when it returns. A test that counts on its nodes being full (pods kept
+`Pending` as unschedulable) passes a `resource` of its own (`own_slot()`), so that pods of
+a test running at the same time, in another session sharing the cluster, never take it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ def gang_nodes(kubeconfig: str) -> Iterator[Callable[..., list[str]]]:
     made: list[str] = []
     tag = secrets.token_hex(3)
 
-    def add(count: int, slots: int = 1, node_labels: dict[str, str] | None = None) -> list[str]:
+    def add(
+        count: int,
+        slots: int = 1,
+        node_labels: dict[str, str] | None = None,
+        resource: str = SLOT,
+    ) -> list[str]:
         names, items = [], []
         for _ in range(count):
             node = kwok.node_manifest(0)
@@ -47,7 +54,7 @@ def gang_nodes(kubeconfig: str) -> Iterator[Callable[..., list[str]]]:
             del node["metadata"]["labels"][kwok.NODE_LABEL]
             node["metadata"]["labels"].update(node_labels or {})
             del node["spec"]
-            capacity = {**node["status"]["capacity"], SLOT: str(slots)}
+            capacity = {**node["status"]["capacity"], resource: str(slots)}
             node["status"] = {"capacity": capacity, "allocatable": capacity}
             items.append(node)
             names.append(name)
@@ -66,10 +73,17 @@ def gang_nodes(kubeconfig: str) -> Iterator[Callable[..., list[str]]]:
         k.run("delete", "node", "--wait=false", *made)
 
 
+def own_slot() -> str:
+    """An extended resource no other test's nodes offer: `example.com/slot-<random>`."""
+    return f"{SLOT}-{secrets.token_hex(3)}"
+
+
 def slot_cliqueset(
     name: str,
     replicas: int,
     roles: tuple[tuple[str, int], ...],
+    *,
+    resource: str = SLOT,
     **spec: Any,
 ) -> dict[str, Any]:
     """A CliqueSet whose every pod needs one slot (so only `gang_nodes` nodes take them)."""
@@ -82,7 +96,7 @@ def slot_cliqueset(
                     {
                         "name": "main",
                         "image": "busybox:1.36",
-                        "resources": {"requests": {SLOT: "1"}, "limits": {SLOT: "1"}},
+                        "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}},
                     }
                 ],
                 "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],

@@ -401,6 +401,8 @@ def up(
         else:
             action = "created"
             _create(paths, binaries, disable_qps_limits, gang_scheduling)
+        if action != "created":
+            notes += _stale_stages(paths)
         deadline = started + timeout
         kubectl = _Kubectl(binaries.kubectl, paths)
         _wait_for_apiserver(paths, kubectl, deadline, timeout)
@@ -414,6 +416,21 @@ def up(
     return UpResult(
         info(name, paths.root, binaries), action, time.monotonic() - started, node_names, notes
     )
+
+
+def _stale_stages(paths: ClusterPaths) -> list[str]:
+    """A note for a cluster whose KWOK stages predate some of ours (`kwok.stage_changes`)."""
+    try:
+        missing = kwok.stage_changes(paths.saved_config.read_text(encoding="utf-8"))
+    except OSError:
+        return []
+    if not missing:
+        return []
+    return [
+        "the running cluster's KWOK stages were made by an older version, without the "
+        + " and the ".join(missing)
+        + "; `down` it first to get them"
+    ]
 
 
 def _create(

@@ -64,7 +64,7 @@ STAGE_FILES: Final = (
     "kustomize/stage/pod/fast/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
-#: The one change to them: a pod whose start gate is closed does not turn Ready, as a
+#: The first change to them: a pod whose start gate is closed does not turn Ready, as a
 #: kubelet does not start a pod's containers while its init container waits
 #: (`controllers.start_gate`); once the operator opens the gate the pod goes on.
 START_GATE_ANNOTATION: Final = "cliques.dev/start-gate"
@@ -72,6 +72,19 @@ START_GATE_REQUIREMENT: Final[Mapping[str, Any]] = {
     "key": f'.metadata.annotations["{START_GATE_ANNOTATION}"]',
     "operator": "NotIn",
     "values": ["closed"],
+}
+
+#: The second, for tests, which only pods that ask for it see: a pod annotated
+#: `pod-ready.stage.kwok.x-k8s.io/delay` (a Go duration such as "20s" or "2m", or an RFC 3339
+#: time) stays `Pending`, not Ready, for that long once it could start (bound to its node,
+#: its start gate open), or until that time, as a pod whose images are pulled or whose model
+#: is loaded. KWOK reads the value with the jq expression of `delay.durationFrom`; a pod
+#: without it, or with a value that is neither, starts at once as before. The name is the
+#: one KWOK's own `general` stages read for the same delay; it is not a `cliques.dev` key,
+#: which the operator keeps for itself and a pod template may not carry.
+START_DELAY_ANNOTATION: Final = "pod-ready.stage.kwok.x-k8s.io/delay"
+START_DELAY: Final[Mapping[str, Any]] = {
+    "durationFrom": {"expressionFrom": f'.metadata.annotations["{START_DELAY_ANNOTATION}"]'},
 }
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -138,7 +151,8 @@ def config_text(config: Mapping[str, Any], stage_docs: list[dict[str, Any]]) -> 
 
 def stages(source: Path) -> list[dict[str, Any]]:
     """kwokctl's default stages read from the kwok module's source, with the start gate
-    kept closed in `pod-ready` (`START_GATE_REQUIREMENT`)."""
+    kept closed (`START_GATE_REQUIREMENT`) and the start delay (`START_DELAY`) in
+    `pod-ready`."""
     import yaml
 
     out: list[dict[str, Any]] = []
@@ -151,7 +165,10 @@ def stages(source: Path) -> list[dict[str, Any]]:
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             raise ValueError(f"{path} is not a kwok Stage")
         out.append(doc)
-    return [with_start_gate(s) if s["metadata"]["name"] == "pod-ready" else s for s in out]
+    return [
+        with_start_delay(with_start_gate(s)) if s["metadata"]["name"] == "pod-ready" else s
+        for s in out
+    ]
 
 
 def with_start_gate(stage: dict[str, Any]) -> dict[str, Any]:
@@ -164,6 +181,46 @@ def with_start_gate(stage: dict[str, Any]) -> dict[str, Any]:
     if dict(START_GATE_REQUIREMENT) not in expressions:
         expressions.append(dict(START_GATE_REQUIREMENT))
     return out
+
+
+def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
+    """`stage` delayed by `START_DELAY` (a copy). kwok's fast `pod-ready` has no delay of its
+    own; one it had would be kept as the default for pods without the annotation."""
+    import copy
+
+    out = copy.deepcopy(stage)
+    delay = out["spec"].setdefault("delay", {})
+    delay.update(copy.deepcopy(dict(START_DELAY)))
+    return out
+
+
+def stage_changes(config_text: str) -> list[str]:
+    """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) the Stages saved
+    in a cluster's kwok.yaml lack: a cluster created by an older version keeps its stages
+    until it is recreated."""
+    import yaml
+
+    ready: dict[str, Any] = {}
+    try:
+        docs = list(yaml.safe_load_all(config_text))
+    except yaml.YAMLError:
+        return []  # not ours to judge
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") != "Stage":
+            continue
+        if (doc.get("metadata") or {}).get("name") == "pod-ready":
+            ready = doc
+    if not ready:
+        return []  # no stage of ours to judge
+    spec = ready.get("spec") or {}
+    expressions = (spec.get("selector") or {}).get("matchExpressions") or []
+    missing = []
+    # kwokctl may save them converted (`jq: {key, ...}`): look for the annotations' names.
+    if START_GATE_ANNOTATION not in str(expressions):
+        missing.append("start gate")
+    if START_DELAY_ANNOTATION not in str(spec.get("delay") or ""):
+        missing.append("start delay")
+    return missing
 
 
 def kwokctl_environment(base: Mapping[str, str], workdir: Path) -> dict[str, str]:
