@@ -12,7 +12,10 @@ each HTTP request, it can inject the faults a real control plane produces:
   (a half-open connection); the operator's read deadline must notice it;
 - `throttle(seconds, fraction)`: for a while, that fraction of the non-watch requests is
   answered `429 Too Many Requests` with `Retry-After: 1` and the API server's own Status
-  body, without reaching the API server (so a refused write is never half done).
+  body, without reaching the API server (so a refused write is never half done);
+- `refuse(seconds, status)`: for a while, every request (watches too) is answered `status`:
+  503 with the body an API server sends while it starts ("the request has been made
+  before all known HTTP paths have been installed"), or 429 as above.
 
 Anything the proxy cannot reach upstream (the API server restarting) resets the client's
 connection, as a direct connection would fail.
@@ -50,6 +53,12 @@ _HOP = frozenset(
         "content-length",
     }
 )
+_STARTING = (
+    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+    b'"message":"the request has been made before all known HTTP paths have been installed,'
+    b' please try again","reason":"ServiceUnavailable","details":{"retryAfterSeconds":1},'
+    b'"code":503}'
+)
 _THROTTLED = (
     b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
     b'"message":"Too many requests, please try again later.","reason":"TooManyRequests",'
@@ -77,6 +86,8 @@ class FaultProxy:
         self._watches: dict[int, tuple[web.Request, asyncio.Event]] = {}
         self._throttle_until = 0.0
         self._throttle_fraction = 0.0
+        self._refuse_until = 0.0
+        self._refuse_status = 503
 
     async def start(self) -> None:
         cfg = await kubeconfig.load(self.upstream_kubeconfig)
@@ -99,7 +110,10 @@ class FaultProxy:
         )
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # A short shutdown: a stalled or long-poll stream is cut, not waited for (60 s).
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=2.0
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -110,10 +124,12 @@ class FaultProxy:
     async def close(self) -> None:
         for request, _ in list(self._watches.values()):
             _abort(request)
-        if self._runner is not None:
-            await self._runner.cleanup()
+        # The upstream session first: a handler streaming a watch waits on its upstream
+        # (quiet for up to a bookmark interval), and the runner's cleanup waits for it.
         if self._session is not None:
             await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
 
     def kubeconfig_text(self) -> str:
         """A kubeconfig that sends a client through this proxy."""
@@ -163,11 +179,25 @@ class FaultProxy:
         self._throttle_until = time.monotonic() + seconds
         self._throttle_fraction = fraction
 
+    def refuse(self, seconds: float, status: int = 503) -> None:
+        """Answer every request `status` (503 or 429) for the next `seconds`."""
+        if status not in (429, 503):
+            raise ValueError(f"refuse: status {status} is neither 429 nor 503")
+        self._refuse_until = time.monotonic() + seconds
+        self._refuse_status = status
+
     # -- forwarding -----------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         watch = _is_watch(request)
         self.counts["watches" if watch else "requests"] += 1
+        if time.monotonic() < self._refuse_until:
+            self.counts[f"refused {self._refuse_status}"] += 1
+            return web.Response(
+                status=self._refuse_status,
+                body=_THROTTLED if self._refuse_status == 429 else _STARTING,
+                headers={"Retry-After": "1", "Content-Type": "application/json"},
+            )
         if (
             not watch
             and time.monotonic() < self._throttle_until

@@ -1,9 +1,11 @@
 """One operator process: client, informers, the two controllers, their runners.
 
-`Manager.run()` connects, asks the API server once which gang-scheduling API it serves
-(`gangapi.detect`), starts the informers (Cliques, Pods, Services and, where the cluster
-serves them, Workloads: only those labelled with one of its buckets, filtered by the API
-server; CliqueSets: a `CliqueSetCache` that keeps only those of its buckets), waits
+`Manager.run()` connects, checks what the API server serves (its CRDs, the gang-scheduling
+API: `preflight`, which waits out an API server that is not answering yet and raises
+`StartupError` for what waiting cannot fix), starts the informers (Cliques, Pods,
+Services and, where the cluster serves them, Workloads: only those labelled with one of its
+buckets, filtered by the API server; CliqueSets: a `CliqueSetCache` that keeps only those
+of its buckets), waits
 until they have synced, starts the reconcile runners, and on `stop()` drains the queues
 (in-flight reconciles finish, nothing new starts) before closing the client.
 
@@ -36,7 +38,8 @@ from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults
 from cliques.kube.resources import CLIQUES, PODS, SERVICES, WORKLOADS, Resource
 from cliques.kube.runner import Runner
-from cliques.operator import undecodable
+from cliques.kube.startup import Stopped
+from cliques.operator import preflight, undecodable
 from cliques.operator.buckets import BucketSet
 from cliques.operator.cliqueset_cache import CliqueSetCache
 
@@ -93,8 +96,11 @@ class Manager:
         config: Config,
         client: KubeClient | None = None,
         cliquesets: CliqueSetCache | None = None,
+        gang_api: gangapi.GangAPI | None = None,
     ) -> None:
         self.config = config
+        #: what the cluster serves for gang scheduling (None: asked in `run`)
+        self.gang_api = gang_api
         self.client: KubeClient | None = client
         self._own_client = client is None
         #: the process's CliqueSet cache, shared with other shards (None: run one's own)
@@ -131,14 +137,19 @@ class Manager:
         self._stop.set()
 
     async def run(self) -> None:
-        if self.client is not None:
-            await self._run(self.client)
-            return
-        self.client = client = await connect(self.config)
+        """Check, serve until stopped, drain. Returns at once if stopped while the API
+        server does not answer its checks; raises `StartupError` for what must be fixed."""
         try:
-            await self._run(client)
-        finally:
-            await client.close()
+            if self.client is not None:
+                await self._run(self.client)
+                return
+            self.client = client = await connect(self.config)
+            try:
+                await self._run(client)
+            finally:
+                await client.close()
+        except Stopped:
+            log.info("stopped before the API server answered")
 
     async def _run(self, client: KubeClient) -> None:
         cfg = self.config
@@ -154,8 +165,12 @@ class Manager:
         self.informers = (
             [cq_inf, pod_inf, svc_inf] if shared else [cqs_inf, cq_inf, pod_inf, svc_inf]
         )
-        gang_api = await gangapi.detect(client)
-        log.info("gang scheduling: %s", gang_api.describe())
+        gang_api = self.gang_api
+        if gang_api is None:
+            self.gang_api = gang_api = await preflight.check(
+                client, self._stop, namespace=cfg.namespace
+            )
+            log.info("gang scheduling: %s", gang_api.describe())
         wl_inf: Informer[Workload] | None = None
         if gang_api.workloads:
             wl_inf = Informer(

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import uvloop
 
+from cliques.kube.startup import StartupError
 from cliques.operator import health as health_
 from cliques.operator.health import HealthServer
 from cliques.operator.manager import Config, Manager
 from cliques.operator.shard_managers import ShardedOperator
+from cliques.operator.supervisor import EXIT_NEEDS_FIX
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,9 @@ def run_single(config: Config, *, metrics_host: str = "0.0.0.0", metrics_port: i
     except health_.BindError as exc:
         log.error("%s", exc)
         return 1
+    except StartupError as exc:
+        log.error("cannot start: %s", exc)
+        return EXIT_NEEDS_FIX
     except Exception as exc:
         log.error("operator failed: %s", exc, exc_info=not isinstance(exc, OSError))
         return 1

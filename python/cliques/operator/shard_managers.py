@@ -28,7 +28,10 @@ import logging
 import os
 import socket
 
+from cliques.kube import gangapi
 from cliques.kube.client import KubeClient
+from cliques.kube.startup import StartupError, Stopped
+from cliques.operator import preflight
 from cliques.operator.buckets import BucketSet
 from cliques.operator.cliqueset_cache import CliqueSetCache
 from cliques.operator.manager import Config, Manager, connect
@@ -66,12 +69,16 @@ class ShardedOperator:
         self.synced = asyncio.Event()
         self._crashes: dict[int, int] = {}
         self._stopping = False
+        self._stop_requested = asyncio.Event()
+        #: what the cluster serves for gang scheduling, asked once (`preflight`)
+        self.gang_api: gangapi.GangAPI | None = None
 
     def ready(self) -> bool:
         return self.coordinator is not None and all(m.ready() for m, _ in self.managers.values())
 
     def stop(self) -> None:
         self._stopping = True
+        self._stop_requested.set()
         if self.coordinator is not None:
             self.coordinator.stop()
 
@@ -84,7 +91,9 @@ class ShardedOperator:
         cfg = dataclasses.replace(
             self.config, buckets=BucketSet(shard_buckets(shard, self.config.shards))
         )
-        manager = Manager(cfg, client=self.client, cliquesets=self.cliquesets)
+        manager = Manager(
+            cfg, client=self.client, cliquesets=self.cliquesets, gang_api=self.gang_api
+        )
         task = asyncio.create_task(manager.run(), name=f"shard-{shard}")
         task.add_done_callback(lambda t: self._ended(shard, manager, t))
         self.managers[shard] = (manager, task)
@@ -99,6 +108,11 @@ class ShardedOperator:
             return
         self.managers.pop(shard, None)
         exc = None if task.cancelled() else task.exception()
+        if isinstance(exc, StartupError):
+            # Nothing another try fixes: every shard would end the same way.
+            self._cache_failed = exc
+            self.stop()
+            return
         crashes = self._crashes[shard] = self._crashes.get(shard, 0) + 1
         cooldown = min(CRASH_COOLDOWN * 2 ** (crashes - 1), CRASH_COOLDOWN_MAX)
         log.error(
@@ -143,6 +157,19 @@ class ShardedOperator:
         if self.lease_client is None:
             # Few requests, but they must never wait behind the controllers' writes.
             self.lease_client = await connect(dataclasses.replace(cfg, qps=20.0, burst=40))
+        try:
+            # Once per process, before any Lease is taken: a process that cannot serve
+            # must not hold shards others could.
+            self.gang_api = await preflight.check(
+                self.client, self._stop_requested, namespace=cfg.namespace
+            )
+        except Stopped:
+            await self._close_clients(own)
+            return
+        except BaseException:
+            await self._close_clients(own)
+            raise
+        log.info("gang scheduling: %s", self.gang_api.describe())
         identity = cfg.identity or default_identity()
         self.cliquesets = CliqueSetCache(
             self.client, namespace=cfg.namespace, resync_period=cfg.resync_period
@@ -176,12 +203,17 @@ class ShardedOperator:
             cache.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await cache
-            if own[0]:
-                await self.client.close()
-            if own[1]:
-                await self.lease_client.close()
+            await self._close_clients(own)
+        if isinstance(self._cache_failed, StartupError):
+            raise self._cache_failed
         if self._cache_failed is not None:
             raise RuntimeError(f"the CliqueSet informer stopped: {self._cache_failed!r}")
+
+    async def _close_clients(self, own: tuple[bool, bool]) -> None:
+        if own[0] and self.client is not None:
+            await self.client.close()
+        if own[1] and self.lease_client is not None:
+            await self.lease_client.close()
 
     def _cache_ended(self, task: asyncio.Task[None]) -> None:
         """The CliqueSet informer ended by itself: hand every shard back, then fail."""

@@ -29,6 +29,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: A worker's exit code for a problem no restart fixes (the CRDs missing, RBAC refused,
+#: credentials refused): the supervisor stops the operator with it instead of restarting.
+EXIT_NEEDS_FIX = 3
+
 log = logging.getLogger(__name__)
 
 READY_FILE = "ready-{pid}"
@@ -172,6 +176,16 @@ class Supervisor:
                         if time.monotonic() - w.started_at > 60:
                             w.backoff = 1.0  # ran long enough: reset its backoff
                         continue
+                    if code == EXIT_NEEDS_FIX:
+                        log.error(
+                            "worker-%d cannot start for a reason a restart does not fix (its "
+                            "last log line says which); stopping the operator",
+                            w.index,
+                        )
+                        self._mark_dead(w.proc.pid)
+                        exit_code = EXIT_NEEDS_FIX
+                        stop.set()
+                        break
                     synced = (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
                     w.failed_starts = 0 if synced else w.failed_starts + 1
                     self._mark_dead(w.proc.pid)

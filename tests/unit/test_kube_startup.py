@@ -1,0 +1,97 @@
+"""Start-up calls wait out a struggling API server and stop only for what waiting cannot
+fix (`kube.startup.patiently`, `operator.preflight`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from cliques.kube import errors
+from cliques.kube.startup import StartupError, Stopped, patiently
+from cliques.operator import preflight
+
+
+def failing_then(answer: str, failures: list[BaseException]):  # type: ignore[no-untyped-def]
+    calls = {"n": 0}
+
+    async def call() -> str:
+        calls["n"] += 1
+        if failures:
+            raise failures.pop(0)
+        return answer
+
+    return call, calls
+
+
+def starting() -> errors.ApiError:
+    body = (
+        b'{"reason": "ServiceUnavailable", "message": "the request has been made before all '
+        b'known HTTP paths have been installed"}'
+    )
+    return errors.from_response(503, body, verb="get", path="/apis/scheduling.k8s.io")
+
+
+def test_transient_failures_are_waited_out_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cliques.kube.startup")
+    throttled = errors.from_response(429, b"{}", verb="get", path="/apis")
+    failures: list[BaseException] = [
+        starting(),
+        throttled,
+        ConnectionRefusedError("connection refused"),
+        TimeoutError("no answer"),
+        starting(),
+    ]
+    call, calls = failing_then("served", failures)
+    got = asyncio.run(patiently("discovery of x", call, first_delay=0.001, max_delay=0.002))
+    assert got == "served" and calls["n"] == 6
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "waiting for the API server" in warnings[0].getMessage()
+    assert "503" in warnings[0].getMessage() and not warnings[0].exc_info
+    infos = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert len(infos) == 1 and "answered after 5 failed attempt(s)" in infos[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [(401, "refuses the operator's credentials"), (403, "lacks the RBAC for it")],
+)
+def test_refused_credentials_and_rbac_are_not_waited_for(status: int, says: str) -> None:
+    refused = errors.from_response(
+        status, b'{"message": "cannot list cliquesets"}', verb="list", path="/apis/cliques.dev"
+    )
+    call, calls = failing_then("never", [refused])
+    with pytest.raises(StartupError, match=says) as info:
+        asyncio.run(patiently("list of cliquesets", call, first_delay=0.001))
+    assert calls["n"] == 1
+    assert str(info.value).startswith("list of cliquesets: ")
+
+
+def test_a_stop_ends_the_wait() -> None:
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        call, _ = failing_then("never", [starting() for _ in range(1000)])
+        task = asyncio.create_task(patiently("x", call, stop=stop, first_delay=0.01))
+        await asyncio.sleep(0.05)
+        stop.set()
+        with pytest.raises(Stopped):
+            await asyncio.wait_for(task, timeout=5)
+
+    asyncio.run(scenario())
+
+
+def test_a_bug_is_raised_as_it_is() -> None:
+    call, _ = failing_then("never", [KeyError("resources")])
+    with pytest.raises(KeyError):
+        asyncio.run(patiently("x", call, first_delay=0.001))
+
+
+def test_missing_crds_say_what_to_install() -> None:
+    assert preflight.missing_crds({"cliquesets", "cliques", "cliquesets/status"}) == ""
+    message = preflight.missing_crds({"cliquesets"})
+    assert "cliques.cliques.dev" in message and "kubectl apply -f deploy/crds/" in message
+    assert "cliquesets.cliques.dev" not in message
+    assert "cliquesets.cliques.dev, cliques.cliques.dev" in preflight.missing_crds(set())
