@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueSpec, CliqueStatus
 from cliques.api.cliqueset import (
@@ -227,3 +229,23 @@ def services(n: int, names: list[str] | None = None) -> list[Service]:
 
 def template_patched(plan) -> list[str]:  # type: ignore[no-untyped-def]
     return sorted(p.name for p in plan.patches if p.patch_type == "json")
+
+
+def mark_available(cliques: list[Clique], lead: str = "leader") -> list[Clique]:
+    """`cliques` with each gang's `lead` Clique recording that the gang was available
+    whole in its current epoch (as the CliqueSet planner writes it under RecreateGang)."""
+    from cliques.controllers import gang_failures
+
+    by_gang: dict[int, dict[str, Clique]] = {}
+    for c in cliques:
+        by_gang.setdefault(c.spec.gang_index, {})[c.spec.clique_name] = c
+    out = []
+    for c in cliques:
+        if c.spec.clique_name == lead:
+            epoch = gang_failures.epoch_of(by_gang[c.spec.gang_index], lead)
+            annotations = {**c.metadata.annotations, labels.ANNOTATION_AVAILABLE_EPOCH: epoch}
+            meta = msgspec.structs.replace(c.metadata, annotations=annotations)
+            out.append(msgspec.structs.replace(c, metadata=meta))
+        else:
+            out.append(c)
+    return out

@@ -13,7 +13,7 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
 from cliques.controllers import clique_planner, cliqueset_planner, gang_failures
-from tests.unit.planner_fixtures import clique, cliqueset, pod, set_snapshot
+from tests.unit.planner_fixtures import clique, cliqueset, mark_available, pod, set_snapshot
 
 POLICY = FailurePolicy(
     restart_policy="RecreateGang",
@@ -36,12 +36,14 @@ def gang_1_marked(**worker: Any) -> list[Clique]:
     """Two gangs of a leader and 2 workers; gang 1's Cliques marked as breached since T0,
     its worker Clique built with `worker` (e.g. below minAvailable)."""
     since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
-    return [
-        clique(0, "leader"),
-        clique(0, "worker", replicas=2),
-        clique(1, "leader", annotations=since),
-        clique(1, "worker", replicas=2, annotations=since, **worker),
-    ]
+    return mark_available(
+        [
+            clique(0, "leader"),
+            clique(0, "worker", replicas=2),
+            clique(1, "leader", annotations=since),
+            clique(1, "worker", replicas=2, annotations=since, **worker),
+        ]
+    )
 
 
 def members(**annotations: str):  # type: ignore[no-untyped-def]
@@ -168,17 +170,19 @@ def test_a_restart_is_expected_until_the_cache_shows_it() -> None:
     # annotations from the cache and would put the old count back.
     cqs = with_policy(replicas=1)
     since = {gang_failures.ANNOTATION_BREACH_SINCE: T0}
-    cliques = [
-        clique(0, "leader", annotations=since),
-        clique(
-            0,
-            "worker",
-            replicas=2,
-            ready=False,
-            ready_reason="BelowMinAvailable",
-            annotations=since,
-        ),
-    ]
+    cliques = mark_available(
+        [
+            clique(0, "leader", annotations=since),
+            clique(
+                0,
+                "worker",
+                replicas=2,
+                ready=False,
+                ready_reason="BelowMinAvailable",
+                annotations=since,
+            ),
+        ]
+    )
     snap = dataclasses.replace(set_snapshot(cqs, cliques), now="2026-11-22T08:01:00Z")
     plan = cliqueset_planner.plan(snap)
     assert sorted(p.expect for p in plan.patches) == [

@@ -27,7 +27,14 @@ from cliques.controllers import (
     cliqueset_rollout,
     gang_failures,
 )
-from tests.unit.planner_fixtures import NOW, clique, cliqueset, pod, set_snapshot
+from tests.unit.planner_fixtures import (
+    NOW,
+    clique,
+    cliqueset,
+    mark_available,
+    pod,
+    set_snapshot,
+)
 
 POLICY = FailurePolicy(
     restart_policy="RecreateGang",
@@ -247,7 +254,7 @@ def breached_gangs(n: int, since: str = NOW) -> list[Clique]:
                 annotations=mark,
             )
         )
-    return out
+    return mark_available(out)
 
 
 def restarted(plan: cliqueset_planner.CliqueSetPlan) -> list[int]:
@@ -336,7 +343,7 @@ def test_the_planner_forgives_restarts_of_an_available_gang() -> None:
     ]
     snap = dataclasses.replace(set_snapshot(with_policy(1), cliques), now="2026-11-22T09:00:00Z")
     plan = cliqueset_planner.plan(snap)
-    forgiving = [p for p in plan.patches if p.reason == "GangBreach"]
+    forgiving = [p for p in plan.patches if p.reason == "ForgiveRestarts"]
     assert sorted(p.name for p in forgiving) == ["llama-0-leader", "llama-0-worker"]
     assert all(
         p.patch["metadata"]["annotations"] == {gang_failures.ANNOTATION_FORGIVEN: "2"}

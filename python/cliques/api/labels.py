@@ -69,6 +69,10 @@ ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
 #: On a Clique (failurePolicy RecreateGang): how many of its gang's restarts no longer
 #: count towards `maxGangRestarts`, the gang having stayed available long enough since.
 ANNOTATION_FORGIVEN_RESTARTS: Final = f"{GROUP}/forgiven-restarts"
+#: On the first Clique of a gang (failurePolicy RecreateGang): the gang's epoch (restart
+#: count and template hashes, hashed) in which the gang was last seen available whole;
+#: only a gang that was can break.
+ANNOTATION_AVAILABLE_EPOCH: Final = f"{GROUP}/available-epoch"
 #: On a shard Lease: the instance token of the process that holds it.
 ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
 #: On a Clique: how many pods finished in a row at each index (`controllers.pod_backoff`).

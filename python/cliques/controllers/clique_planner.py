@@ -200,11 +200,20 @@ def plan(snap: CliqueSnapshot) -> Plan:
 
     status = clique.status or CliqueStatus()
     started_cond = find_condition(status.conditions, CONDITION_STARTED)
+    # Started for this epoch, and some pod of the epoch exists: a Clique whose pods of
+    # the epoch are all gone (old pods still holding the names after a roll, every pod
+    # evicted) waits again for the Cliques it starts after, as on creation.
     started = (
         started_cond is not None
         and started_cond.status == "True"
         and status.template_hash == desired
         and status.gang_restarts == restart_count(clique)
+        and any(
+            p.metadata.deletion_timestamp is None
+            and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired
+            and _restarts(p.metadata.annotations) == restarts
+            for p in by_index.values()
+        )
     )
     # Waiting for the Cliques it starts after: hold the pods back, or with a start gate
     # create them (the gang is scheduled whole) and keep their gates closed.

@@ -248,13 +248,12 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 restart_now.append(index)
             else:
                 out.deferred.append(index)
-    unavailable = {g for g, f in enumerate(gangs.facts) if not f.available}
     to_update = (
         cliqueset_rollout.pick(
             strategy.type,
             strategy.max_unavailable,
             gangs.outdated,
-            unavailable,
+            cliqueset_rollout.down(gangs.facts),
             spent=len(restart_now),
         )
         if snap.expectations_satisfied
@@ -336,18 +335,26 @@ def _failure_decisions(
     out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
     if policy.restart_policy != "RecreateGang":
         return out
+    lead = snap.cliqueset.spec.template.cliques[0].name
     for index, gang_facts in enumerate(facts):
-        if not gang_facts.degraded and not gang_facts.marked:
+        # Only a gang that was available whole in its epoch can break.
+        breached = bool(gang_facts.degraded) and gang_facts.was_available
+        seen = gang_facts.available and not gang_facts.was_available
+        if not breached and not gang_facts.marked and not seen:
             continue  # healthy and unmarked (read once per gang, kept with its verdict)
         gang = by_gang.get(index, {})
         members = {role: c for role, c in gang.items() if c.metadata.deletion_timestamp is None}
         decision = gang_failures.decide(
             policy,
             members,
-            bool(gang_facts.degraded),
+            breached,
             snap.now,
             available_since=gang_facts.available_since,
         )
+        if seen and lead in members:
+            # The gang is available whole: its lead Clique records the epoch (one write per
+            # gang and epoch), so that a later loss counts as a breach.
+            decision.mark = (members[lead], gang_facts.epoch)
         out[index] = (members, decision)
     return out
 
@@ -377,7 +384,18 @@ def _failure_policy(
             requeue = DEFERRED_RESTART_REQUEUE
         if requeue:
             out.requeue_after = min(out.requeue_after or requeue, requeue)
-        if not decision.annotate or index in touched or not snap.expectations_satisfied:
+        if index in touched or not snap.expectations_satisfied:
+            continue
+        if decision.mark is not None:
+            lead, epoch = decision.mark
+            body = {
+                "metadata": {
+                    "resourceVersion": lead.metadata.resource_version,
+                    "annotations": {gang_failures.ANNOTATION_AVAILABLE: epoch},
+                }
+            }
+            out.patches.append(Patch(CLIQUES, lead.metadata.name, body, reason="GangAvailable"))
+        if not decision.annotate:
             continue
         if decision.restart and index not in restart_now:
             continue
@@ -388,7 +406,13 @@ def _failure_policy(
                     "annotations": decision.annotate,
                 }
             }
-            reason = "GangRestart" if decision.restart else "GangBreach"
+            reason = (
+                "GangRestart"
+                if decision.restart
+                else "ForgiveRestarts"
+                if set(decision.annotate) == {gang_failures.ANNOTATION_FORGIVEN}
+                else "GangBreach"
+            )
             count = decision.annotate.get(gang_failures.ANNOTATION_RESTARTS)
             expect = gang_failures.expect_token(clique.metadata.name, count) if count else ""
             out.patches.append(

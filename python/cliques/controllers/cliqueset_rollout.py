@@ -121,7 +121,8 @@ class GangFacts:
     #: every clique reports all its pods on its current template
     updated: bool = False
     #: `gang/clique` of the Cliques below minAvailable: Ready before in their epoch, and
-    #: lost ready pods since (a breach; `clique_planner` reason BelowMinAvailable)
+    #: lost ready pods since (`clique_planner` reason BelowMinAvailable), in a gang that is
+    #: not starting (one that is has not been available since it began: no breach)
     degraded: list[str] = field(default_factory=list)
     #: not available and on its way up: a Clique missing, with no status for its epoch
     #: yet, or not Ready because it starts or rolls (not because it grew or broke)
@@ -130,6 +131,10 @@ class GangFacts:
     unschedulable: list[str] = field(default_factory=list)
     #: when the gang became available (its Cliques' latest Ready transition), if it is
     available_since: str = ""
+    #: the gang's epoch (its restart count and its Cliques' template hashes), and whether
+    #: it was available whole in it (`gang_failures.was_available`): only then can it break
+    epoch: str = ""
+    was_available: bool = False
     #: (Clique name, its ReplicaFailure condition) of the Cliques whose writes are refused
     failing: list[tuple[str, Condition]] = field(default_factory=list)
     #: a Clique of the gang records a restart or a breach (`gang_failures.unmarked`), so
@@ -200,7 +205,7 @@ def judge_gangs(
     for gang in range(replicas):
         members = by_gang.get(gang)
         if not members:
-            facts.append(GangFacts())
+            facts.append(GangFacts(starting=True))  # to be created: on its way up
             continue
         key = tuple(members.values())
         verdict = previous.verdict(ctx, gang, key) if previous is not None else None
@@ -293,6 +298,9 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
             facts.degraded.append(f"{gang}/{role}")
     facts.degraded.sort()
+    facts.epoch = gang_failures.epoch_of(members, ctx.templates[0][0] if ctx.templates else "")
+    lead = members.get(ctx.templates[0][0]) if ctx.templates else None
+    facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
     facts.unschedulable.sort()
     available = ready = updated = True
     starting = False
@@ -301,6 +309,7 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         status = member.status if member is not None else None
         if member is None or status is None:
             facts.starting = True
+            facts.degraded.clear()  # a gang on its way up has not been available: no breach
             return facts
         if status.ready_replicas < min_available:
             ready = False
@@ -317,6 +326,10 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
                 starting = True
     facts.available, facts.ready, facts.updated = available, ready, updated
     facts.starting = starting and not available
+    if facts.starting:
+        # A gang is breached only if it was available (every Clique Ready in its epoch)
+        # and broke since: a Clique that starts, rolls or was restarted says it was not.
+        facts.degraded.clear()
     facts.available_since = since if available else ""
     return facts
 
@@ -333,30 +346,39 @@ def _relabel(change: Change, clique: Clique, new_hash: str, algorithm: int) -> N
     change.annotations[labels.ANNOTATION_PREVIOUS_HASHES] = ",".join(previous[-4:])
 
 
+def down(facts: list[GangFacts]) -> set[int]:
+    """The gangs that are down: on their way up (`starting`: new, rolled, restarted) or
+    broken (`degraded`). A gang that is only growing (its Cliques `Resizing`) still serves
+    with the pods it had, and is not down."""
+    return {g for g, f in enumerate(facts) if not f.available and (f.starting or f.degraded)}
+
+
 def pick(
     strategy: str,
     max_unavailable: int,
     outdated: list[int],
-    unavailable: set[int],
+    down: set[int],
     *,
     spent: int = 0,
 ) -> list[int]:
-    """The outdated gangs to update now, in order.
+    """The outdated gangs to update now, in order; `down` as `down()` gives it.
 
-    Invariant (tests/unit/test_rollout_budget.py drives random edits through the planner):
-    the gangs that were available when the rollout took them and are not available again
-    never number more than `max_unavailable`. Picking unavailable outdated gangs first
-    keeps that true: an available gang is only taken once every unavailable outdated gang
-    has been, and each pick is paid for. `spent`: the budget the same plan already used
-    (gang restarts, `restart_budget`).
+    Invariant (tests/unit/test_rollout_budget.py and the simulator, tests/sim, drive random
+    edits through the planner): the gangs that were serving when the rollout took them and
+    are not available again never number more than `max_unavailable`. Picking the outdated
+    gangs that are down first keeps that true: a serving gang (available, or only growing)
+    is only taken once every outdated gang that is down has been (a gang still down from
+    an earlier roll or a restart when the template changes again is rolled again, never
+    left down beside a new one), and each pick is paid for. `spent`: the budget the same
+    plan already used (gang restarts, `restart_budget`).
     """
     if strategy == "Recreate":
         return list(outdated)
     stale = set(outdated)
-    budget = max(1, max_unavailable) - spent - sum(1 for g in unavailable if g not in stale)
+    budget = max(1, max_unavailable) - spent - sum(1 for g in down if g not in stale)
     if budget <= 0:
         return []
-    order = sorted(outdated, key=lambda g: (g not in unavailable, g))
+    order = sorted(outdated, key=lambda g: (g not in down, g))
     return sorted(order[:budget])
 
 

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy
@@ -53,6 +54,7 @@ ANNOTATION_BREACH_SINCE: Final = labels.ANNOTATION_BREACH_SINCE
 ANNOTATION_RESTARTS: Final = labels.ANNOTATION_GANG_RESTARTS
 ANNOTATION_LAST_RESTART: Final = labels.ANNOTATION_LAST_RESTART
 ANNOTATION_FORGIVEN: Final = labels.ANNOTATION_FORGIVEN_RESTARTS
+ANNOTATION_AVAILABLE: Final = labels.ANNOTATION_AVAILABLE_EPOCH
 #: A gang's restarts are forgiven after it stayed available this long, at the least.
 RESET_AFTER_MIN_SECONDS: Final = 600.0
 
@@ -77,6 +79,23 @@ def _count(clique: Clique, key: str = ANNOTATION_RESTARTS) -> int:
         return max(0, int(clique.metadata.annotations.get(key, "0")))
     except ValueError:
         return 0
+
+
+def epoch_of(members: Mapping[str, Clique], lead: str) -> str:
+    """The gang's epoch: its restart count and its Cliques' template hashes, by role (a
+    roll, a restart or a clique added or removed starts a new one). `lead` is the role
+    whose Clique records when the gang was available in it (`ANNOTATION_AVAILABLE`)."""
+    parts = [str(restarts_of(members)), lead]
+    parts += [
+        f"{r}={c.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, '')}"
+        for r, c in sorted(members.items())
+    ]
+    return _core.safe_encode(_core.fnv1a_64(";".join(parts).encode()))
+
+
+def was_available(lead: Clique, epoch: str) -> bool:
+    """The gang was available whole in its epoch `epoch`: its lead Clique says so."""
+    return lead.metadata.annotations.get(ANNOTATION_AVAILABLE) == epoch
 
 
 def reset_after(policy: FailurePolicy) -> float:
@@ -145,6 +164,8 @@ class GangDecision:
     restarting: bool = False
     #: seconds until this gang needs another look (0: none needed)
     requeue_after: float = 0.0
+    #: (the lead Clique, the epoch) to record that the gang is available whole in it
+    mark: tuple[Clique, str] | None = None
 
 
 def _seconds_between(earlier: str, later: str) -> float | None:

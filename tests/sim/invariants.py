@@ -1,0 +1,514 @@
+"""The gang invariants, checked against the ground truth of the simulated cluster.
+
+The checker is the cluster's `Observer`: it sees every write (who made it: the operator's
+controllers, the user, the scheduler, the kubelets, the garbage collector, the world)
+before it is committed, and keeps, per gang of the CliqueSet, what really happened to it:
+
+    starting  created, rolled or restarted, not available since
+    serving   available (every clique of the template has a live Clique with at least
+              minAvailable Ready pods of its current template and restart count), and
+              not broken since (a resize that adds pods leaves it serving)
+    broken    was serving, lost a Ready pod through a world event (crash, eviction,
+              node loss, readiness failure) and is not available; serving again once it is
+
+and which gangs the operator took down (rolled while serving, or restarted) and that are
+not available again. The invariants (docs/simulator.md):
+
+I1  under RollingUpdate, gangs down by the operator's hand never number more than
+    max(1, maxUnavailable) (checked when the operator takes one down);
+I2  no Ready pod is deleted by the operator except for a roll (its template changed), a
+    scale-down (index >= replicas, gang or clique removed) or the restart of a gang that
+    really broke;
+I3  a gang is restarted only when it is broken (never while starting or serving), so a
+    single crash restarts a gang at most once, whatever the start latency; and never more
+    than maxGangRestarts times (restarts forgiven after `gang_failures.reset_after`
+    seconds of availability, where the planners have that notion, do not count);
+I4  the first pods of a Clique with startsAfter after its creation, a roll or a restart
+    (or the opening of their start gates) never start before every Clique it starts
+    after has minAvailable Ready pods of its current template and restart count;
+I5  the pods created at one (Clique, index) are at most 1 + the world events at that
+    index + the rolls, restarts and resizes of that Clique.
+
+The view of the operator lags the world by a status write (a pod turns Ready, its Clique
+says so a moment later): a gang that recovers, or a Clique that loses a pod or has its
+minAvailable raised, at the very second the operator acts is judged as it was at the
+start of that second.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from cliques.api import decode_cliqueset, labels
+from cliques.api.cliqueset import CliqueSet
+from cliques.controllers import gang_failures
+from tests.sim.cluster import (
+    Cluster,
+    Obj,
+    annotations_of,
+    controller_uid,
+    labels_of,
+    meta,
+    pod_index,
+    pod_ready,
+    restarts,
+    template_hash,
+    terminating,
+)
+
+STARTING = "starting"
+SERVING = "serving"
+BROKEN = "broken"
+
+
+class InvariantViolation(AssertionError):
+    """An invariant does not hold; the message has the findings and the step history."""
+
+    invariant = "invariant"
+
+
+class GangsDown(InvariantViolation):
+    invariant = "I1 gangs down by the operator <= max(1, maxUnavailable)"
+
+
+class ReadyPodDeleted(InvariantViolation):
+    invariant = "I2 no Ready pod deleted without a roll, scale-down or real breakage"
+
+
+class BadRestart(InvariantViolation):
+    invariant = "I3 restarts only of broken gangs, at most maxGangRestarts"
+
+
+class StartOrder(InvariantViolation):
+    invariant = "I4 start order kept after creation, roll and restart"
+
+
+class Churn(InvariantViolation):
+    invariant = "I5 no create/delete loop"
+
+
+ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: type[InvariantViolation]
+    t: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind.invariant}] t={self.t}s: {self.message}"
+
+
+@dataclass
+class GangState:
+    state: str = STARTING
+    #: when it entered its state, and why (for messages)
+    since: int = 0
+    why: str = "created"
+    #: why the operator took it down ("" if it did not, or it is available again)
+    down: str = ""
+    #: the highest restart count its Cliques record
+    restarts: int = 0
+    #: restarts in this incarnation, and those that count towards maxGangRestarts
+    total: int = 0
+    counted: int = 0
+    breaks: int = 0
+    #: restart number -> whether the gang had broken
+    justified: dict[int, bool] = field(default_factory=dict)
+    available_since: int | None = None
+    #: when it last went from broken to serving
+    recovered_at: int | None = None
+
+
+class Checker:
+    """The cluster's observer: keeps the gangs' ground truth and the findings."""
+
+    def __init__(self, cluster: Cluster, cliqueset: str = "llama") -> None:
+        self.cluster = cluster
+        self.name = cliqueset
+        self.gangs: dict[int, GangState] = {}
+        self.findings: list[Finding] = []
+        self.creates: Counter[tuple[str, int]] = Counter()
+        self.justify: Counter[tuple[str, int]] = Counter()
+        self.justify_all: Counter[str] = Counter()
+        self._churned: set[tuple[str, int]] = set()
+        #: (Clique uid, template hash, restart count) -> the operator round its pods started
+        self._started: dict[tuple[str, str, int], int] = {}
+        #: gangs a world event took a Ready pod from, judged once the event is applied
+        self._hits: set[int] = set()
+        #: pod uid -> the second a world event took its readiness
+        self._lost_at: dict[str, int] = {}
+        #: Clique uid -> (the second its minAvailable changed, what it was before)
+        self._min_before: dict[str, tuple[int, int]] = {}
+        self._decoded: tuple[str, CliqueSet] | None = None
+        self.restarts = 0
+        self.rolls: set[tuple[int, str]] = set()
+
+    # -- the truth ----------------------------------------------------------------------------
+
+    def cliqueset(self) -> CliqueSet | None:
+        obj = self.cluster.get("CliqueSet", self.name)
+        if obj is None:
+            return None
+        rv = meta(obj)["resourceVersion"]
+        if self._decoded is None or self._decoded[0] != rv:
+            self._decoded = (rv, decode_cliqueset(msgspec.json.encode(obj)))
+        return self._decoded[1]
+
+    def _note(self, text: str) -> None:
+        self.cluster.history.add(self.cluster.now, "check", text)
+
+    def _find(self, kind: type[InvariantViolation], message: str) -> None:
+        self.findings.append(Finding(kind, self.cluster.now, message))
+        self._note(f"VIOLATION {kind.__name__}: {message}")
+
+    def live_cliques(self) -> list[Obj]:
+        return [
+            c
+            for c in self.cluster.objects_of("Clique")
+            if not terminating(c) and labels_of(c).get(labels.LABEL_CLIQUESET) == self.name
+        ]
+
+    def _pods_by_owner(self) -> dict[str, list[Obj]]:
+        out: dict[str, list[Obj]] = {}
+        for pod in self.cluster.objects_of("Pod"):
+            uid = controller_uid(pod)
+            if uid is not None:
+                out.setdefault(uid, []).append(pod)
+        return out
+
+    def current_ready(
+        self, clique: Obj, pods: list[Obj] | None = None, *, lenient: bool = False
+    ) -> int:
+        """Ready pods of the Clique's current template and restart count (with `lenient`,
+        also those a world event took at this very second)."""
+        if pods is None:
+            pods = self.cluster.pods_of(meta(clique)["uid"])
+        want_hash = template_hash(clique)
+        previous = {
+            h
+            for h in annotations_of(clique).get(labels.ANNOTATION_PREVIOUS_HASHES, "").split(",")
+            if h
+        }
+        want_restarts = restarts(clique)
+        replicas = int(clique["spec"].get("replicas", 1))
+        n = 0
+        for pod in pods:
+            ready = pod_ready(pod) or (
+                lenient and self._lost_at.get(meta(pod)["uid"]) == self.cluster.now
+            )
+            if (
+                ready
+                and (template_hash(pod) == want_hash or template_hash(pod) in previous)
+                and restarts(pod) == want_restarts
+                and pod_index(pod) < replicas
+            ):
+                n += 1
+        return n
+
+    @staticmethod
+    def min_available(clique: Obj) -> int:
+        spec = clique["spec"]
+        value = spec.get("minAvailable")
+        return int(spec.get("replicas", 1) if value is None else value)
+
+    def available(self, gang: int, by_owner: dict[str, list[Obj]] | None = None) -> bool:
+        cqs = self.cliqueset()
+        if cqs is None:
+            return False
+        if by_owner is None:
+            by_owner = self._pods_by_owner()
+        for tmpl in cqs.spec.template.cliques:
+            clique = self.cluster.get("Clique", labels.clique_name(self.name, gang, tmpl.name))
+            if clique is None or terminating(clique):
+                return False
+            pods = by_owner.get(meta(clique)["uid"], [])
+            if self.current_ready(clique, pods) < self.min_available(clique):
+                return False
+        return True
+
+    def refresh(self) -> None:
+        """Bring the gangs' states up to date: gangs gone, gangs available (again)."""
+        now = self.cluster.now
+        live: dict[int, int] = {}
+        for c in self.live_cliques():
+            live[int(c["spec"]["gangIndex"])] = max(
+                live.get(int(c["spec"]["gangIndex"]), 0), restarts(c)
+            )
+        for gang in list(self.gangs):
+            if gang not in live:
+                del self.gangs[gang]
+        by_owner = self._pods_by_owner()
+        reset = _reset_after(self.cliqueset())
+        for gang, count in live.items():
+            st = self.gangs.setdefault(gang, GangState(since=now, restarts=count))
+            if self.available(gang, by_owner):
+                if st.available_since is None:
+                    st.available_since = now
+                if st.state != SERVING:
+                    if st.state == BROKEN:
+                        st.recovered_at = now
+                    if st.down:
+                        self._note(f"gang {gang} available again (was down: {st.down})")
+                    st.state, st.since, st.why, st.down = SERVING, now, "available", ""
+                if reset is not None and st.counted and now - st.available_since >= reset:
+                    st.counted = 0  # forgiven, as the planners forgive them
+            else:
+                st.available_since = None
+
+    # -- Observer -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _operator(actor: str) -> bool:
+        return actor.startswith("op:")
+
+    def before_create(self, actor: str, kind: str, obj: Obj) -> None:
+        self.refresh()
+        if not self._operator(actor):
+            return
+        if kind == "Clique":
+            gang = int(obj["spec"]["gangIndex"])
+            st = self.gangs.get(gang)
+            if st is None:
+                self.gangs[gang] = GangState(since=self.cluster.now, restarts=restarts(obj))
+            else:
+                st.restarts = max(st.restarts, restarts(obj))
+        elif kind == "Pod":
+            self._pod_created(obj)
+
+    def before_update(self, actor: str, kind: str, old: Obj, new: Obj) -> None:
+        self.refresh()
+        if not self._operator(actor):
+            return
+        if kind == "Clique":
+            self._clique_changed(old, new)
+        elif kind == "Pod":
+            was = annotations_of(old).get(labels.ANNOTATION_START_GATE)
+            now = annotations_of(new).get(labels.ANNOTATION_START_GATE)
+            if was == "closed" and now != "closed":
+                clique = self._owner(new)
+                if clique is not None:
+                    self._start_order(new, clique, "opened the start gate of")
+
+    def before_delete(self, actor: str, kind: str, obj: Obj) -> None:
+        self.refresh()
+        if not self._operator(actor):
+            return
+        if kind == "Pod" and pod_ready(obj):
+            self._ready_pod_deleted(obj)
+        elif kind == "Clique":
+            cqs = self.cliqueset()
+            gang, role = int(obj["spec"]["gangIndex"]), obj["spec"]["cliqueName"]
+            kept = cqs is not None and gang < cqs.spec.replicas and cqs.spec.clique(role)
+            ready = [p for p in self.cluster.pods_of(meta(obj)["uid"]) if pod_ready(p)]
+            if kept and ready:
+                self._find(
+                    ReadyPodDeleted,
+                    f"deleted Clique {meta(obj)['name']} with {len(ready)} Ready pod(s), though "
+                    f"gang {gang} and clique {role} are still wanted",
+                )
+
+    def pod_lost(self, cause: str, pod: Obj) -> None:
+        self.refresh()
+        owner = controller_uid(pod)
+        if owner is None:
+            return
+        if cause != "unready":
+            self.justify[(owner, pod_index(pod))] += 1
+        if pod_ready(pod):
+            self._lost_at[meta(pod)["uid"]] = self.cluster.now
+            clique = self._owner(pod)
+            if clique is not None:
+                self._hits.add(int(clique["spec"]["gangIndex"]))
+
+    def after_world(self) -> None:
+        """A world event was applied: the gangs it hit that are no longer available broke."""
+        self.refresh()
+        for gang in sorted(self._hits):
+            st = self.gangs.get(gang)
+            if st is not None and st.state == SERVING and not self.available(gang):
+                st.state, st.since, st.why = BROKEN, self.cluster.now, "lost a Ready pod"
+                st.breaks += 1
+                self._note(f"gang {gang} broken (lost a Ready pod)")
+        self._hits.clear()
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def _owner(self, pod: Obj) -> Obj | None:
+        uid = controller_uid(pod)
+        for c in self.cluster.objects_of("Clique"):
+            if meta(c)["uid"] == uid:
+                return c
+        return None
+
+    def _take_down(self, gang: int, st: GangState, why: str) -> None:
+        if st.down:
+            return
+        st.down = f"{why} at t={self.cluster.now}s"
+        cqs = self.cliqueset()
+        if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
+            return
+        budget = max(1, cqs.spec.update_strategy.max_unavailable)
+        down = {
+            g: s.down for g, s in sorted(self.gangs.items()) if s.down and g < cqs.spec.replicas
+        }
+        if len(down) > budget:
+            listed = "; ".join(f"gang {g}: {d}" for g, d in down.items())
+            self._find(
+                GangsDown,
+                f"{len(down)} gangs down by the operator, maxUnavailable "
+                f"{cqs.spec.update_strategy.max_unavailable} ({listed})",
+            )
+
+    def _clique_changed(self, old: Obj, new: Obj) -> None:
+        gang = int(new["spec"]["gangIndex"])
+        uid = meta(new)["uid"]
+        st = self.gangs.setdefault(gang, GangState(since=self.cluster.now))
+        now = self.cluster.now
+        if template_hash(old) != template_hash(new):
+            self.justify_all[uid] += 1
+            self.rolls.add((gang, template_hash(new)))
+            if st.state == SERVING:
+                self._take_down(gang, st, "rolled")
+            st.state, st.since, st.why = STARTING, now, "rolled"
+        if old["spec"].get("replicas") != new["spec"].get("replicas"):
+            self.justify_all[uid] += 1
+        if self.min_available(old) != self.min_available(new):
+            when, _ = self._min_before.get(uid, (-1, 0))
+            if when != now:
+                self._min_before[uid] = (now, self.min_available(old))
+        before, after = restarts(old), restarts(new)
+        if after != before:
+            self.justify_all[uid] += 1
+        if after > st.restarts:
+            self._restarted(gang, st, after)
+
+    def _restarted(self, gang: int, st: GangState, count: int) -> None:
+        now = self.cluster.now
+        self.restarts += 1
+        st.restarts = count
+        st.total += 1
+        st.counted += 1
+        broke = st.state == BROKEN or (st.state == SERVING and st.recovered_at == now)
+        st.justified[count] = broke
+        cqs = self.cliqueset()
+        if not broke:
+            what = (
+                f"starting (not available since it was {st.why} at t={st.since}s)"
+                if st.state == STARTING
+                else f"serving (available since t={st.since}s; it lost no Ready pod to a "
+                "world event since)"
+            )
+            self._find(
+                BadRestart,
+                f"gang {gang} restarted (restart {count}) while {what}; restarts in this "
+                f"incarnation {st.total}, breaks {st.breaks}",
+            )
+        limit = cqs.spec.failure_policy.max_gang_restarts if cqs is not None else None
+        if limit is not None and st.counted > limit:
+            self._find(
+                BadRestart,
+                f"gang {gang} restarted {st.counted} times (counted), maxGangRestarts {limit}",
+            )
+        self._take_down(gang, st, f"restarted (restart {count})")
+        st.state, st.since, st.why = STARTING, now, f"restarted (restart {count})"
+
+    def _ready_pod_deleted(self, pod: Obj) -> None:
+        name = meta(pod)["name"]
+        clique = self._owner(pod)
+        if clique is None:
+            return
+        index = pod_index(pod)
+        previous = annotations_of(clique).get(labels.ANNOTATION_PREVIOUS_HASHES, "").split(",")
+        if index >= int(clique["spec"].get("replicas", 1)):
+            return  # scale-down
+        if template_hash(pod) != template_hash(clique) and template_hash(pod) not in previous:
+            return  # a roll
+        gang = int(clique["spec"]["gangIndex"])
+        have, want = restarts(pod), restarts(clique)
+        if have != want:
+            st = self.gangs.get(gang)
+            if (
+                st is not None
+                and have < want
+                and any(st.justified.get(n, False) for n in range(have + 1, want + 1))
+            ):
+                return  # the restart of a gang that broke
+            self._find(
+                ReadyPodDeleted,
+                f"deleted Ready pod {name} of gang {gang} for a gang restart (pod records "
+                f"restart {have}, its Clique {want}), though the gang did not break",
+            )
+            return
+        self._find(
+            ReadyPodDeleted,
+            f"deleted Ready pod {name} of gang {gang}: same template, same restart count, "
+            "index within replicas",
+        )
+
+    def _pod_created(self, pod: Obj) -> None:
+        owner = controller_uid(pod)
+        if owner is None:
+            return
+        key = (owner, pod_index(pod))
+        self.creates[key] += 1
+        allowed = 1 + self.justify[key] + self.justify_all[owner]
+        if self.creates[key] > allowed and key not in self._churned:
+            self._churned.add(key)
+            self._find(
+                Churn,
+                f"pod {meta(pod)['name']} created {self.creates[key]} times; world events at "
+                f"its index ({self.justify[key]}) and rolls, restarts and resizes of its "
+                f"Clique ({self.justify_all[owner]}) justify at most {allowed}",
+            )
+        clique = self._owner(pod)
+        if clique is not None and annotations_of(pod).get(labels.ANNOTATION_START_GATE) != "closed":
+            self._start_order(pod, clique, "created")
+
+    def _start_order(self, pod: Obj, clique: Obj, act: str) -> None:
+        deps: list[str] = list(clique["spec"].get("startsAfter") or ())
+        if not deps:
+            return
+        phase = (meta(clique)["uid"], template_hash(clique), restarts(clique))
+        first = self._started.setdefault(phase, self.cluster.round)
+        if first != self.cluster.round:
+            return  # not the first pods of this epoch: replacements start when they can
+        for name in deps:
+            dep = self.cluster.get("Clique", name)
+            have = 0 if dep is None or terminating(dep) else self.current_ready(dep, lenient=True)
+            need = 1 if dep is None else self._need(dep)
+            if have < need:
+                self._find(
+                    StartOrder,
+                    f"{act} pod {meta(pod)['name']} (template {phase[1]}, restart {phase[2]}) "
+                    f"while {name} has {have}/{need} Ready pods of its current template and "
+                    f"restart count ({restarts(dep) if dep is not None else '-'})",
+                )
+
+    def _need(self, dep: Obj) -> int:
+        """A dependency's minAvailable, as it was at the start of this second."""
+        need = self.min_available(dep)
+        when, before = self._min_before.get(meta(dep)["uid"], (-1, need))
+        return min(need, before) if when == self.cluster.now else need
+
+    def describe(self) -> str:
+        """The gangs' states, one line each."""
+        return "\n".join(
+            f"gang {g}: {s.state} since t={s.since}s ({s.why}); down by operator: "
+            f"{s.down or 'no'}; restarts {s.total} (counted {s.counted}), breaks {s.breaks}"
+            for g, s in sorted(self.gangs.items())
+        )
+
+
+def _reset_after(cqs: CliqueSet | None) -> float | None:
+    """Seconds of availability after which the planners forgive a gang's restarts, if
+    they have that notion (`gang_failures.reset_after`)."""
+    fn: Any = getattr(gang_failures, "reset_after", None)
+    if cqs is None or not callable(fn):
+        return None
+    return float(fn(cqs.spec.failure_policy))

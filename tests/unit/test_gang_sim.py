@@ -1,0 +1,380 @@
+"""The gang lifecycle, simulated: the operator's real controllers and planners against a
+simulated cluster and clock (tests/sim, docs/simulator.md), every invariant checked after
+every step.
+
+- the simulator itself: the API server's answers (409s, 422s, the status subresource,
+  generations, graceful deletion, garbage collection), the clock the planners get, that
+  a run is deterministic, and that the checker does catch violations planted in it;
+- the cases found by hand, one scenario each (they fail on the planners of b527ec1): a
+  resize on full nodes, one crash with a 200 s start, start order after a restart (with
+  and without start gates), a pod template carrying the operator's keys;
+- the cases the simulator found: a crash in a gang that was never available, a roll
+  waiting for terminating pods, a roll right after a restart;
+- a property: random scenarios (failurePolicy RecreateGang; slow, pending and failing
+  pods; node changes; user edits; operator restarts) keep every invariant.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from cliques.api import labels
+from cliques.controllers import clique_planner, cliqueset_planner
+from cliques.kube import errors
+from tests.sim import invariants
+from tests.sim import scenarios as sc
+from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of
+from tests.sim.invariants import InvariantViolation
+from tests.sim.operator import simulated_clock
+from tests.sim.simulation import Simulation, run_scenario
+
+# ---- the simulated API server ---------------------------------------------------------------
+
+
+def _clique(name: str = "c", owner: str = "set-uid") -> dict[str, object]:
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"a": "1"},
+            "annotations": {"x": "1"},
+            "ownerReferences": [{"uid": owner, "controller": True, "kind": "CliqueSet"}],
+        },
+        "spec": {"cliqueName": "worker", "gangIndex": 0, "replicas": 1, "template": {}},
+    }
+
+
+def _pod(name: str, owner_uid: str) -> dict[str, object]:
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {labels.LABEL_POD_INDEX: name.rpartition("-")[2]},
+            "ownerReferences": [{"uid": owner_uid, "controller": True, "kind": "Clique"}],
+        },
+        "spec": {"containers": [{"name": "m", "image": "x"}]},
+    }
+
+
+def test_merge_patch_with_a_stale_resource_version_is_a_conflict() -> None:
+    c = Cluster()
+    obj = c.create("user", "Clique", _clique())
+    rv = meta(obj)["resourceVersion"]
+    new = c.patch(
+        "user", "Clique", "c", {"metadata": {"resourceVersion": rv, "labels": {"b": "2"}}}
+    )
+    assert meta(new)["resourceVersion"] != rv and meta(new)["labels"] == {"a": "1", "b": "2"}
+    with pytest.raises(errors.Conflict):
+        c.patch("user", "Clique", "c", {"metadata": {"resourceVersion": rv, "labels": {"b": "3"}}})
+    # A null removes a key; a patch that changes nothing writes nothing.
+    gone = c.patch("user", "Clique", "c", {"metadata": {"labels": {"b": None}}})
+    assert meta(gone)["labels"] == {"a": "1"}
+    same = c.patch("user", "Clique", "c", {"metadata": {"labels": {"a": "1"}}})
+    assert meta(same)["resourceVersion"] == meta(gone)["resourceVersion"]
+
+
+def test_generation_moves_with_the_spec_and_status_only_through_its_subresource() -> None:
+    c = Cluster()
+    c.create("user", "Clique", _clique())
+    relabelled = c.patch("user", "Clique", "c", {"metadata": {"labels": {"b": "2"}}})
+    assert meta(relabelled)["generation"] == 1
+    resized = c.patch("user", "Clique", "c", {"spec": {"replicas": 3}, "status": {"x": 1}})
+    assert meta(resized)["generation"] == 2 and "status" not in resized
+    status = c.patch(
+        "op:clique",
+        "Clique",
+        "c",
+        {"spec": {"replicas": 9}, "status": {"readyReplicas": 1}},
+        sub="status",
+    )
+    assert status["status"] == {"readyReplicas": 1} and status["spec"]["replicas"] == 3
+    assert meta(status)["generation"] == 2
+
+
+def test_json_patch_test_ops_and_missing_paths_are_refused() -> None:
+    c = Cluster()
+    obj = c.create("user", "Clique", _clique())
+    ok = [
+        {"op": "test", "path": "/metadata/uid", "value": meta(obj)["uid"]},
+        {"op": "add", "path": "/metadata/labels/cliques.dev~1template-hash", "value": "h2"},
+        {"op": "replace", "path": "/spec/template", "value": {"spec": {}}},
+    ]
+    new = c.patch("op:set", "Clique", "c", ok, patch_type="json")
+    assert meta(new)["labels"][labels.LABEL_TEMPLATE_HASH] == "h2"
+    assert meta(new)["generation"] == 2
+    with pytest.raises(errors.Invalid):
+        c.patch(
+            "op:set",
+            "Clique",
+            "c",
+            [{"op": "test", "path": "/metadata/uid", "value": "another"}],
+            patch_type="json",
+        )
+    with pytest.raises(errors.Invalid):
+        c.patch(
+            "op:set",
+            "Clique",
+            "c",
+            [{"op": "remove", "path": "/metadata/annotations/y"}],
+            patch_type="json",
+        )
+
+
+def test_a_terminating_pod_holds_its_name_and_dependents_are_collected() -> None:
+    c = Cluster(grace=5)
+    c.add_node(4)
+    owner = c.create("op:set", "Clique", _clique())
+    pod = c.create("op:clique", "Pod", _pod("c-0", meta(owner)["uid"]))
+    with pytest.raises(errors.AlreadyExists):
+        c.create("op:clique", "Pod", _pod("c-0", meta(owner)["uid"]))
+    c.tick()  # bound and running
+    with pytest.raises(errors.Conflict):
+        c.delete("op:clique", "Pod", "c-0", uid="someone-else")
+    c.delete("op:clique", "Pod", "c-0", uid=meta(pod)["uid"])
+    assert meta(c.objects["Pod"]["c-0"])["deletionTimestamp"] is not None
+    with pytest.raises(errors.AlreadyExists):
+        c.create("op:clique", "Pod", _pod("c-0", meta(owner)["uid"]))
+    c.now = 5
+    c.tick()
+    assert "c-0" not in c.objects["Pod"]
+    c.create("op:clique", "Pod", _pod("c-0", meta(owner)["uid"]))
+    c.delete("op:set", "Clique", "c")  # the pod (unbound) goes with its owner at once
+    assert c.objects["Pod"] == {} and c.objects["Clique"] == {}
+
+
+def test_pods_wait_for_room_and_turn_ready_after_their_latency() -> None:
+    c = Cluster(latency=lambda: 7)
+    node = c.add_node(1)
+    owner = c.create("op:set", "Clique", _clique())
+    for i in range(2):
+        c.create("op:clique", "Pod", _pod(f"c-{i}", meta(owner)["uid"]))
+    c.tick()
+    bound = {n: p["spec"].get("nodeName") for n, p in c.objects["Pod"].items()}
+    assert bound == {"c-0": node, "c-1": None}
+    c.now = 7
+    c.tick()
+    assert pod_ready(c.objects["Pod"]["c-0"]) and not pod_ready(c.objects["Pod"]["c-1"])
+    c.crash(c.objects["Pod"]["c-0"])  # a finished pod frees its slot
+    c.tick()
+    assert c.objects["Pod"]["c-1"]["spec"]["nodeName"] == node
+
+
+# ---- the simulator as a whole ---------------------------------------------------------------
+
+
+def test_the_planners_get_the_simulated_clock_and_runs_are_deterministic() -> None:
+    # (strict=False: these check the simulator, whatever the planners do)
+    scenario = replace(sc.one_crash_slow_start(), settle=600)
+    first = Simulation(scenario, strict=False)
+    first.run()
+    second = Simulation(scenario, strict=False)
+    second.run()
+    assert [str(e) for e in first.history.entries] == [str(e) for e in second.history.entries]
+    cqs = first.cluster.get("CliqueSet", "llama")
+    assert cqs is not None
+    times = [seconds_of(c["lastTransitionTime"]) for c in cqs["status"]["conditions"]]
+    assert all(t is not None and 0 <= t <= first.cluster.now for t in times), times
+
+
+def test_statuses_are_written_as_the_planners_compute_them() -> None:
+    """At rest, planning again changes no status: what the cluster holds is what the
+    planners computed, every field of it (the simulator drops nothing)."""
+    sim = Simulation(replace(sc.one_crash_slow_start(), settle=3000), strict=False)
+    sim.run()
+    op = sim.operator
+    assert op is not None
+    with simulated_clock(sim.cluster):
+        for clique in op.cq.cliques.store.objects():
+            assert clique_planner.plan(op.cq.snapshot(clique)).status is None
+        cqs = op.cqs.cliquesets.store.get("ns/llama")
+        assert cqs is not None and cqs.status is not None
+        assert cliqueset_planner.plan(op.cqs.snapshot(cqs)).status is None
+    stored = sim.cluster.get("Clique", "llama-0-worker")
+    assert stored is not None and stored["status"]["observedGeneration"] >= 1
+
+
+def _steady(gangs: int = 2) -> Simulation:
+    sim = Simulation(sc.Scenario(gangs=gangs, latency=sc.Latency("fixed", 10), settle=300))
+    sim.run(until=100)
+    assert all(pod_ready(p) for p in sim.pods()) and len(sim.pods()) == 3 * gangs
+    return sim
+
+
+def test_the_checker_catches_a_ready_pod_deleted_for_nothing() -> None:
+    sim = _steady()
+    sim.cluster.delete("op:clique", "Pod", "llama-1-worker-0")
+    assert [f.kind for f in sim.checker.findings] == [invariants.ReadyPodDeleted]
+
+
+def test_the_checker_catches_restarts_of_gangs_that_did_not_break() -> None:
+    sim = _steady(gangs=3)
+    for gang in (0, 1):
+        for role in ("leader", "worker"):
+            name = labels.clique_name("llama", gang, role)
+            patch = {"metadata": {"annotations": {labels.ANNOTATION_GANG_RESTARTS: "1"}}}
+            sim.cluster.patch("op:set", "Clique", name, patch)
+    kinds = [f.kind for f in sim.checker.findings]
+    assert kinds == [invariants.BadRestart, invariants.BadRestart, invariants.GangsDown]
+
+
+def test_the_checker_catches_a_worker_started_before_its_leader() -> None:
+    sim = _steady(gangs=1)
+    leader = sim.cluster.objects["Pod"]["llama-0-leader-0"]
+    sim.cluster.crash(leader)
+    sim.checker.after_world()
+    for role in ("leader", "worker"):  # a (planted) restart of the broken gang
+        name = labels.clique_name("llama", 0, role)
+        patch = {"metadata": {"annotations": {labels.ANNOTATION_GANG_RESTARTS: "1"}}}
+        sim.cluster.patch("op:set", "Clique", name, patch)
+    assert sim.checker.findings == []
+    sim.cluster.delete("op:clique", "Pod", "llama-0-worker-0")
+    sim.cluster.now += 10
+    sim.cluster.tick()
+    sim.cluster.round += 1
+    worker = sim.cluster.get("Clique", "llama-0-worker")
+    assert worker is not None
+    body = _pod("llama-0-worker-0", meta(worker)["uid"])
+    body["metadata"]["annotations"] = {labels.ANNOTATION_GANG_RESTARTS: "1"}  # type: ignore[index]
+    sim.cluster.create("op:clique", "Pod", body)
+    assert [f.kind for f in sim.checker.findings] == [invariants.StartOrder]
+
+
+def test_a_violation_reports_the_scenario_and_the_history() -> None:
+    sim = _steady()
+    sim.cluster.delete("op:clique", "Pod", "llama-0-leader-0")
+    with pytest.raises(InvariantViolation) as caught:
+        sim.run(until=110)
+    text = str(caught.value)
+    assert "I2" in text and "scenario:" in text and "history:" in text
+    assert "delete Pod llama-0-leader-0 Ready" in text
+
+
+# ---- the cases found by hand ----------------------------------------------------------------
+
+#: Each case runs as the controllers' default order has it, and with the reconciles of a
+#: round shuffled and watch events one round late (`Scenario.interleave`, `.lag`).
+MODES = pytest.mark.parametrize("racy", [False, True], ids=["ordered", "racy"])
+
+
+def _case(scenario: sc.Scenario, racy: bool) -> Simulation:
+    return Simulation(replace(scenario, interleave=racy, lag=racy))
+
+
+@MODES
+def test_a_resize_on_full_nodes_deletes_no_running_pod_and_fails_no_gang(racy: bool) -> None:
+    sim = _case(sc.resize_with_nodes_full(), racy)
+    sim.run(until=599)
+    running = {meta(p)["name"]: meta(p)["uid"] for p in sim.pods() if pod_ready(p)}
+    assert len(running) == 9
+    sim.run(until=1499)
+    # The 9 pods run on, the 3 new ones wait for room, no gang was restarted or failed.
+    still = {meta(p)["name"]: meta(p)["uid"] for p in sim.pods() if pod_ready(p)}
+    assert still == running
+    pending = sorted(meta(p)["name"] for p in sim.pods() if not p["spec"].get("nodeName"))
+    assert pending == [f"llama-{g}-worker-2" for g in range(3)]
+    assert sim.restarts() == 0 and not sim.outcome.gang_failed
+    # Room appears (the node other workloads held is freed): the new pods start and the set
+    # is Available.
+    outcome = sim.run()
+    assert outcome.available and not outcome.gang_failed
+    assert sum(1 for p in sim.pods() if pod_ready(p)) == 12
+
+
+@MODES
+def test_one_crash_with_a_200s_start_restarts_its_gang_exactly_once(racy: bool) -> None:
+    sim = _case(sc.one_crash_slow_start(), racy)
+    outcome = sim.run()
+    assert sim.restarts() == 1, sim.history.tail(40)
+    assert not outcome.gang_failed and outcome.available
+    assert all(pod_ready(p) and restarts(p) == 1 for p in sim.pods())
+
+
+def _first(sim: Simulation, pattern: str, after: int) -> int:
+    times = [e.t for e in sim.history.entries if e.t >= after and re.search(pattern, e.text)]
+    assert times, pattern
+    return times[0]
+
+
+@MODES
+@pytest.mark.parametrize("gates", [False, True], ids=["pods-held-back", "start-gates"])
+def test_start_order_is_kept_after_a_gang_restart(gates: bool, racy: bool) -> None:
+    sim = _case(sc.start_order_after_restart(gang_scheduling=gates), racy)
+    outcome = sim.run()
+    assert sim.restarts() == 1 and outcome.available, sim.history.tail(40)
+    restarted = _first(sim, r"patch Clique llama-0-\w+ \(GangRestart\)", 0)
+    leader_ready = _first(sim, r"pod llama-0-leader-0 Ready", restarted)
+    started = (
+        r"patch Pod llama-0-worker-\d \(OpenStartGate\)"
+        if gates
+        else r"create Pod llama-0-worker-\d"
+    )
+    assert _first(sim, started, restarted) >= leader_ready
+
+
+@MODES
+def test_a_template_with_the_operators_keys_causes_no_churn(racy: bool) -> None:
+    sim = _case(sc.reserved_keys_in_template(), racy)
+    outcome = sim.run()
+    assert outcome.available
+    assert len(sim.checker.creates) == 3 and set(sim.checker.creates.values()) == {1}
+    assert sim.cluster.counts.get("delete Pod", 0) == 0
+
+
+# ---- found by the simulator ----------------------------------------------------------------
+
+
+@MODES
+def test_a_gang_that_was_never_available_is_not_restarted(racy: bool) -> None:
+    """Its leader was Ready, its workers not yet: the gang is starting, not broken."""
+    sim = _case(sc.crash_while_starting(), racy)
+    outcome = sim.run()
+    assert sim.restarts() == 0 and outcome.available
+
+
+@MODES
+def test_a_roll_waiting_for_terminating_pods_keeps_start_order(racy: bool) -> None:
+    """The workers' new pods, created once their old ones are gone, wait for the leader,
+    which stopped being ready meanwhile."""
+    sim = _case(sc.roll_waiting_for_terminating_pods(), racy)
+    outcome = sim.run()
+    assert outcome.available
+    ready_again = _first(sim, r"pod llama-0-leader-0 Ready", 311)
+    assert _first(sim, r"create Pod llama-0-worker-\d", 300) >= ready_again
+
+
+@MODES
+def test_a_restarted_gang_still_counts_when_a_roll_begins(racy: bool) -> None:
+    """Gang 1, restarted, is down by the operator's hand until it is available again: the
+    new image rolls no other gang meanwhile (gang 0 still serves with the pod it had)."""
+    sim = _case(sc.roll_after_restart_on_full_nodes(), racy)
+    assert sim.run().available
+    back = _first(sim, r"gang 1 available again", 440)
+    assert _first(sim, r"patch Clique llama-0-\w+ \(RollingUpdate\)", 450) >= back
+
+
+@MODES
+def test_a_gang_still_rolling_counts_when_the_template_changes_again(racy: bool) -> None:
+    """Gang 1, rolled at t=405, is down until its pods are back: the image of t=460 takes
+    no other gang down meanwhile (gang 0 still serves, only short of its resize)."""
+    sim = _case(sc.new_image_during_a_roll_and_a_resize(), racy)
+    assert sim.run().available
+    back = _first(sim, r"gang 1 available again", 405)
+    assert _first(sim, r"patch Clique llama-0-\w+ \(RollingUpdate\)", 450) >= back
+
+
+# ---- random scenarios -----------------------------------------------------------------------
+
+
+@settings(
+    max_examples=300,
+    report_multiple_bugs=False,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(scenario=sc.scenarios())
+def test_random_scenarios_keep_every_invariant(scenario: sc.Scenario) -> None:
+    run_scenario(scenario)
