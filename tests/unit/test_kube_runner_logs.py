@@ -115,3 +115,50 @@ def test_a_bug_keeps_its_traceback_once_per_stretch(caplog: pytest.LogCaptureFix
     asyncio.run(run_sequence([ValueError("a bug")] * 3 + [None]))
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.exc_info
+
+
+def test_json_lines_written_during_a_reconcile_carry_its_trace() -> None:
+    import json
+
+    from cliques.operator.logs import JsonFormatter
+
+    formatter = JsonFormatter()
+    lines: list[dict[str, object]] = []
+    inner = logging.getLogger("cliques.test.inner")
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(json.loads(formatter.format(record)))
+
+    handler = Keep()
+    inner.addHandler(handler)
+    inner.setLevel(logging.INFO)
+    try:
+
+        async def scenario() -> None:
+            queue = WorkQueue("test-trace")
+            seen = 0
+
+            async def reconcile(key: str) -> Result:
+                nonlocal seen
+                inner.info("planning %s", key)
+                inner.info("writing %s", key)
+                seen += 1
+                if seen == 2:
+                    queue.shut_down()
+                return Result()
+
+            runner = Runner("test-trace", queue, reconcile, concurrency=1)
+            queue.add("ns/a")
+            queue.add("ns/b")
+            runner.start()
+            await asyncio.wait_for(runner.stop(grace=5), timeout=10)
+
+        asyncio.run(scenario())
+        inner.info("outside any reconcile")
+    finally:
+        inner.removeHandler(handler)
+    assert [line["object"] for line in lines[:4]] == ["ns/a", "ns/a", "ns/b", "ns/b"]
+    assert lines[0]["controller"] == "test-trace"
+    assert lines[0]["reconcile"] == lines[1]["reconcile"] != lines[2]["reconcile"]
+    assert "reconcile" not in lines[4] and "object" not in lines[4]

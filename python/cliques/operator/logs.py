@@ -1,7 +1,9 @@
 """Logging for a person (text) or a log pipeline (JSON, one object per line).
 
 Records carry the object key and controller when the code passes them in `extra`, so
-`grep ns/name` on the text log, or a filter on `key` in JSON, follows one object.
+`grep ns/name` on the text log, or a filter on `object` in JSON, follows one object. In
+JSON, every line written during a reconcile also carries `controller`, `object` and
+`reconcile` (an id per reconcile, `kube.runner.current`): the trace of that reconcile.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import logging
 import sys
 import time
 from typing import Any
+
+from cliques.kube import runner
 
 _STD = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
@@ -24,6 +28,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        traced = runner.current.get()
+        if traced is not None:
+            out["controller"], out["object"], out["reconcile"] = traced
         for k, v in vars(record).items():
             if k not in _STD and not k.startswith("_"):
                 out[k] = v
