@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+import aiohttp
 import msgspec
 
 from cliques import metrics
@@ -63,6 +64,14 @@ def short_selector(selector: str) -> str:
     if "," not in selector and " " not in selector and "=" not in selector:
         return f" all {_plural(selector)}"
     return f" selector={selector}"
+
+
+def _dropped(exc: BaseException) -> bool:
+    """A connection that ended mid-stream (not one that could not be made)."""
+    return isinstance(
+        exc,
+        (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, ConnectionResetError),
+    )
 
 
 def _plural(key: str) -> str:
@@ -153,6 +162,8 @@ class Informer(Generic[T]):
         self.namespace = namespace
         #: the list and watch failures since the last answer (logged once per stretch)
         self._failing: Stretch | None = None
+        #: the current watch delivered something (so a drop of it is routine)
+        self._streamed = False
         self.label_selector = label_selector
         self.store: Store[T] = Store(indexers)
         self.page_size = page_size
@@ -228,6 +239,13 @@ class Informer(Generic[T]):
                     self.resource_version = ""
                     reason = "gone"
                 except _RETRIED as exc:
+                    if self._failing is None and self._streamed and _dropped(exc):
+                        # A watch that was streaming lost its connection (a load balancer,
+                        # an API server going away): routine, resumed from its version.
+                        self._streamed = False
+                        log.info("%s: watch connection dropped (%s); resuming", self.name, exc)
+                        await asyncio.sleep(backoff * random.random())
+                        continue
                     if self._failing is None:
                         self._failing = Stretch(type(exc).__name__, time.monotonic())
                         log.warning(
@@ -318,6 +336,7 @@ class Informer(Generic[T]):
         self.synced.set()
 
     async def _watch_once(self) -> None:
+        self._streamed = False
         timeout = int(self.watch_timeout * (1 + random.random()))
         if self.resync_period > 0:
             timeout = min(timeout, int(self.resync_period))
@@ -329,6 +348,7 @@ class Informer(Generic[T]):
             timeout_seconds=timeout,
             read_timeout=self.watch_read_timeout,
         ):
+            self._streamed = True
             if self._failing is not None:
                 self._recovered()
             if event.type == "BOOKMARK":
