@@ -35,7 +35,7 @@ from cliques.kube import gangapi, store
 from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
-from cliques.kube.informer import Informer, WatchFaults
+from cliques.kube.informer import Informer, WatchFaults, short_selector
 from cliques.kube.resources import CLIQUES, PODS, SERVICES, WORKLOADS, Resource
 from cliques.kube.runner import Runner
 from cliques.kube.startup import Stopped
@@ -318,12 +318,10 @@ class Manager:
                 trace=cfg.trace,
             ),
         ]
-        selector = cfg.buckets.selector()
         log.info(
-            "starting: namespace=%s buckets=%s selector=%r hash-algorithm=%d",
+            "starting: namespace=%s%s hash-algorithm=%d",
             cfg.namespace or "*",
-            cfg.buckets,
-            selector if len(selector) < 80 else selector[:77] + "...",
+            short_selector(cfg.buckets.selector()),
             hasher.algorithm,
         )
 

@@ -61,6 +61,7 @@ from cliques.api import labels
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import LEASES
+from cliques.kube.stretches import Stretches
 
 log = logging.getLogger(__name__)
 
@@ -228,13 +229,30 @@ class ShardCoordinator:
 
     async def run(self) -> None:
         fence = asyncio.create_task(self._fence_loop(), name="shard-fence")
+        failing = Stretches()
         try:
             while not self._stop.is_set():
                 try:
                     async with asyncio.timeout(self.timings.renew_deadline):
                         await self.tick()
                 except errors.API_FAILURES as exc:
-                    log.warning("shard coordination: %s", exc or type(exc).__name__)
+                    # One line when the failures begin, one when they end (`stretches`).
+                    if failing.failed("tick", type(exc).__name__) is not None:
+                        log.warning(
+                            "shard coordination: %s; retrying every %gs (logged again when "
+                            "it works)",
+                            exc or type(exc).__name__,
+                            self.timings.retry_period,
+                        )
+                    else:
+                        log.debug("shard coordination: %s", exc or type(exc).__name__)
+                else:
+                    ended = failing.ended("tick")
+                    if ended is not None:
+                        log.info(
+                            "shard coordination works again after %d failed pass(es)",
+                            ended.count,
+                        )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), timeout=self.timings.retry_period)
         finally:
