@@ -378,3 +378,41 @@ def test_a_gang_still_rolling_counts_when_the_template_changes_again(racy: bool)
 @given(scenario=sc.scenarios())
 def test_random_scenarios_keep_every_invariant(scenario: sc.Scenario) -> None:
     run_scenario(scenario)
+
+
+def test_a_restarted_gang_that_broke_before_it_was_whole_still_holds_the_budget() -> None:
+    """Found by a long run (`python -m tests.sim --examples 5000 --seed 2026`): gang 1 is
+    restarted; its new leader is Ready, then lost with its node before the workers are;
+    the workers turn Ready. The gang was never available whole since its restart, so it is
+    still down by the operator's hand, and gang 0, breached meanwhile, must wait for it
+    (maxUnavailable 0, so 1)."""
+    scenario = sc.Scenario(
+        gangs=2,
+        roles=(("leader", 1), ("worker", 2)),
+        startup="InOrder",
+        strategy="RollingUpdate",
+        max_unavailable=0,
+        policy=sc.Policy(
+            restart_policy="RecreateGang", breach=5, max_restarts=1, initial=0, max_backoff=60
+        ),
+        nodes=(2, 2, 2, 2, 1),
+        used=(),
+        latency=sc.Latency(kind="fixed", low=161, high=10, every=4),
+        grace=5,
+        gang_scheduling=False,
+        template_labels=(),
+        template_annotations=(),
+        events=(
+            sc.Event(at=166, kind="node-loss", target=2, value=2),
+            sc.Event(at=441, kind="image", target="leader", value=0),
+            sc.Event(at=601, kind="free", target=2, value=1),
+            sc.Event(at=932, kind="node-loss", target=3, value=4),
+            sc.Event(at=1228, kind="crash", target=21, value=288),
+            sc.Event(at=1512, kind="node-loss", target=3, value=4),
+        ),
+        interleave=True,
+        lag=True,
+        settle=1200,
+        seed=333,
+    )
+    run_scenario(scenario)

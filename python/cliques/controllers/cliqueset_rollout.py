@@ -385,8 +385,12 @@ def pick(
 def restart_budget(max_unavailable: int, facts: list[GangFacts]) -> int:
     """How many gangs a plan may restart (`gang_failures`): a restart is a disruption the
     operator causes, so it is paid from `maxUnavailable` (at least 1), like a roll. Spent
-    already: the gangs on their way up (`GangFacts.starting`: restarted, rolled or new,
-    not available yet) that are not breached. Gangs that broke (breached) are down by the
-    world's hand, not the operator's, and do not count."""
-    down = sum(1 for f in facts if f.starting and not f.degraded)
+    already: the gangs the operator took down that are not available again: on their way
+    up (`GangFacts.starting`: restarted, rolled or new), or short of pods without having
+    been available whole since (a restarted gang whose leader was lost before its workers
+    came up is still the operator's). Gangs that broke after being available are down by
+    the world's hand, not the operator's, and do not count; nor do gangs that only grow."""
+    down = sum(
+        1 for f in facts if not f.available and (f.starting or (f.degraded and not f.was_available))
+    )
     return max(0, max(1, max_unavailable) - down)
