@@ -12,7 +12,10 @@ before it is committed, and keeps, per gang of the CliqueSet, what really happen
               node loss, readiness failure) and is not available; serving again once it is
 
 and which gangs the operator took down (rolled while serving, or restarted) and that are
-not available again. The invariants (docs/simulator.md):
+not back up: available, or every clique with as many Ready pods of its current template
+and restart count as the minAvailable it had when the operator took the gang down (a gang
+that came back at its size and is only growing serves, as a resize alone leaves a serving
+gang serving). The invariants (docs/simulator.md):
 
 I1  under RollingUpdate, gangs down by the operator's hand never number more than
     max(1, maxUnavailable) (checked when the operator takes one down);
@@ -110,8 +113,10 @@ class GangState:
     #: when it entered its state, and why (for messages)
     since: int = 0
     why: str = "created"
-    #: why the operator took it down ("" if it did not, or it is available again)
+    #: why the operator took it down ("" if it did not, or it is back up)
     down: str = ""
+    #: clique name -> its minAvailable when the operator took the gang down
+    floor: dict[str, int] = field(default_factory=dict)
     #: the highest restart count its Cliques record
     restarts: int = 0
     #: restarts in this incarnation, and those that count towards maxGangRestarts
@@ -260,6 +265,24 @@ class Checker:
                     st.counted = 0  # forgiven, as the planners forgive them
             else:
                 st.available_since = None
+                if st.down and self.back_up(gang, st.floor, by_owner):
+                    self._note(f"gang {gang} back up at its size (was down: {st.down})")
+                    st.down = ""
+
+    def back_up(self, gang: int, floor: dict[str, int], by_owner: dict[str, list[Obj]]) -> bool:
+        """Every clique of the gang has as many Ready pods of its epoch as the smaller of
+        its minAvailable and the one it had when the operator took the gang down."""
+        cqs = self.cliqueset()
+        if cqs is None:
+            return False
+        for tmpl in cqs.spec.template.cliques:
+            clique = self.cluster.get("Clique", labels.clique_name(self.name, gang, tmpl.name))
+            if clique is None or terminating(clique):
+                return False
+            need = min(self.min_available(clique), floor.get(tmpl.name, 0) or 10**9)
+            if self.current_ready(clique, by_owner.get(meta(clique)["uid"], [])) < need:
+                return False
+        return True
 
     # -- Observer -----------------------------------------------------------------------------
 
@@ -350,6 +373,10 @@ class Checker:
         if st.down:
             return
         st.down = f"{why} at t={self.cluster.now}s"
+        st.floor = {}
+        for c in self.live_cliques():
+            if int(c["spec"]["gangIndex"]) == gang:
+                st.floor[str(c["spec"]["cliqueName"])] = self.min_available(c)
         cqs = self.cliqueset()
         if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
             return

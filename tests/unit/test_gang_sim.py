@@ -360,7 +360,7 @@ def test_a_gang_still_rolling_counts_when_the_template_changes_again(racy: bool)
     no other gang down meanwhile (gang 0 still serves, only short of its resize)."""
     sim = _case(sc.new_image_during_a_roll_and_a_resize(), racy)
     assert sim.run().available
-    back = _first(sim, r"gang 1 available again", 405)
+    back = _first(sim, r"gang 1 (available again|back up)", 405)
     assert _first(sim, r"patch Clique llama-0-\w+ \(RollingUpdate\)", 450) >= back
 
 
