@@ -162,8 +162,9 @@ class Informer(Generic[T]):
         self.namespace = namespace
         #: the list and watch failures since the last answer (logged once per stretch)
         self._failing: Stretch | None = None
-        #: the current watch delivered something (so a drop of it is routine)
-        self._streamed = False
+        #: the last watch lost its connection and has not answered since (one drop is
+        #: routine; a failure after it starts a stretch)
+        self._dropped = False
         self.label_selector = label_selector
         self.store: Store[T] = Store(indexers)
         self.page_size = page_size
@@ -175,7 +176,8 @@ class Informer(Generic[T]):
         self.resource_version = ""
         self._handlers: list[Handler] = []
         self._undecodable: list[Undecodable] = []
-        self._last_undecodable: tuple[str, str] = ("", "")
+        #: object -> the resourceVersion last reported undecodable (each version once)
+        self._undecodable_seen: dict[str, str] = {}
         self._decoder = msgspec.json.Decoder(type_)
         self._delayed: asyncio.Queue[tuple[float, str, msgspec.Raw]] | None = None
         self._seen = 0
@@ -239,12 +241,14 @@ class Informer(Generic[T]):
                     self.resource_version = ""
                     reason = "gone"
                 except _RETRIED as exc:
-                    if self._failing is None and self._streamed and _dropped(exc):
-                        # A watch that was streaming lost its connection (a load balancer,
-                        # an API server going away): routine, resumed from its version.
-                        self._streamed = False
+                    if self._failing is None and not self._dropped and _dropped(exc):
+                        # A watch lost its connection mid-stream (a load balancer, an API
+                        # server going away): routine, resumed from its version. If the
+                        # next try fails too, that is a stretch of failures (a warning).
+                        self._dropped = True
                         log.info("%s: watch connection dropped (%s); resuming", self.name, exc)
                         await asyncio.sleep(backoff * random.random())
+                        backoff = min(backoff * 2, 30.0)
                         continue
                     if self._failing is None:
                         self._failing = Stretch(type(exc).__name__, time.monotonic())
@@ -270,6 +274,7 @@ class Informer(Generic[T]):
 
     def _recovered(self) -> None:
         """A list or watch answered: the end of a stretch of failures, if one was on."""
+        self._dropped = False
         failing, self._failing = self._failing, None
         if failing is not None:
             log.info(
@@ -336,7 +341,6 @@ class Informer(Generic[T]):
         self.synced.set()
 
     async def _watch_once(self) -> None:
-        self._streamed = False
         timeout = int(self.watch_timeout * (1 + random.random()))
         if self.resync_period > 0:
             timeout = min(timeout, int(self.resync_period))
@@ -348,8 +352,7 @@ class Informer(Generic[T]):
             timeout_seconds=timeout,
             read_timeout=self.watch_read_timeout,
         ):
-            self._streamed = True
-            if self._failing is not None:
+            if self._failing is not None or self._dropped:
                 self._recovered()
             if event.type == "BOOKMARK":
                 self.resource_version = _BOOKMARK.decode(event.object).metadata.resource_version
@@ -395,10 +398,14 @@ class Informer(Generic[T]):
         else:
             reason = f"it does not match the {self.resource.kind} schema: {exc}"
         where = f"{meta.namespace}/{meta.name}" if meta is not None else "?"
-        seen = (where, meta.resource_version if meta is not None else "")
-        if seen != self._last_undecodable:
-            self._last_undecodable = seen
+        version = meta.resource_version if meta is not None else ""
+        if self._undecodable_seen.get(where) != version or not version:
+            if len(self._undecodable_seen) >= 1024:
+                self._undecodable_seen.clear()
+            self._undecodable_seen[where] = version
             log.warning("%s: skipping %s %s: %s", self.name, self.resource.kind, where, reason)
+        else:
+            log.debug("%s: skipping %s %s again", self.name, self.resource.kind, where)
         metrics.INFORMER_UNDECODABLE.labels(self.resource.plural).inc()
         if meta is not None and meta.name:
             for handler in self._undecodable:
