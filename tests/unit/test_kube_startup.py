@@ -95,3 +95,40 @@ def test_missing_crds_say_what_to_install() -> None:
     assert "cliques.cliques.dev" in message and "kubectl apply -f deploy/crds/" in message
     assert "cliquesets.cliques.dev" not in message
     assert "cliquesets.cliques.dev, cliques.cliques.dev" in preflight.missing_crds(set())
+
+
+class Discovery:
+    """Stands in for the client's discovery calls: the cliques.dev group is served from
+    the `after`-th call on (as after an API server restart), never if `after` is None."""
+
+    def __init__(self, after: int | None) -> None:
+        self.after = after
+        self.calls = 0
+
+    async def get_path(self, path: str) -> bytes:
+        if path == "/apis/cliques.dev/v1alpha1":
+            self.calls += 1
+            if self.after is None or self.calls < self.after:
+                raise errors.from_response(404, b"404 page not found", verb="get", path=path)
+            return b'{"resources": [{"name": "cliquesets"}, {"name": "cliques"}]}'
+        raise errors.from_response(404, b"404 page not found", verb="get", path=path)
+
+    async def list_page(self, *args: object, **kwargs: object) -> bytes:
+        return b'{"items": []}'
+
+
+def test_crds_missing_for_a_moment_are_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cliques.kube.startup.FIRST_DELAY", 0.001)
+    client = Discovery(after=3)
+    gang = asyncio.run(preflight.check(client))  # type: ignore[arg-type]
+    assert client.calls == 3 and not gang.workloads
+
+
+def test_crds_still_missing_after_the_grace_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(preflight, "CRD_GRACE", 0.05)
+    client = Discovery(after=None)
+    with pytest.raises(StartupError, match="install the CustomResourceDefinitions"):
+        asyncio.run(preflight.check(client))  # type: ignore[arg-type]
+    assert client.calls >= 2

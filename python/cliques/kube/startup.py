@@ -75,14 +75,14 @@ async def patiently(
     call: Callable[[], Awaitable[T]],
     *,
     stop: asyncio.Event | None = None,
-    first_delay: float = FIRST_DELAY,
+    first_delay: float | None = None,
     max_delay: float = MAX_DELAY,
 ) -> T:
     """`await call()` until it answers; `what` names the call in the log ("discovery of
     scheduling.k8s.io"). Transient failures (`TRANSIENT`) are retried with backoff; a 401
     or 403 raises `StartupError`; anything else is raised as it is. Raises `Stopped` if
     `stop` is set while it waits."""
-    delay = first_delay
+    delay = FIRST_DELAY if first_delay is None else first_delay
     failing: Stretch | None = None
     while True:
         try:

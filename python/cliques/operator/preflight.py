@@ -10,6 +10,7 @@ one line that says what to do. A process asks once, whatever number of shards it
 from __future__ import annotations
 
 import asyncio
+import time
 
 import msgspec
 
@@ -30,6 +31,18 @@ class _ResourceList(msgspec.Struct):
 
 #: The resources the operator cannot run without.
 NEEDED = (CLIQUESETS.plural, CLIQUES.plural)
+#: Seconds the CRDs may be missing from discovery before the operator says they are not
+#: installed (an API server that restarts lists them a moment after it answers).
+CRD_GRACE = 60.0
+
+
+class NotYetServed(errors.ServerError):
+    """The CRDs are not in discovery yet: retried as a server that is still starting."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            503, "NotYetServed", message, verb="get", path=f"/apis/{labels.API_VERSION}"
+        )
 
 
 async def served(client: KubeClient) -> set[str]:
@@ -60,7 +73,18 @@ async def check(
 ) -> gangapi.GangAPI:
     """The checks, in order; returns what the cluster serves for gang scheduling.
     `namespace`: the one the operator watches (None: all)."""
-    have = await patiently(f"discovery of {labels.API_VERSION}", lambda: served(client), stop=stop)
+
+    async def crds_served() -> set[str]:
+        # An API server that has just started serves custom resources a moment after
+        # the rest (its discovery lists them once their CRDs are loaded): a group missing
+        # is retried for `CRD_GRACE` seconds before it counts as not installed.
+        have = await served(client)
+        if missing_crds(have) and time.monotonic() < deadline:
+            raise NotYetServed(missing_crds(have))
+        return have
+
+    deadline = time.monotonic() + CRD_GRACE
+    have = await patiently(f"discovery of {labels.API_VERSION}", crds_served, stop=stop)
     problem = missing_crds(have)
     if problem:
         raise StartupError(problem)
