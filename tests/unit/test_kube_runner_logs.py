@@ -162,3 +162,17 @@ def test_json_lines_written_during_a_reconcile_carry_its_trace() -> None:
     assert lines[0]["controller"] == "test-trace"
     assert lines[0]["reconcile"] == lines[1]["reconcile"] != lines[2]["reconcile"]
     assert "reconcile" not in lines[4] and "object" not in lines[4]
+
+
+def test_the_log_setup_imports_no_metrics() -> None:
+    """The supervisor sets up its logs, then chooses the metrics' multiprocess directory,
+    then imports prometheus_client: a log module that imported it first would leave the
+    supervisor's own metrics (worker restarts) out of /metrics."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import cliques.cli.operator_cmd, cliques.operator.logs; "
+        "assert 'prometheus_client' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -18,27 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cliques import metrics
-from cliques.kube import errors, fair
+from cliques.kube import errors, fair, trace
 from cliques.kube.stretches import Stretches
 from cliques.kube.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
-
-#: The reconcile this task runs, if any: (controller, object key, reconcile id). Every log
-#: line written while it runs (by the runner, the planner's runner, the executor) can be
-#: traced to it: `--log-format json` adds the three as fields (`operator.logs`).
-current: contextvars.ContextVar[tuple[str, str, int] | None] = contextvars.ContextVar(
-    "reconcile", default=None
-)
-_ids = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +105,7 @@ class Runner:
         started = time.perf_counter()
         # The writes of this reconcile (and of the tasks it starts) wait in its flow's line.
         token = fair.current_flow.set(self.queue.group(key))
-        traced = current.set((self.name, key, next(_ids)))
+        traced = trace.current.set((self.name, key, trace.next_id()))
         fields = {"object": key, "controller": self.name}
         try:
             result = await self.reconcile(key)
@@ -154,7 +144,7 @@ class Runner:
                     extra={**fields, "reason": stretch.signature},
                 )
         finally:
-            current.reset(traced)
+            trace.current.reset(traced)
             fair.current_flow.reset(token)
             ended = time.perf_counter()
             self._duration.observe(ended - started)

@@ -3,7 +3,9 @@
 Records carry the object key and controller when the code passes them in `extra`, so
 `grep ns/name` on the text log, or a filter on `object` in JSON, follows one object. In
 JSON, every line written during a reconcile also carries `controller`, `object` and
-`reconcile` (an id per reconcile, `kube.runner.current`): the trace of that reconcile.
+`reconcile` (an id per reconcile, `kube.trace.current`): the trace of that reconcile.
+This module imports nothing that imports prometheus_client: the supervisor sets up its
+logs before it chooses the metrics' multiprocess directory.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from cliques.kube import runner
+from cliques.kube import trace
 
 _STD = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
@@ -28,7 +30,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        traced = runner.current.get()
+        traced = trace.current.get()
         if traced is not None:
             out["controller"], out["object"], out["reconcile"] = traced
         for k, v in vars(record).items():
