@@ -395,16 +395,32 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
         stage = Path(name).stem
         path.write_text(yaml.safe_dump(_stage(stage, [dict(deletion)])), encoding="utf-8")
     stages = kwok.stages(tmp_path)
-    assert [s["metadata"]["name"] for s in stages] == [Path(n).stem for n in kwok.STAGE_FILES]
+    names = [Path(n).stem for n in kwok.STAGE_FILES]
+    names.insert(names.index("pod-ready") + 1, kwok.DELAYED_STAGE)
+    assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
+    key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
     ready = by_name["pod-ready"]["spec"]["selector"]["matchExpressions"]
-    assert ready == [deletion, dict(kwok.START_GATE_REQUIREMENT)]
+    assert ready == [
+        deletion,
+        dict(kwok.START_GATE_REQUIREMENT),
+        {"key": key, "operator": "DoesNotExist"},
+    ]
+    assert "delay" not in by_name["pod-ready"]["spec"]  # as kwok has it, for pods without
+    delayed = by_name[kwok.DELAYED_STAGE]["spec"]
+    assert delayed["selector"]["matchExpressions"] == [
+        deletion,
+        dict(kwok.START_GATE_REQUIREMENT),
+        {"key": key, "operator": "Exists"},
+    ]
+    assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
-        if name != "pod-ready":
+        if name not in ("pod-ready", kwok.DELAYED_STAGE):
             assert stage["spec"]["selector"]["matchExpressions"] == [deletion], name
     # adding it twice changes nothing; the input is not modified
     again = kwok.with_start_gate(by_name["pod-ready"])
     assert again == by_name["pod-ready"] and again is not by_name["pod-ready"]
+    assert kwok.stage_changes(kwok.config_text({}, stages)) == []
 
 
 def test_stages_name_a_missing_file(tmp_path: Path) -> None:

@@ -187,9 +187,11 @@ def test_the_executor_names_the_kind_of_write_that_failed(plan: Plan, reason: st
 class Holding:
     """A client whose creates answer AlreadyExists because `held` holds every name."""
 
-    def __init__(self, held: dict[str, Any]) -> None:
+    def __init__(self, held: dict[str, Any], owner_uid: str = "uid") -> None:
         self.held = held
+        self.owner_uid = owner_uid  # the UID of the owner the API server holds by its name
         self.patches: list[Any] = []
+        self.deletes: list[tuple[str, str | None]] = []
 
     async def create(self, *a: Any, **kw: Any) -> Any:
         raise errors.from_response(
@@ -198,8 +200,11 @@ class Holding:
 
     async def get(self, resource: Any, ns: str, name: str, type_: type[Any]) -> Any:
         if resource.kind == OURS["kind"] and name == OURS["name"]:  # the owner, alive
-            return msgspec.convert({"metadata": {"name": name, "uid": OURS["uid"]}}, type_)
+            return msgspec.convert({"metadata": {"name": name, "uid": self.owner_uid}}, type_)
         return msgspec.convert(self.held, type_)
+
+    async def delete(self, resource: Any, ns: str, name: str, *, uid: str | None = None) -> None:
+        self.deletes.append((name, uid))
 
     async def patch(self, resource: Any, ns: str, name: str, patch: Any, *a: Any) -> Any:
         self.patches.append(patch)
@@ -229,11 +234,11 @@ WANT = {
                 "labels": WANT["metadata"]["labels"],
                 "ownerReferences": [{**OURS, "uid": "other", "controller": True}],
             },
-            "NameConflict",
+            "FailedCreate",
         ),
         ({"labels": {}, "deletionTimestamp": NOW}, "FailedCreate"),
     ],
-    ids=["ours", "orphan", "other-index", "foreign", "other-owner", "orphan-deleting"],
+    ids=["ours", "orphan", "other-index", "foreign", "predecessor", "orphan-deleting"],
 )
 def test_a_taken_name_is_ours_adopted_or_a_conflict(meta: dict[str, Any], outcome: str) -> None:
     client = Holding({"metadata": {"name": "c-0", **meta}})
@@ -253,3 +258,36 @@ def test_a_taken_name_is_ours_adopted_or_a_conflict(meta: dict[str, Any], outcom
     assert err.value.reason == outcome
     assert err.value.reportable == (outcome == "NameConflict")
     assert not client.patches
+
+
+PREDECESSOR = {
+    "uid": "pod-of-old",
+    "labels": WANT["metadata"]["labels"],
+    "ownerReferences": [{**OURS, "uid": "old", "controller": True}],
+}
+
+
+def test_a_pod_of_a_gone_owner_of_the_same_name_is_deleted_and_waited_for() -> None:
+    """A Clique deleted and made again: its predecessor's pod holds the name until the
+    garbage collector takes it. The API server holds the new Clique (our UID) by that
+    name, so the old one is gone: the pod is deleted (its UID a precondition) and the
+    create retried, never reported as a name conflict."""
+    client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid="uid")
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
+    assert err.value.reason == "FailedCreate" and not err.value.reportable
+    assert client.deletes == [("c-0", "pod-of-old")]
+
+
+def test_a_create_planned_from_a_stale_view_deletes_nothing() -> None:
+    """Our view is the stale one: the API server holds a newer Clique of that name, whose
+    pod holds the name. Nothing is deleted; the next reconcile sees the newer owner."""
+    client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid="old")
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
+    assert not err.value.reportable
+    assert client.deletes == []

@@ -30,6 +30,7 @@ the cache), recomputes, and tries again a bounded number of times.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -262,6 +263,13 @@ class Executor:
             if key in want.get("labels", {}) and meta.labels.get(key) != want["labels"][key]
         ]
         ours = [r for r in want.get("ownerReferences", []) if r.get("controller")]
+        if (
+            controller is not None
+            and ours
+            and not mismatched
+            and (controller.kind, controller.name) == (ours[0].get("kind"), ours[0].get("name"))
+        ):
+            await self._predecessor(ns, action, meta, controller.uid, ours[0])
         if controller is None and not mismatched and ours and meta.deletion_timestamp is None:
             if not await self._may_adopt(ns, ours[0]):
                 log.info(
@@ -294,6 +302,43 @@ class Executor:
             f"{kind} {ns}/{action.name} already exists and {whose}: the name is needed for "
             f"this object; rename or delete the other one"
         )
+
+    async def _predecessor(
+        self, ns: str, action: Create, meta: ObjectMeta, holder_owner: str, ref: dict[str, Any]
+    ) -> None:
+        """The holder of the name is controlled by an object of the owner's kind and name
+        with another UID: an earlier owner of that name (a Clique deleted and made again,
+        its pods not yet collected) or, if this view is stale, a later one. The API server
+        says which: if the owner it holds at that name is this one, the holder's owner is
+        gone, and the holder is deleted as the garbage collector would (with its UID as a
+        precondition) and waited for; if it is the holder's, this create was planned from
+        a stale view and is dropped (the next reconcile sees the successor)."""
+        resource = _OWNERS.get(str(ref.get("kind")))
+        if resource is None:
+            return
+        try:
+            current = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
+        except errors.NotFound:
+            raise NameInTransition(f"{ref.get('kind')} {ns}/{ref.get('name')} is gone") from None
+        kind = action.resource.kind
+        if current.metadata.uid == holder_owner:
+            log.info("create %s %s/%s: held by a newer owner's object", kind, ns, action.name)
+            raise NameInTransition(f"{kind} {ns}/{action.name} belongs to a newer owner")
+        if current.metadata.uid != action.owner_uid:
+            return
+        if meta.deletion_timestamp is None:
+            with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self.client.delete(action.resource, ns, action.name, uid=meta.uid)
+            log.info(
+                "deleted %s %s/%s: its %s %s (uid %s) is gone and the name is needed again",
+                kind,
+                ns,
+                action.name,
+                ref.get("kind"),
+                ref.get("name"),
+                holder_owner,
+            )
+        raise NameInTransition(f"{kind} {ns}/{action.name} of a gone owner is being deleted")
 
     async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
         """Whether the owner named by `ref` exists with its UID and is not being deleted,

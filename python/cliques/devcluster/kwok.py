@@ -165,10 +165,36 @@ def stages(source: Path) -> list[dict[str, Any]]:
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             raise ValueError(f"{path} is not a kwok Stage")
         out.append(doc)
-    return [
-        with_start_delay(with_start_gate(s)) if s["metadata"]["name"] == "pod-ready" else s
-        for s in out
-    ]
+    result: list[dict[str, Any]] = []
+    for s in out:
+        if s["metadata"]["name"] != "pod-ready":
+            result.append(s)
+            continue
+        # Two stages, so that a pod without the annotation goes through kwok's own stage
+        # exactly as before (no delay queue), and one with it through the delayed copy.
+        gated = with_start_gate(s)
+        result.append(_requiring(gated, "DoesNotExist"))
+        delayed = _requiring(with_start_delay(gated), "Exists")
+        delayed["metadata"]["name"] = DELAYED_STAGE
+        result.append(delayed)
+    return result
+
+
+#: The name of the copy of `pod-ready` that pods with `START_DELAY_ANNOTATION` go through.
+DELAYED_STAGE: Final = "pod-ready-delayed"
+
+
+def _requiring(stage: dict[str, Any], operator: str) -> dict[str, Any]:
+    """`stage` (a copy) whose selector also requires `START_DELAY_ANNOTATION` to exist or
+    not (`operator`)."""
+    import copy
+
+    out = copy.deepcopy(stage)
+    expressions = out["spec"].setdefault("selector", {}).setdefault("matchExpressions", [])
+    expressions.append(
+        {"key": f'.metadata.annotations["{START_DELAY_ANNOTATION}"]', "operator": operator}
+    )
+    return out
 
 
 def with_start_gate(stage: dict[str, Any]) -> dict[str, Any]:
@@ -201,6 +227,7 @@ def stage_changes(config_text: str) -> list[str]:
     import yaml
 
     ready: dict[str, Any] = {}
+    delayed: dict[str, Any] = {}
     try:
         docs = list(yaml.safe_load_all(config_text))
     except yaml.YAMLError:
@@ -208,8 +235,11 @@ def stage_changes(config_text: str) -> list[str]:
     for doc in docs:
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             continue
-        if (doc.get("metadata") or {}).get("name") == "pod-ready":
+        name = (doc.get("metadata") or {}).get("name")
+        if name == "pod-ready":
             ready = doc
+        elif name == DELAYED_STAGE:
+            delayed = doc
     if not ready:
         return []  # no stage of ours to judge
     spec = ready.get("spec") or {}
@@ -218,7 +248,7 @@ def stage_changes(config_text: str) -> list[str]:
     # kwokctl may save them converted (`jq: {key, ...}`): look for the annotations' names.
     if START_GATE_ANNOTATION not in str(expressions):
         missing.append("start gate")
-    if START_DELAY_ANNOTATION not in str(spec.get("delay") or ""):
+    if START_DELAY_ANNOTATION not in str((delayed.get("spec") or {}).get("delay") or ""):
         missing.append("start delay")
     return missing
 

@@ -136,11 +136,12 @@ class Runner:
             stretch = self.failing.ended(key)
             if stretch is not None:
                 log.info(
-                    "%s %s: reconciles again after %d failed attempt(s) over %.0fs",
+                    "%s %s: reconciles again after %d failed attempt(s) over %.0fs (the first: %s)",
                     self.name,
                     key,
                     stretch.count,
                     stretch.lasted(self.failing.now()),
+                    stretch.first,
                     extra={**fields, "reason": stretch.signature},
                 )
         finally:
@@ -157,7 +158,8 @@ class Runner:
         expected = isinstance(exc, errors.ReconcileFailure) or _expected(exc)
         signature = _signature(exc)
         fields = {**fields, "reason": signature}
-        if self.failing.failed(key, signature) is None:
+        stretch = self.failing.failed(key, signature)
+        if stretch is None:
             log.debug(
                 "%s %s: reconcile failed again: %s; retry in %.2fs",
                 self.name,
@@ -167,6 +169,7 @@ class Runner:
                 extra=fields,
             )
             return
+        stretch.first = str(exc)[:300]
         log.warning(
             "%s %s: reconcile failed: %s; retry in %.2fs (retries are logged again only "
             "if the failure changes, and when it ends)",

@@ -24,6 +24,8 @@ class Stretch:
     signature: str
     since: float
     count: int = 1
+    #: what the first failure of the stretch said (for the line that ends it)
+    first: str = ""
 
     def lasted(self, now: float) -> float:
         return max(0.0, now - self.since)
