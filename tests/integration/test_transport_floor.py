@@ -60,7 +60,8 @@ def test_one_round_of_each_work_makes_exactly_the_writes_of_a_deploy(
     assert [w for w, _ in floors] == ["cliques", "peer", "pods"], done.stdout
     assert all(float(cpu) > 0 for _, cpu in floors), done.stdout
     ready = re.findall(r"round 1 \w+: .* every pod Ready at ([\d.]+) s", done.stdout)
-    assert len(ready) == 3 and all(float(t) > 0 for t in ready), done.stdout
+    # Measured for every work (a bare pod on a fake node can be Ready within 0.05 s: 0.0)
+    assert len(ready) == 3 and all(float(t) >= 0 for t in ready), done.stdout
     plane = re.findall(r"(\w+): .*control plane CPU median ([\d.]+) s", done.stdout)
     assert [w for w, _ in plane] == (["cliques", "peer", "pods"] if ours else []), done.stdout
     assert all(float(cpu) > 0 for _, cpu in plane), done.stdout
