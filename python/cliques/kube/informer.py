@@ -246,7 +246,11 @@ class Informer(Generic[T]):
                         # server going away): routine, resumed from its version. If the
                         # next try fails too, that is a stretch of failures (a warning).
                         self._dropped = True
-                        log.info("%s: watch connection dropped (%s); resuming", self.name, exc)
+                        log.info(
+                            "%s: watch connection dropped (%s); resuming",
+                            self.name,
+                            type(exc).__name__,
+                        )
                         await asyncio.sleep(backoff * random.random())
                         backoff = min(backoff * 2, 30.0)
                         continue
