@@ -18,7 +18,12 @@ def register(sub: Any) -> None:
         "operator",
         help="run the cliques operator",
         description="Run the CliqueSet and Clique controllers. Stops cleanly on SIGTERM/SIGINT "
-        "(in-flight reconciles finish first).",
+        "(in-flight reconciles finish first). Before serving, each worker checks that the API "
+        "server serves the CRDs, that its RBAC lets it list CliqueSets, and which gang "
+        "scheduling API the cluster has; it waits out an API server that answers 429 or 5xx "
+        "or refuses connections (/readyz says not ready meanwhile). Exit codes: 0 stopped, "
+        "1 failed to start or kept crashing, 2 bad flag, 3 something a restart cannot fix "
+        "(CRDs not installed, credentials or RBAC refused; the log's last line says which).",
     )
     p.add_argument(
         "--kubeconfig", help="kubeconfig path (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
