@@ -89,6 +89,9 @@ class Context:
     algorithm: int
     #: start order is enforced after placement (`startGate` on Cliques with `startsAfter`)
     gated: bool = False
+    #: the gangs' epochs are tracked (`failurePolicy: RecreateGang`: only a gang that was
+    #: available whole can break); without it, no gang needs one
+    epochs: bool = False
 
 
 def context(
@@ -107,6 +110,7 @@ def context(
         templates=tuple((t.name, t.replicas, t.effective_min_available) for t in cliques),
         algorithm=algorithm,
         gated=gated,
+        epochs=cqs.spec.failure_policy.restart_policy == "RecreateGang",
     )
 
 
@@ -298,9 +302,11 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
             facts.degraded.append(f"{gang}/{role}")
     facts.degraded.sort()
-    facts.epoch = gang_failures.epoch_of(members, ctx.templates[0][0] if ctx.templates else "")
-    lead = members.get(ctx.templates[0][0]) if ctx.templates else None
-    facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
+    if ctx.epochs and ctx.templates:
+        lead_role = ctx.templates[0][0]
+        facts.epoch = gang_failures.epoch_of(members, lead_role)
+        lead = members.get(lead_role)
+        facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
     facts.unschedulable.sort()
     available = ready = updated = True
     starting = False
