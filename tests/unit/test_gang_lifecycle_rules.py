@@ -363,3 +363,14 @@ def test_reserved_keys_in_a_template_are_said_once_per_generation() -> None:
     seen = msgspec.structs.replace(cqs, status=first.status)
     again = cliqueset_planner.plan(set_snapshot(seen, []))
     assert not [e for e in again.events if e.reason == "ReservedKeys"]
+
+
+def test_without_the_policy_no_epoch_is_written_and_restarts_still_count() -> None:
+    marks = {gang_failures.ANNOTATION_RESTARTS: "2"}
+    cliques = [
+        clique(0, "leader", annotations=marks),
+        clique(0, "worker", replicas=2, annotations=marks),
+    ]
+    plan = cliqueset_planner.plan(set_snapshot(cliqueset(replicas=1), cliques))
+    assert not plan.patches  # no available-epoch mark, no breach mark
+    assert plan.status is not None and plan.status.gang_restarts == 2

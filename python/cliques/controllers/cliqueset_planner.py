@@ -333,13 +333,13 @@ def _failure_decisions(
     index -> (its live Cliques, the decision)."""
     policy = snap.cliqueset.spec.failure_policy
     out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
-    if policy.restart_policy != "RecreateGang":
-        return out
+    tracked = policy.restart_policy == "RecreateGang"
     lead = snap.cliqueset.spec.template.cliques[0].name
     for index, gang_facts in enumerate(facts):
-        # Only a gang that was available whole in its epoch can break.
-        breached = bool(gang_facts.degraded) and gang_facts.was_available
-        seen = gang_facts.available and not gang_facts.was_available
+        # Only a gang that was available whole in its epoch can break. (Without the policy
+        # a marked gang is still looked at: its restarts count in the status.)
+        breached = tracked and bool(gang_facts.degraded) and gang_facts.was_available
+        seen = tracked and gang_facts.available and not gang_facts.was_available
         if not breached and not gang_facts.marked and not seen:
             continue  # healthy and unmarked (read once per gang, kept with its verdict)
         gang = by_gang.get(index, {})
