@@ -15,7 +15,7 @@ from cliques.controllers import clique_planner, cliqueset_planner, failures
 from cliques.controllers.actions import Create, Delete, Patch, Plan
 from cliques.controllers.clique_planner import CliqueSnapshot
 from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
-from cliques.controllers.executor import ExecutionError, Executor
+from cliques.controllers.executor import ExecutionError, Executor, NameInTransition
 from cliques.kube import errors
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -267,27 +267,18 @@ PREDECESSOR = {
 }
 
 
-def test_a_pod_of_a_gone_owner_of_the_same_name_is_deleted_and_waited_for() -> None:
+def test_a_pod_of_another_owner_of_the_same_name_is_waited_for_not_deleted() -> None:
     """A Clique deleted and made again: its predecessor's pod holds the name until the
-    garbage collector takes it. The API server holds the new Clique (our UID) by that
-    name, so the old one is gone: the pod is deleted (its UID a precondition) and the
-    create retried, never reported as a name conflict."""
-    client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid="uid")
-    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
-    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
-    with pytest.raises(ExecutionError) as err:
-        asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
-    assert err.value.reason == "FailedCreate" and not err.value.reportable
-    assert client.deletes == [("c-0", "pod-of-old")]
-
-
-def test_a_create_planned_from_a_stale_view_deletes_nothing() -> None:
-    """Our view is the stale one: the API server holds a newer Clique of that name, whose
-    pod holds the name. Nothing is deleted; the next reconcile sees the newer owner."""
-    client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid="old")
-    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
-    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
-    with pytest.raises(ExecutionError) as err:
-        asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
-    assert not err.value.reportable
-    assert client.deletes == []
+    garbage collector deletes it, or orphans it (the Clique deleted with the Orphan
+    policy) to be adopted. Not a name conflict, and not the operator's to delete: the
+    create is retried; the same when this view is the stale one."""
+    for owner_uid in ("uid", "old"):
+        client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid=owner_uid)
+        executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+        ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+        plan = Plan(creates=[Create(PODS, "c-0", WANT, "uid")])
+        with pytest.raises(ExecutionError) as err:
+            asyncio.run(executor.execute(plan, ref))
+        assert err.value.reason == "FailedCreate" and not err.value.reportable
+        assert isinstance(err.value.first, NameInTransition)
+        assert client.deletes == [] and client.patches == []

@@ -30,7 +30,6 @@ the cache), recomputes, and tries again a bounded number of times.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -307,38 +306,28 @@ class Executor:
         self, ns: str, action: Create, meta: ObjectMeta, holder_owner: str, ref: dict[str, Any]
     ) -> None:
         """The holder of the name is controlled by an object of the owner's kind and name
-        with another UID: an earlier owner of that name (a Clique deleted and made again,
-        its pods not yet collected) or, if this view is stale, a later one. The API server
-        says which: if the owner it holds at that name is this one, the holder's owner is
-        gone, and the holder is deleted as the garbage collector would (with its UID as a
-        precondition) and waited for; if it is the holder's, this create was planned from
-        a stale view and is dropped (the next reconcile sees the successor)."""
-        resource = _OWNERS.get(str(ref.get("kind")))
-        if resource is None:
-            return
-        try:
-            current = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
-        except errors.NotFound:
-            raise NameInTransition(f"{ref.get('kind')} {ns}/{ref.get('name')} is gone") from None
+        with another UID: an earlier owner of that name (deleted, and made again before the
+        garbage collector deleted or released what it owned) or, if this view is stale, a
+        later one. Either way it is not a conflict a person must resolve: the garbage
+        collector deletes the holder, or orphans it (an owner deleted with the Orphan
+        policy) and it is adopted then; the create is retried with backoff meanwhile. The
+        operator never deletes it itself: only the garbage collector knows which of the
+        two the deletion asked for."""
         kind = action.resource.kind
-        if current.metadata.uid == holder_owner:
-            log.info("create %s %s/%s: held by a newer owner's object", kind, ns, action.name)
-            raise NameInTransition(f"{kind} {ns}/{action.name} belongs to a newer owner")
-        if current.metadata.uid != action.owner_uid:
-            return
-        if meta.deletion_timestamp is None:
-            with contextlib.suppress(errors.NotFound, errors.Conflict):
-                await self.client.delete(action.resource, ns, action.name, uid=meta.uid)
-            log.info(
-                "deleted %s %s/%s: its %s %s (uid %s) is gone and the name is needed again",
-                kind,
-                ns,
-                action.name,
-                ref.get("kind"),
-                ref.get("name"),
-                holder_owner,
-            )
-        raise NameInTransition(f"{kind} {ns}/{action.name} of a gone owner is being deleted")
+        log.debug(
+            "create %s %s/%s: held by the %s of %s %s (uid %s), another of its name",
+            kind,
+            ns,
+            action.name,
+            kind,
+            ref.get("kind"),
+            ref.get("name"),
+            holder_owner,
+        )
+        raise NameInTransition(
+            f"{kind} {ns}/{action.name} belongs to another {ref.get('kind')} named "
+            f"{ref.get('name')} (uid {holder_owner}); waiting for the garbage collector"
+        )
 
     async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
         """Whether the owner named by `ref` exists with its UID and is not being deleted,
