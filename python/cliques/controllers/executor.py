@@ -268,7 +268,7 @@ class Executor:
             and not mismatched
             and (controller.kind, controller.name) == (ours[0].get("kind"), ours[0].get("name"))
         ):
-            await self._predecessor(ns, action, meta, controller.uid, ours[0])
+            raise _predecessor(ns, action, controller.uid, ours[0])
         if controller is None and not mismatched and ours and meta.deletion_timestamp is None:
             if not await self._may_adopt(ns, ours[0]):
                 log.info(
@@ -300,33 +300,6 @@ class Executor:
         raise NameConflict(
             f"{kind} {ns}/{action.name} already exists and {whose}: the name is needed for "
             f"this object; rename or delete the other one"
-        )
-
-    async def _predecessor(
-        self, ns: str, action: Create, meta: ObjectMeta, holder_owner: str, ref: dict[str, Any]
-    ) -> None:
-        """The holder of the name is controlled by an object of the owner's kind and name
-        with another UID: an earlier owner of that name (deleted, and made again before the
-        garbage collector deleted or released what it owned) or, if this view is stale, a
-        later one. Either way it is not a conflict a person must resolve: the garbage
-        collector deletes the holder, or orphans it (an owner deleted with the Orphan
-        policy) and it is adopted then; the create is retried with backoff meanwhile. The
-        operator never deletes it itself: only the garbage collector knows which of the
-        two the deletion asked for."""
-        kind = action.resource.kind
-        log.debug(
-            "create %s %s/%s: held by the %s of %s %s (uid %s), another of its name",
-            kind,
-            ns,
-            action.name,
-            kind,
-            ref.get("kind"),
-            ref.get("name"),
-            holder_owner,
-        )
-        raise NameInTransition(
-            f"{kind} {ns}/{action.name} belongs to another {ref.get('kind')} named "
-            f"{ref.get('name')} (uid {holder_owner}); waiting for the garbage collector"
         )
 
     async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
@@ -399,3 +372,31 @@ class Executor:
                 if again is None:
                     return
                 rv, body = again
+
+
+def _predecessor(
+    ns: str, action: Create, holder_owner: str, ref: dict[str, Any]
+) -> NameInTransition:
+    """The error for a name held by an object controlled by one of the owner's kind and name
+    with another UID: an earlier owner of that name (deleted, and made again before the
+    garbage collector deleted or released what it owned) or, if this view is stale, a
+    later one. Either way it is not a conflict a person must resolve: the garbage
+    collector deletes the holder, or orphans it (an owner deleted with the Orphan
+    policy) and it is adopted then; the create is retried with backoff meanwhile. The
+    operator never deletes it itself: only the garbage collector knows which of the
+    two the deletion asked for."""
+    kind = action.resource.kind
+    log.debug(
+        "create %s %s/%s: held by the %s of %s %s (uid %s), another of its name",
+        kind,
+        ns,
+        action.name,
+        kind,
+        ref.get("kind"),
+        ref.get("name"),
+        holder_owner,
+    )
+    return NameInTransition(
+        f"{kind} {ns}/{action.name} belongs to another {ref.get('kind')} named "
+        f"{ref.get('name')} (uid {holder_owner}); waiting for the garbage collector"
+    )

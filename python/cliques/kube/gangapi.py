@@ -80,6 +80,11 @@ class _ResourceList(msgspec.Struct):
     resources: list[_Res] = msgspec.field(default_factory=list)
 
 
+def resource_names(listed: bytes) -> list[str]:
+    """The resource names of a group version's discovery document (`/apis/<g>/<v>`)."""
+    return [r.name for r in msgspec.json.decode(listed, type=_ResourceList).resources]
+
+
 class _Getter(Protocol):
     async def get_path(self, path: str) -> bytes: ...
 
@@ -99,6 +104,5 @@ async def detect(client: _Getter) -> GangAPI:
             listed = await client.get_path(f"/apis/{GROUP}/{version}")
         except errors.NotFound:
             continue
-        decoded = msgspec.json.decode(listed, type=_ResourceList)
-        resources[version] = [r.name for r in decoded.resources]
+        resources[version] = resource_names(listed)
     return interpret(versions, resources)

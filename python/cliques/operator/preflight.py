@@ -12,22 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import msgspec
-
 from cliques.api import labels
 from cliques.kube import errors, gangapi
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUES, CLIQUESETS
 from cliques.kube.startup import StartupError, patiently
-
-
-class _Res(msgspec.Struct):
-    name: str
-
-
-class _ResourceList(msgspec.Struct):
-    resources: list[_Res] = msgspec.field(default_factory=list)
-
 
 #: The resources the operator cannot run without.
 NEEDED = (CLIQUESETS.plural, CLIQUES.plural)
@@ -52,7 +41,7 @@ async def served(client: KubeClient) -> set[str]:
         raw = await client.get_path(f"/apis/{labels.API_VERSION}")
     except errors.NotFound:
         return set()
-    return {r.name for r in msgspec.json.decode(raw, type=_ResourceList).resources}
+    return set(gangapi.resource_names(raw))
 
 
 def missing_crds(have: set[str]) -> str:
