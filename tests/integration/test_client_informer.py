@@ -321,6 +321,9 @@ async def test_410_gone_relists_and_delivers_only_the_differences(
     await client.patch(CONFIGMAPS, ns, "cm-05", {"metadata": {"labels": {LABEL: "no"}}}, ConfigMap)
     added = await create_many(client, ns, [configmap("new-00"), configmap("new-01")])
     await client.create(CONFIGMAPS, ns, configmap("unlabelled", labelled=False), ConfigMap)
+    # deleted and made again under the same name: another object (another UID)
+    await client.delete(CONFIGMAPS, ns, "cm-06")
+    added.append(await client.create(CONFIGMAPS, ns, configmap("cm-06", v="9"), ConfigMap))
 
     before = gone_relists()
     informer.interrupt_watch(resume_from="1")
@@ -333,9 +336,14 @@ async def test_410_gone_relists_and_delivers_only_the_differences(
             by_kind.setdefault(e.kind, []).append(e.name)
         assert {k: sorted(v) for k, v in by_kind.items()} == {
             "MODIFIED": ["cm-00", "cm-01", "cm-02"],
-            "DELETED": ["cm-03", "cm-04", "cm-05"],
-            "ADDED": ["new-00", "new-01"],
+            "DELETED": ["cm-03", "cm-04", "cm-05", "cm-06"],
+            "ADDED": ["cm-06", "new-00", "new-01"],
         }
+        # the old cm-06 goes before the new one comes, and the old is what went
+        again = [e for e in events if e.name == "cm-06"]
+        assert [e.kind for e in again] == ["DELETED", "ADDED"]
+        assert again[0].rv == cached["cm-06"].metadata.resource_version
+        assert again[1].data == {"v": "9"}
         for e in events:
             if e.kind == "MODIFIED":
                 assert e.old_rv == cached[e.name].metadata.resource_version

@@ -46,8 +46,18 @@ from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, Resource
 SERVICES = Resource("", "v1", "services", "Service")
 #: Seconds every valid set gets, after the faults stop, to be Available with its pods.
 CONVERGE_BOUND = 90.0
+#: How long a create waits for an earlier set of its name to finish being deleted (s).
+GONE_WITHIN = 120.0
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class StepTimeout(Exception):
+    """A step could not be made within its bound (an earlier object never went away)."""
+
+
+#: What a step may fail with and the run goes on (counted, logged in the step log).
+STEP_FAILURES: tuple[type[BaseException], ...] = (*errors.API_FAILURES, StepTimeout)
 
 
 @dataclass
@@ -203,7 +213,7 @@ class Engine:
             self.result.step_log.append(where)
             try:
                 await self._do(step)
-            except errors.API_FAILURES as exc:
+            except STEP_FAILURES as exc:
                 self.counts["step errors"] += 1
                 self.result.step_log.append(f"  failed: {exc}")
             if self.proc.poll() is not None:
@@ -230,6 +240,7 @@ class Engine:
             self.orphaned.pop(step.name, None)
             c["objects valid"] += 1
             c[f"create {step.kind}"] += 1
+            await self._until_gone(step.name)
             await self._apply(step.shape)
         elif step.op == "edit":
             assert step.shape is not None
@@ -252,6 +263,25 @@ class Engine:
         elif step.op == "fault":
             c[f"fault {step.kind}"] += 1
             await self._fault(step)
+
+    async def _until_gone(self, name: str) -> None:
+        """Wait until no earlier CliqueSet of `name` is left, even one being deleted.
+
+        An apply onto a set still being deleted (the garbage collector has not yet released
+        what an Orphan deletion leaves) updates that dying object instead of making a new
+        one, and the set is gone a moment later: the step would test nothing."""
+        deadline = time.monotonic() + GONE_WITHIN
+        while True:
+            try:
+                await self.client.get(CLIQUESETS, self.ns, name, dict)
+            except errors.NotFound:
+                return
+            if time.monotonic() > deadline:
+                raise StepTimeout(
+                    f"CliqueSet {name} was still being deleted after {GONE_WITHIN:.0f}s"
+                )
+            self.counts["creates that waited for a deletion"] += 1
+            await asyncio.sleep(0.5)
 
     async def _apply(self, shape: Shape, *, scale: bool = False) -> None:
         self.monitor.desire(shape.name, desired_of(shape, self.hasher))
@@ -412,13 +442,32 @@ class Engine:
             await asyncio.sleep(0.5)
         self.progress("converge", total - len(pending) - len(reported), total)
         for name in sorted(pending):
-            why = self.monitor.converged(name) or "its status is not Available"
+            why = self.monitor.converged(name) or await self._unavailable(name)
             self.violations.append(f"{name} did not converge within {bound:.0f}s: {why}")
         for inv in reported:
             self.violations.append(
                 f"{inv.kind} {inv.name}: no Degraded/InvalidSpec naming {inv.expect!r} "
                 f"within {bound:.0f}s"
             )
+
+    async def _unavailable(self, name: str) -> str:
+        """Why set `name` does not count as available, for the violation's text."""
+        try:
+            cqs = await self.client.get(CLIQUESETS, self.ns, name, dict)
+        except errors.NotFound:
+            return "the CliqueSet does not exist"
+        except errors.API_FAILURES as exc:
+            return f"it could not be read: {exc}"
+        st = cqs.get("status") or {}
+        conditions = "; ".join(
+            f"{c.get('type')}={c.get('status')} {c.get('reason', '')}: {c.get('message', '')}"[:200]
+            for c in st.get("conditions") or []
+        )
+        return (
+            f"its status is not Available (generation {cqs['metadata'].get('generation')}, "
+            f"observed {st.get('observedGeneration')}, updated {st.get('updatedReplicas', 0)} of "
+            f"{cqs['spec'].get('replicas')}; {conditions or 'no conditions'})"
+        )
 
     async def _available(self, name: str) -> bool:
         try:

@@ -335,6 +335,12 @@ class Informer(Generic[T]):
                 self._dispatch("DELETED", old, old)
         for obj in seen.values():
             old = self.store.get(key_of(obj))
+            if old is not None and old.metadata.uid != obj.metadata.uid:
+                # Deleted and made again under its name while the watch was away: two
+                # objects, so the handlers see the old one go and the new one come.
+                self.store.remove(key_of(old))
+                self._dispatch("DELETED", old, old)
+                old = None
             if old is not None and (old.metadata.resource_version == obj.metadata.resource_version):
                 continue
             self.store.upsert(obj)
