@@ -153,9 +153,9 @@ def test_discovery_finds_the_workload_api(kubeconfig: str) -> None:
     import asyncio
 
     found = asyncio.run(gangapi.detect(KubectlDiscovery(Kubectl(kubeconfig))))
-    assert found.workloads, found.describe()
+    assert found.served, found.describe()
     assert "v1alpha1" in found.versions
-    assert wl.decide("Auto", found.workloads).backend == "Workload"
+    assert wl.decide("Auto", found.served).backend == "Workload"
 
 
 # ---- All or nothing --------------------------------------------------------------------------

@@ -374,7 +374,7 @@ class SimOperator:
             SimExecutor(cluster, SimClient(cluster, "op:set"), self.cqs_exp, recorder, written),
             self.cqs_exp,
             hasher,
-            gang_api=GangAPI(workload_api),
+            gang_api=GangAPI("v1alpha1" if workload_api else ""),
             workloads=cast(Any, inf.get("Workload")),
             status_hold=0.0,
         )

@@ -112,7 +112,7 @@ def test_a_gang_keeps_its_workload_and_unused_ones_are_deleted() -> None:
 def test_auto_falls_back_without_the_api_and_says_so_once() -> None:
     cqs = with_backend("Auto", replicas=1)
     found = gangapi.interpret(["v1"], {})
-    snap = set_snapshot(cqs, [], workload_api=found.workloads, gang_api=found.describe())
+    snap = set_snapshot(cqs, [], workload_api=found.served, gang_api=found.describe())
     plan = cliqueset_planner.plan(snap)
     assert gang_condition(plan) == ("False", workload.REASON_UNAVAILABLE)
     assert [e.reason for e in plan.events] == [workload.REASON_UNAVAILABLE]

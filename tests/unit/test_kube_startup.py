@@ -121,7 +121,7 @@ def test_crds_missing_for_a_moment_are_waited_for(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr("cliques.kube.startup.FIRST_DELAY", 0.001)
     client = Discovery(after=3)
     gang = asyncio.run(preflight.check(client))  # type: ignore[arg-type]
-    assert client.calls == 3 and not gang.workloads
+    assert client.calls == 3 and not gang.served
 
 
 def test_crds_still_missing_after_the_grace_say_what_to_install(

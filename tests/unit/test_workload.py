@@ -134,36 +134,45 @@ def test_decide(requested: str, served: bool, backend: str, reason: str, satisfi
 
 
 @pytest.mark.parametrize(
-    ("versions", "resources", "workloads", "unsupported"),
+    ("versions", "resources", "chosen"),
     [
-        ([], {}, False, ()),
-        (["v1"], {}, False, ()),
-        (["v1", "v1alpha1"], {"v1alpha1": ["workloads"]}, True, ()),
-        (["v1", "v1alpha1"], {"v1alpha1": ["priorityclasses"]}, False, ()),
-        (
-            ["v1", "v1alpha2"],
-            {"v1alpha2": ["podgroups", "workloads"]},
-            False,
-            ("scheduling.k8s.io/v1alpha2 podgroups",),
-        ),
+        ([], {}, ""),
+        (["v1"], {}, ""),
+        (["v1", "v1alpha1"], {"v1alpha1": ["workloads"]}, "v1alpha1"),
+        (["v1", "v1alpha1"], {"v1alpha1": ["priorityclasses"]}, ""),
+        (["v1", "v1alpha2"], {"v1alpha2": ["podgroups", "workloads"]}, "v1alpha2"),
+        # a version without both of its resources is not used
+        (["v1", "v1alpha2"], {"v1alpha2": ["workloads"]}, ""),
         (
             ["v1", "v1alpha1", "v1alpha2"],
             {"v1alpha1": ["workloads"], "v1alpha2": ["podgroups"]},
-            True,
-            ("scheduling.k8s.io/v1alpha2 podgroups",),
+            "v1alpha1",
+        ),
+        # the newest served wins
+        (
+            ["v1", "v1alpha3", "v1beta1"],
+            {"v1beta1": ["priorityclasses", "podgroups", "workloads"], "v1alpha3": ["x"]},
+            "v1beta1",
+        ),
+        (
+            ["v1alpha1", "v1alpha2", "v1beta1"],
+            {
+                "v1alpha1": ["workloads"],
+                "v1alpha2": ["podgroups", "workloads"],
+                "v1beta1": ["podgroups", "workloads"],
+            },
+            "v1beta1",
         ),
     ],
 )
-def test_interpret(
-    versions: list[str],
-    resources: dict[str, list[str]],
-    workloads: bool,
-    unsupported: tuple[str, ...],
-) -> None:
+def test_interpret(versions: list[str], resources: dict[str, list[str]], chosen: str) -> None:
     found = gangapi.interpret(versions, resources)
-    assert found.workloads is workloads
-    assert found.unsupported == unsupported
+    assert found.version == chosen
+    assert found.served is bool(chosen)
+    assert found.podgroups is (chosen in ("v1alpha2", "v1beta1"))
     assert found.describe()
+    if chosen:
+        assert f"scheduling.k8s.io/{chosen}" in found.describe()
 
 
 class FakeDiscovery:
@@ -198,11 +207,30 @@ def test_detect_finds_workloads() -> None:
         }
     )
     found = asyncio.run(gangapi.detect(fake))
-    assert found.workloads and found.versions == ("v1", "v1alpha1")
-    assert "/apis/scheduling.k8s.io/v1" not in fake.asked  # only the alpha versions are read
+    assert found.version == "v1alpha1" and found.versions == ("v1", "v1alpha1")
+    assert not found.podgroups
+    assert "/apis/scheduling.k8s.io/v1" not in fake.asked  # only the gang versions are read
 
 
-def test_detect_reports_podgroups_as_unsupported() -> None:
+def test_detect_prefers_v1beta1_podgroups() -> None:
+    fake = FakeDiscovery(
+        {
+            "/apis/scheduling.k8s.io": group("v1", "v1beta1", "v1alpha3"),
+            "/apis/scheduling.k8s.io/v1beta1": resource_list(
+                "priorityclasses", "podgroups", "workloads"
+            ),
+        }
+    )
+    found = asyncio.run(gangapi.detect(fake))
+    assert found.version == "v1beta1" and found.podgroups
+    assert found.podgroup_resource.path("ns", "pg") == (
+        "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/pg"
+    )
+    assert "/apis/scheduling.k8s.io/v1alpha3" not in fake.asked
+    assert "a PodGroup per gang" in found.describe()
+
+
+def test_detect_finds_v1alpha2_podgroups() -> None:
     fake = FakeDiscovery(
         {
             "/apis/scheduling.k8s.io": group("v1", "v1alpha2"),
@@ -210,12 +238,10 @@ def test_detect_reports_podgroups_as_unsupported() -> None:
         }
     )
     found = asyncio.run(gangapi.detect(fake))
-    assert not found.workloads
-    assert found.unsupported == ("scheduling.k8s.io/v1alpha2 podgroups",)
-    assert "not supported by this version" in found.describe()
+    assert found.version == "v1alpha2" and found.podgroups
 
 
 def test_detect_without_the_group() -> None:
     found = asyncio.run(gangapi.detect(FakeDiscovery({})))
-    assert found == gangapi.GangAPI(False)
+    assert found == gangapi.GangAPI()
     assert found.describe() == "no scheduling.k8s.io API group"

@@ -60,6 +60,12 @@ ANNOTATION_SUBDOMAIN_POLICY: Final = f"{GROUP}/subdomain-policy"
 #: On a Clique whose gang is gang-scheduled: the name of the Workload its pods reference
 #: (fixed when the gang's Cliques are created; pods' `spec.workloadRef` is immutable).
 ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
+#: On a Clique whose gang is gang-scheduled through PodGroups (Kubernetes 1.36 and later):
+#: the PodGroup its pods name in `spec.schedulingGroup.podGroupName` (one per gang).
+ANNOTATION_POD_GROUP: Final = f"{GROUP}/pod-group"
+#: On a PodGroup: a hash of the fields it was created with that the API server keeps
+#: immutable (`controllers.podgroups`): when the wanted ones differ, it is made again.
+ANNOTATION_POD_GROUP_SPEC: Final = f"{GROUP}/pod-group-spec"
 #: On a Clique (failurePolicy RecreateGang): when its gang was first seen below
 #: minAvailable, how many times the gang was recreated (also on its pods: pods of another
 #: count are deleted), and when it last was (`controllers.gang_failures`).

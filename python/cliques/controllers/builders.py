@@ -15,8 +15,10 @@
   the labels its Clique inherited, the template-hash label and algorithm annotation,
   hostname and subdomain for stable DNS (the hostname carries the gang index under a
   shared Service), the CLIQUES_* environment in every container,
-  `spec.workloadRef` to the Workload its Clique records (`cliques.dev/workload`), if any,
-  and the start gate of a Clique that has one (`start_gate`).
+  `spec.schedulingGroup.podGroupName` naming the PodGroup its Clique records
+  (`cliques.dev/pod-group`, from Kubernetes 1.36 on) or else `spec.workloadRef` to the
+  Workload it records (`cliques.dev/workload`, 1.35), if any, and the start gate of a
+  Clique that has one (`start_gate`).
   The template is never mutated: containers that get env are shallow copies.
 
 Each body carries a controller owner reference to the object it belongs to
@@ -83,11 +85,13 @@ def clique_body(
     algorithm: int,
     bucket: str,
     workload: str = "",
+    pod_group: str = "",
     layout: dict[str, str] | None = None,
     gated: bool = False,
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
-    (clique template names) it starts after; `workload` the Workload its gang uses;
+    (clique template names) it starts after; `workload` the Workload its gang uses (1.35),
+    `pod_group` the PodGroup (1.36 on);
     `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
     start order is enforced after placement (`startGate`)."""
     name = cqs.metadata.name
@@ -95,6 +99,8 @@ def clique_body(
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
     if workload:
         annotations[labels.ANNOTATION_WORKLOAD] = workload
+    if pod_group:
+        annotations[labels.ANNOTATION_POD_GROUP] = pod_group
     annotations.update(layout or {})
     return {
         "apiVersion": labels.API_VERSION,
@@ -290,8 +296,11 @@ def pod_body(
             starts_after=spec.starts_after,
             open_now=gate_open,
         )
+    group = meta.annotations.get(labels.ANNOTATION_POD_GROUP)
     gang_workload = meta.annotations.get(labels.ANNOTATION_WORKLOAD)
-    if gang_workload:
+    if group:
+        pod_spec["schedulingGroup"] = {"podGroupName": group}
+    elif gang_workload:
         pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)
 
     return {

@@ -35,6 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.meta import find_condition, format_now, only_status_changed
+from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
@@ -127,11 +128,13 @@ class CliqueSetController:
         max_child_debounce: float = 1.0,
         gang_api: gangapi.GangAPI | None = None,
         workloads: Informer[Workload] | None = None,
+        pod_groups: Informer[PodGroup] | None = None,
         status_hold: float = 0.0,
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
-        self.gang_api = gang_api or gangapi.GangAPI(False)
+        self.gang_api = gang_api or gangapi.GangAPI()
         self.workloads = workloads
+        self.pod_groups = pod_groups
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -164,8 +167,9 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        if workloads is not None:
-            workloads.add_handler(self._on_child)
+        for informer in (workloads, pod_groups):
+            if informer is not None:
+                informer.add_handler(self._on_child)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -283,11 +287,17 @@ class CliqueSetController:
             previous=self._judgements.get(uid),
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
-            workload_api=self.gang_api.workloads,
+            workload_api=self.gang_api.served,
             gang_api=self.gang_api.describe(),
+            gang_version=self.gang_api.version or "v1alpha1",
             workloads=(
                 self.workloads.store.by_index("controller", owner)
                 if self.workloads is not None
+                else []
+            ),
+            pod_groups=(
+                self.pod_groups.store.by_index("controller", owner)
+                if self.pod_groups is not None
                 else []
             ),
         )

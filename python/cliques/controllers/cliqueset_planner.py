@@ -40,6 +40,7 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
+from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
@@ -94,6 +95,10 @@ class CliqueSetSnapshot:
     gang_api: str = ""
     #: the Workloads this CliqueSet owns
     workloads: list[Workload] = field(default_factory=list)
+    #: the scheduling.k8s.io version served for gangs (`gangapi.GangAPI.version`), and the
+    #: PodGroups this CliqueSet owns (from 1.36 on)
+    gang_version: str = "v1alpha1"
+    pod_groups: list[PodGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -139,6 +144,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         workload_api=snap.workload_api,
         detail=snap.gang_api,
         bucket=bucket,
+        version=snap.gang_version,
+        groups=snap.pod_groups,
     )
     if not sched.decision.satisfiable:
         return _invalid(snap, sched.decision.message)
@@ -162,6 +169,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             removed.append((-gang, role, clique))
 
     deletes: list[Delete] = list(sched.deletes)
+    out.patches.extend(sched.patches)
     creates: list[Create] = list(sched.creates) if snap.expectations_satisfied else []
     for minus_gang, _, clique in sorted(removed, key=lambda r: r[:2]):
         why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
@@ -201,6 +209,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
+                    pod_group=sched.pod_group(meta.name, index),
                     layout=layout,
                     gated=gated,
                 )

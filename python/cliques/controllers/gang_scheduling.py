@@ -1,15 +1,21 @@
-"""Gang scheduling of one CliqueSet, planned (pure): which backend it gets, the Workload to
-create or delete, the Workload each gang uses, and its `GangScheduling` condition.
+"""Gang scheduling of one CliqueSet, planned (pure): which backend it gets, the Workload and
+PodGroups to create, patch or delete, what each gang's pods name, and its `GangScheduling`
+condition.
 
-- The backend is `workload.decide(spec.gangScheduling.backend, <the cluster serves the
-  Workload API>)`; the cluster is asked once per operator process (`gangapi.detect`).
-- With the Workload backend, the CliqueSet's current Workload (`workload.workload_name`:
-  it carries the gang shape's hash) is created when missing, and no Clique of a new gang
-  is created before the cache shows it (pods referencing a missing Workload would not
-  schedule). A gang's Cliques record the Workload they were created with
-  (`cliques.dev/workload`); every Clique of that gang created later (a clique template
-  added) uses the same one, so a gang's pods always share one Workload. A Workload no
-  live Clique records and that is not the current one is deleted.
+- The backend is `workload.decide(spec.gangScheduling.backend, <a gang API is served>)`; the
+  cluster is asked once per operator process (`gangapi.detect`), which picks the newest API
+  it serves: `v1beta1` (1.37), `v1alpha2` (1.36), `v1alpha1` (1.35).
+- From 1.36 on (`podgroups`): the set's current Workload is the template, created when
+  missing, and each gang has its PodGroup (`controllers.podgroups`), which its Cliques name
+  (`cliques.dev/pod-group`) and their pods reference. A Workload no PodGroup links to and
+  that is not the current one is deleted.
+- On 1.35: the CliqueSet's current Workload (`workload.workload_name`: it carries the gang
+  shape's hash) is created when missing, and no Clique of a new gang is created before the
+  cache shows it (pods referencing a missing Workload would not schedule). A gang's Cliques
+  record the Workload they were created with (`cliques.dev/workload`); every Clique of that
+  gang created later (a clique template added) uses the same one, so a gang's pods always
+  share one Workload. A Workload no live Clique records and that is not the current one is
+  deleted.
 - Start order: the scheduler binds none of a gang's pods until all of them exist, so with
   the Workload backend a clique cannot hold its pods back until the cliques it starts
   after are Ready. Its Clique gets `startGate` instead (`gated`): all pods are created,
@@ -26,10 +32,11 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
+from cliques.api.podgroup import PodGroup
 from cliques.api.workload import Workload
-from cliques.controllers import conditions, workload
-from cliques.controllers.actions import Create, Delete, Event
-from cliques.kube.resources import WORKLOADS
+from cliques.controllers import conditions, podgroups, workload
+from cliques.controllers.actions import Create, Delete, Event, Patch
+from cliques.kube.resources import Resource
 
 CONDITION: Final = "GangScheduling"
 
@@ -39,12 +46,20 @@ class GangPlan:
     """What gang scheduling adds to a CliqueSet's plan."""
 
     decision: workload.Decision
-    #: the Workload new gangs use ("" without the Workload backend)
+    #: the Workload new gangs use on 1.35 ("" without the Workload backend, and from 1.36
+    #: on, where gangs name their PodGroup instead)
     current: str = ""
     #: whether new gangs' Cliques can be created now (their Workload is in the cache)
     ready: bool = True
+    #: gangs name a PodGroup each (`pod_group`), from 1.36 on
+    pod_groups: bool = False
     creates: list[Create] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
+
+    def pod_group(self, cliqueset: str, gang: int) -> str:
+        """The PodGroup gang `gang`'s new Cliques name ("" without PodGroups)."""
+        return podgroups.group_name(cliqueset, gang) if self.pod_groups else ""
 
 
 def plan(
@@ -55,29 +70,62 @@ def plan(
     workload_api: bool,
     detail: str,
     bucket: str,
+    version: str = "v1alpha1",
+    groups: Iterable[PodGroup] = (),
 ) -> GangPlan:
-    decision = workload.decide(cqs.spec.gang_scheduling.backend, workload_api, detail)
+    """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
+    the set owns (from 1.36 on)."""
+    decision = workload.decide(cqs.spec.gang_scheduling.backend, workload_api, detail, version)
+    cliques = list(cliques)
     have = {w.metadata.name: w for w in workloads}
-    used = {
-        c.metadata.annotations[labels.ANNOTATION_WORKLOAD]
-        for c in cliques
-        if c.metadata.deletion_timestamp is None
-        and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
-    }
-    current = workload.workload_name(cqs) if decision.backend == "Workload" else ""
+    on = decision.backend == "Workload"
+    latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
+    wl_resource = Resource("scheduling.k8s.io", version, "workloads", "Workload")
     creates: list[Create] = []
-    if current and current not in have:
-        body = workload.build_workload(cqs)
+    if latest and latest not in have:
+        body = workload.build_workload(cqs, version)
         body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
-        creates.append(Create(WORKLOADS, current, body, uid))
+        creates.append(Create(wl_resource, latest, body, uid))
+    patches: list[Patch] = []
+    group_deletes: list[Delete] = []
+    if version in podgroups.VERSIONS:
+        # Every gang of the set and any that still has Cliques while the backend is on;
+        # whatever the backend, any gang whose Cliques name a group (their pods may still
+        # be made, and name it).
+        live = [c for c in cliques if c.metadata.deletion_timestamp is None]
+        gangs = {
+            c.spec.gang_index for c in live if labels.ANNOTATION_POD_GROUP in c.metadata.annotations
+        }
+        if on:
+            gangs |= set(range(cqs.spec.replicas)) | {c.spec.gang_index for c in live}
+        groups_plan = podgroups.plan(cqs, version, groups, gangs, latest, bucket)
+        creates += groups_plan.creates
+        patches = groups_plan.patches
+        group_deletes = groups_plan.deletes
+        used = groups_plan.linked
+        current, ready = "", True
+    else:
+        used = {
+            c.metadata.annotations[labels.ANNOTATION_WORKLOAD]
+            for c in cliques
+            if c.metadata.deletion_timestamp is None
+            and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
+        }
+        current, ready = latest, not latest or latest in have
     deletes = [
-        Delete(WORKLOADS, name, w.metadata.uid, uid, "Unused")
+        Delete(wl_resource, name, w.metadata.uid, uid, "Unused")
         for name, w in sorted(have.items())
-        if name != current and name not in used and w.metadata.deletion_timestamp is None
+        if name != latest and name not in used and w.metadata.deletion_timestamp is None
     ]
     return GangPlan(
-        decision, current, ready=not current or current in have, creates=creates, deletes=deletes
+        decision,
+        current,
+        ready=ready,
+        pod_groups=on and version in podgroups.VERSIONS,
+        creates=creates,
+        patches=patches,
+        deletes=deletes + group_deletes,
     )
 
 

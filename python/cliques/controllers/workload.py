@@ -1,8 +1,9 @@
-"""The scheduler's gang scheduling for a CliqueSet: a `scheduling.k8s.io/v1alpha1` Workload
-and each pod's `spec.workloadRef` (pure; docs/gangs.md).
+"""The scheduler's gang scheduling for a CliqueSet: its Workload, and on Kubernetes 1.35
+(`scheduling.k8s.io/v1alpha1`) each pod's `spec.workloadRef` (pure; docs/gangs.md). From
+1.36 on, the Workload is a template and each gang is a PodGroup (`controllers.podgroups`).
 
-One Workload per CliqueSet and gang shape, owned by the CliqueSet (controller reference,
-blockOwnerDeletion), with one pod group `gang` whose gang policy's `minCount` is the pods
+On v1alpha1: one Workload per CliqueSet and gang shape, owned by the CliqueSet (controller
+reference, blockOwnerDeletion), with one pod group `gang` whose gang policy's `minCount` is the pods
 a gang needs to be available (the sum of its cliques' `minAvailable`, which is every pod
 unless `minAvailable` was lowered). Every gang is one replica of that group: a pod's
 `workloadRef` is `{name: <workload>, podGroup: gang, podGroupReplicaKey: <gang index>}`,
@@ -64,16 +65,25 @@ def workload_name(cqs: CliqueSet) -> str:
     return f"{cqs.metadata.name}-{shape_hash(pod_groups(cqs))}"
 
 
-def build_workload(cqs: CliqueSet) -> dict[str, Any]:
-    """The Workload body for `cqs` (create it; it is never updated)."""
+def build_workload(cqs: CliqueSet, version: str = "v1alpha1") -> dict[str, Any]:
+    """The Workload body for `cqs` in API `version` (create it; it is never updated). From
+    v1alpha2 on, its pod groups are templates (`podGroupTemplates`) the PodGroups link to."""
     meta = cqs.metadata
     if not meta.name or not meta.uid:
         raise ValueError("the CliqueSet needs a name and a uid to own its Workload")
     groups = pod_groups(cqs)
     if len(groups) > MAX_POD_GROUPS:  # pragma: no cover - one group today
         raise ValueError(f"{len(groups)} pod groups, more than {MAX_POD_GROUPS}")
+    if version == "v1alpha1":
+        spec_groups: dict[str, Any] = {"podGroups": groups}
+    else:
+        spec_groups = {
+            "podGroupTemplates": [
+                {"name": g["name"], "schedulingPolicy": g["policy"]} for g in groups
+            ]
+        }
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": f"scheduling.k8s.io/{version}",
         "kind": KIND,
         "metadata": {
             "name": f"{meta.name}-{shape_hash(groups)}",
@@ -96,7 +106,7 @@ def build_workload(cqs: CliqueSet) -> dict[str, Any]:
                 "kind": labels.KIND_CLIQUESET,
                 "name": meta.name,
             },
-            "podGroups": groups,
+            **spec_groups,
         },
     }
 
@@ -123,31 +133,38 @@ class Decision:
     satisfiable: bool = True
 
 
-def decide(requested: str, workload_api: bool, detail: str = "") -> Decision:
-    """Resolve `gangScheduling.backend` given whether the cluster serves the Workload API.
+def decide(
+    requested: str, workload_api: bool, detail: str = "", version: str = "v1alpha1"
+) -> Decision:
+    """Resolve `gangScheduling.backend` given whether the cluster serves a gang API, and
+    which `version` of scheduling.k8s.io it is.
 
     Auto falls back to None (pod-by-pod scheduling) and says so; an explicit Workload that
     the cluster cannot serve is unsatisfiable, never quietly downgraded.
     """
-    why = f": {detail}" if detail else ""
+    why = f" ({detail})" if detail else ""
     if requested == BACKEND_NONE:
         return Decision("None", REASON_DISABLED, "gangScheduling.backend is None")
     if workload_api:
-        return Decision(
-            "Workload", REASON_WORKLOAD, f"gangs are scheduled through {API_VERSION} Workloads"
-        )
+        if version == "v1alpha1":
+            how = f"gangs are scheduled through {API_VERSION} Workloads"
+        else:
+            how = f"gangs are scheduled through scheduling.k8s.io/{version} PodGroups, one each"
+        return Decision("Workload", REASON_WORKLOAD, how)
+    served = (
+        "the cluster serves no gang-scheduling API (scheduling.k8s.io v1beta1, v1alpha2 or "
+        "v1alpha1)"
+    )
     if requested == BACKEND_AUTO:
         return Decision(
             "None",
             REASON_UNAVAILABLE,
-            f"the cluster does not serve {API_VERSION} workloads{why}; gangs are scheduled "
-            "pod by pod",
+            f"{served}{why}; gangs are scheduled pod by pod",
         )
     assert requested == BACKEND_WORKLOAD, requested
     return Decision(
         "None",
         REASON_UNAVAILABLE,
-        f"gangScheduling.backend is Workload but the cluster does not serve {API_VERSION} "
-        f"workloads{why}",
+        f"gangScheduling.backend is Workload but {served}{why}",
         satisfiable=False,
     )

@@ -1,67 +1,93 @@
 """Which gang-scheduling API the cluster serves, read from the discovery API.
 
-    scheduling.k8s.io/v1alpha1  workloads   Kubernetes 1.35 (GenericWorkload gate and
-                                            --runtime-config): supported
-    scheduling.k8s.io/v1alpha2  podgroups   Kubernetes 1.36: found and reported, not
-                                            supported by this version of cliques
+    scheduling.k8s.io/v1beta1   workloads, podgroups   Kubernetes 1.37 (GenericWorkload,
+                                                       beta): a PodGroup per gang
+    scheduling.k8s.io/v1alpha2  workloads, podgroups   Kubernetes 1.36 (GenericWorkload,
+                                                       alpha): a PodGroup per gang
+    scheduling.k8s.io/v1alpha1  workloads              Kubernetes 1.35 (alpha): a Workload
+                                                       whose pod group has a replica per gang
 
-`detect` asks the API server (`GET /apis/scheduling.k8s.io`, then each alpha version's
-resource list); `interpret` is the pure part. Discovery shows what the API server serves,
-not whether kube-scheduler runs with the GangScheduling gate: a cluster that serves the
-Workload API must also run its scheduler with that gate (docs/gangs.md).
+The newest one served is used (`PREFERENCE`). `detect` asks the API server
+(`GET /apis/scheduling.k8s.io`, then each candidate version's resource list); `interpret`
+is the pure part. Discovery shows what the API server serves, not whether kube-scheduler
+runs with the GangScheduling gate: a cluster that serves the API must also run its scheduler
+with that gate (docs/gangs.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 import msgspec
 
 from cliques.kube import errors
+from cliques.kube.resources import Resource
 
 GROUP: Final = "scheduling.k8s.io"
-WORKLOAD_VERSION: Final = "v1alpha1"
 WORKLOAD_RESOURCE: Final = "workloads"
-#: Versions and resources known to exist and not supported here: reported, never used.
-UNSUPPORTED: Final[Mapping[str, str]] = {"v1alpha2": "podgroups"}
+PODGROUP_RESOURCE: Final = "podgroups"
+#: Version -> the resources the operator needs of it, newest first: the order of preference.
+PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
+    "v1beta1": (WORKLOAD_RESOURCE, PODGROUP_RESOURCE),
+    "v1alpha2": (WORKLOAD_RESOURCE, PODGROUP_RESOURCE),
+    "v1alpha1": (WORKLOAD_RESOURCE,),
+}
 
 
 @dataclass(frozen=True)
 class GangAPI:
     """What the cluster serves for gang scheduling."""
 
-    #: `scheduling.k8s.io/v1alpha1` `workloads` is served (the backend cliques supports).
-    workloads: bool
+    #: The group version the operator uses ("" when none of `PREFERENCE` is served).
+    version: str = ""
     #: Every group version the API server lists for scheduling.k8s.io.
     versions: tuple[str, ...] = ()
-    #: `<group>/<version> <resource>` served but not supported by this version of cliques.
-    unsupported: tuple[str, ...] = field(default=())
+
+    @property
+    def served(self) -> bool:
+        """Some gang-scheduling API is served (the Workload backend is possible)."""
+        return bool(self.version)
+
+    @property
+    def podgroups(self) -> bool:
+        """Gangs are standalone PodGroups named by the pods (1.36 and later); otherwise
+        replicas of a Workload's pod group (1.35)."""
+        return PODGROUP_RESOURCE in PREFERENCE.get(self.version, ())
+
+    @property
+    def workload_resource(self) -> Resource:
+        return Resource(GROUP, self.version, WORKLOAD_RESOURCE, "Workload")
+
+    @property
+    def podgroup_resource(self) -> Resource:
+        return Resource(GROUP, self.version, PODGROUP_RESOURCE, "PodGroup")
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
 
     def describe(self) -> str:
         """One line for a log or a condition message."""
-        if self.workloads:
-            found = f"{GROUP}/{WORKLOAD_VERSION} {WORKLOAD_RESOURCE}"
-        elif self.versions:
-            found = f"{GROUP} serves {', '.join(self.versions)} but no {WORKLOAD_VERSION} "
-            found += WORKLOAD_RESOURCE
-        else:
-            found = f"no {GROUP} API group"
-        if self.unsupported:
-            found += f" ({', '.join(self.unsupported)}: not supported by this version)"
-        return found
+        if self.podgroups:
+            return f"{self.api_version} workloads and podgroups (a PodGroup per gang)"
+        if self.version:
+            return f"{self.api_version} workloads (a pod group replica per gang)"
+        if self.versions:
+            return (
+                f"{GROUP} serves {', '.join(self.versions)} but none of its gang APIs "
+                f"({', '.join(PREFERENCE)})"
+            )
+        return f"no {GROUP} API group"
 
 
 def interpret(group_versions: Sequence[str], resources: Mapping[str, Sequence[str]]) -> GangAPI:
     """From the versions of scheduling.k8s.io and the resource names of each version."""
-    workloads = WORKLOAD_RESOURCE in resources.get(WORKLOAD_VERSION, ())
-    unsupported = tuple(
-        f"{GROUP}/{version} {resource}"
-        for version, resource in UNSUPPORTED.items()
-        if resource in resources.get(version, ())
-    )
-    return GangAPI(workloads, tuple(group_versions), unsupported)
+    for version, needed in PREFERENCE.items():
+        if all(r in resources.get(version, ()) for r in needed):
+            return GangAPI(version, tuple(group_versions))
+    return GangAPI("", tuple(group_versions))
 
 
 class _Version(msgspec.Struct):
@@ -94,11 +120,11 @@ async def detect(client: _Getter) -> GangAPI:
     try:
         group = msgspec.json.decode(await client.get_path(f"/apis/{GROUP}"), type=_Group)
     except errors.NotFound:
-        return GangAPI(False)
+        return GangAPI()
     versions = [v.version for v in group.versions]
     resources: dict[str, list[str]] = {}
     for version in versions:
-        if version != WORKLOAD_VERSION and version not in UNSUPPORTED:
+        if version not in PREFERENCE:
             continue
         try:
             listed = await client.get_path(f"/apis/{GROUP}/{version}")

@@ -21,11 +21,12 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.pod import Pod
+from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import clique_controller, cliqueset_controller, start_gate
@@ -36,13 +37,15 @@ from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults, short_selector
-from cliques.kube.resources import CLIQUES, PODS, SERVICES, WORKLOADS, Resource
+from cliques.kube.objects import KubeObject
+from cliques.kube.resources import CLIQUES, PODS, SERVICES, Resource
 from cliques.kube.runner import Runner
 from cliques.kube.startup import Stopped
 from cliques.operator import preflight, undecodable
 from cliques.operator.buckets import BucketSet
 from cliques.operator.cliqueset_cache import CliqueSetCache
 
+T = TypeVar("T", bound=KubeObject)
 log = logging.getLogger(__name__)
 
 
@@ -172,26 +175,36 @@ class Manager:
             )
             log.info("gang scheduling: %s", gang_api.describe())
         wl_inf: Informer[Workload] | None = None
-        if gang_api.workloads:
-            wl_inf = Informer(
-                client,
-                WORKLOADS,
-                Workload,
-                namespace=cfg.namespace,
-                label_selector=cfg.buckets.selector(),
-                indexers={"controller": store.by_controller},
-                resync_period=cfg.resync_period,
-            )
+        pg_inf: Informer[PodGroup] | None = None
+        if gang_api.served:
+            wl_inf = self._owned_informer(client, gang_api.workload_resource, Workload)
             self.informers.append(wl_inf)
+        if gang_api.podgroups:
+            pg_inf = self._owned_informer(client, gang_api.podgroup_resource, PodGroup)
+            self.informers.append(pg_inf)
         self.recorder = EventRecorder(client) if cfg.events else None
         with cqs_inf.recording() as registered:
-            self._controllers(client, cqs_inf, cq_inf, pod_inf, svc_inf, wl_inf, gang_api)
+            self._controllers(client, cqs_inf, cq_inf, pod_inf, svc_inf, (wl_inf, pg_inf), gang_api)
         try:
             await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
         finally:
             if shared:
                 shared.unregister(registered)
                 shared.forget(cfg.buckets.buckets)
+
+    def _owned_informer(self, client: KubeClient, resource: Resource, kind: type[T]) -> Informer[T]:
+        """An informer of objects the CliqueSets of this Manager's buckets own (by label),
+        indexed by their controller."""
+        cfg = self.config
+        return Informer(
+            client,
+            resource,
+            kind,
+            namespace=cfg.namespace,
+            label_selector=cfg.buckets.selector(),
+            indexers={"controller": store.by_controller},
+            resync_period=cfg.resync_period,
+        )
 
     def _child_informers(
         self, client: KubeClient
@@ -240,7 +253,7 @@ class Manager:
         cq_inf: Informer[Clique],
         pod_inf: Informer[Pod],
         svc_inf: Informer[Service],
-        wl_inf: Informer[Workload] | None,
+        gang_informers: tuple[Informer[Workload] | None, Informer[PodGroup] | None],
         gang_api: gangapi.GangAPI,
     ) -> None:
         """The two controllers (their handlers registered on the informers) and runners."""
@@ -274,7 +287,8 @@ class Manager:
             hasher,
             owns=owns,
             gang_api=gang_api,
-            workloads=wl_inf,
+            workloads=gang_informers[0],
+            pod_groups=gang_informers[1],
             status_hold=cfg.status_hold,
         )
         cq_ctl = clique_controller.CliqueController(

@@ -53,6 +53,7 @@ WORKLOAD: Final = (
     Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "events", ("create",)),
     Rule("scheduling.k8s.io", "workloads", ("get", "list", "watch", "create", "patch", "delete")),
+    Rule("scheduling.k8s.io", "podgroups", ("get", "list", "watch", "create", "patch", "delete")),
 )
 
 #: On its Leases, in the lease namespace (a Role).

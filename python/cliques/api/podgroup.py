@@ -1,0 +1,34 @@
+"""A slim scheduling.k8s.io PodGroup (v1alpha2 and v1beta1 read alike): what the operator
+compares with the gang it schedules, its gang policy's `minCount`; the fields it cannot
+change are compared through a hash it writes on the object (`controllers.podgroups`)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from cliques.api.meta import ObjectMeta
+
+
+class GangPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    min_count: int = 0
+
+
+class SchedulingPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    gang: GangPolicy | None = None
+
+
+class PodGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    scheduling_policy: SchedulingPolicy = msgspec.field(default_factory=SchedulingPolicy)
+
+
+class PodGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A PodGroup: metadata and its gang policy."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = msgspec.field(default_factory=PodGroupSpec)
+
+    @property
+    def min_count(self) -> int:
+        """The gang policy's minCount (0 with the basic policy)."""
+        gang = self.spec.scheduling_policy.gang
+        return gang.min_count if gang is not None else 0

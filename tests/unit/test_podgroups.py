@@ -1,0 +1,244 @@
+"""PodGroups (Kubernetes 1.36 `v1alpha2`, 1.37 `v1beta1`): one per gang under a stable name,
+made before and kept in step with the gang it schedules (minCount patched where the API
+lets it change, the group made again where it does not), deleted with its gang; the
+Workload as their template; pods naming their gang's group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import GangScheduling
+from cliques.api.meta import ObjectMeta, OwnerReference
+from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingPolicy
+from cliques.api.workload import Workload
+from cliques.controllers import builders, cliqueset_planner, podgroups, workload
+from tests.unit.planner_fixtures import clique, cliqueset, gangs, set_snapshot
+
+NEEDED = 3  # a leader and two workers
+
+
+def with_backend(backend: str = "Workload", **kw: Any):  # type: ignore[no-untyped-def]
+    cqs = cliqueset(**kw)
+    spec = msgspec.structs.replace(cqs.spec, gang_scheduling=GangScheduling(backend=backend))  # type: ignore[arg-type]
+    return msgspec.structs.replace(cqs, spec=spec)
+
+
+def _ref() -> list[OwnerReference]:
+    return [
+        OwnerReference(
+            api_version="x", kind="CliqueSet", name="llama", uid="cqs-uid", controller=True
+        )
+    ]
+
+
+def group(
+    gang: int,
+    version: str = "v1beta1",
+    *,
+    min_count: int = NEEDED,
+    made_for: int | None = None,
+    deleting: bool = False,
+    workload_name: str = "llama-w",
+) -> PodGroup:
+    """The group of `gang` as the operator made it for `made_for` pods (default: min_count)."""
+    made = min_count if made_for is None else made_for
+    return PodGroup(
+        metadata=ObjectMeta(
+            name=f"llama-{gang}",
+            namespace="ns",
+            uid=f"pg-{gang}",
+            resource_version="7",
+            owner_references=_ref(),
+            annotations={
+                labels.ANNOTATION_POD_GROUP_SPEC: podgroups.fixed_hash(version, made),
+                labels.ANNOTATION_WORKLOAD: workload_name,
+            },
+            deletion_timestamp="2026-11-25T00:00:00Z" if deleting else None,
+        ),
+        spec=PodGroupSpec(scheduling_policy=SchedulingPolicy(gang=GangPolicy(min_count=min_count))),
+    )
+
+
+def plan(cqs: Any, version: str = "v1beta1", cliques: list[Clique] | None = None, **kw: Any):  # type: ignore[no-untyped-def]
+    snap = set_snapshot(
+        cqs, cliques if cliques is not None else [], workload_api=True, gang_version=version, **kw
+    )
+    return cliqueset_planner.plan(snap)
+
+
+def kinds(actions: list[Any], kind: str) -> list[str]:
+    return [a.name for a in actions if a.resource.kind == kind]
+
+
+@pytest.mark.parametrize("version", ["v1alpha2", "v1beta1"])
+def test_a_new_set_gets_its_workload_a_group_per_gang_and_cliques_naming_them(version: str) -> None:
+    cqs = with_backend(replicas=2)
+    out = plan(cqs, version)
+    wl = workload.workload_name(cqs)
+    assert kinds(out.creates, "Workload") == [wl]
+    assert kinds(out.creates, "PodGroup") == ["llama-0", "llama-1"]
+    # pods may exist before their group (they wait for it): the Cliques come at once
+    assert len(kinds(out.creates, "Clique")) == 4
+    for c in out.creates:
+        if c.resource.kind == "Clique":
+            gang = c.body["spec"]["gangIndex"]
+            assert c.body["metadata"]["annotations"][labels.ANNOTATION_POD_GROUP] == f"llama-{gang}"
+            assert labels.ANNOTATION_WORKLOAD not in c.body["metadata"]["annotations"]
+    wl_body = next(c.body for c in out.creates if c.resource.kind == "Workload")
+    assert wl_body["apiVersion"] == f"scheduling.k8s.io/{version}"
+    assert wl_body["spec"]["podGroupTemplates"] == [
+        {"name": "gang", "schedulingPolicy": {"gang": {"minCount": NEEDED}}}
+    ]
+    pg = next(c for c in out.creates if c.name == "llama-1")
+    assert pg.resource.version == version and pg.resource.plural == "podgroups"
+    body = pg.body
+    assert body["spec"]["schedulingPolicy"] == {"gang": {"minCount": NEEDED}}
+    owner = body["metadata"]["ownerReferences"][0]
+    assert (owner["uid"], owner["controller"], owner["blockOwnerDeletion"]) == (
+        "cqs-uid",
+        True,
+        True,
+    )
+    assert body["metadata"]["labels"][labels.LABEL_GANG_INDEX] == "1"
+    assert body["metadata"]["labels"][labels.LABEL_BUCKET]
+    if version == "v1beta1":
+        assert body["spec"]["workloadRef"] == {"workloadName": wl, "templateName": "gang"}
+    else:
+        assert body["spec"]["podGroupTemplateRef"] == {
+            "workload": {"workloadName": wl, "podGroupTemplateName": "gang"}
+        }
+    assert out.status is not None
+    cond = next(c for c in out.status.conditions if c.type == "GangScheduling")
+    assert cond.status == "True" and f"scheduling.k8s.io/{version} PodGroups" in cond.message
+
+
+def test_pods_name_their_gangs_group() -> None:
+    cqs = with_backend(replicas=2)
+    body = builders.clique_body(
+        cqs,
+        1,
+        cqs.spec.template.cliques[1],
+        starts_after=[],
+        template_hash="h",
+        algorithm=1,
+        bucket="0",
+        pod_group="llama-1",
+    )
+    pod = builders.pod_body(msgspec.convert(body, Clique), 0, "h", 1)
+    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "llama-1"}
+    assert "workloadRef" not in pod["spec"]
+
+
+def test_a_resize_patches_min_count_on_v1beta1() -> None:
+    # The gang grows from 1 + 2 to 1 + 4: the groups follow, the pods keep naming them.
+    cqs = with_backend(replicas=2, roles=(("leader", 1), ("worker", 4)))
+    out = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
+    patches = [p for p in out.patches if p.resource.kind == "PodGroup"]
+    assert [p.name for p in patches] == ["llama-0", "llama-1"]
+    assert patches[0].patch == {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 5}}},
+    }
+    assert not kinds(out.deletes, "PodGroup") and not kinds(out.creates, "PodGroup")
+
+
+def test_a_resize_makes_the_group_again_on_v1alpha2() -> None:
+    # minCount is immutable there: the group goes, and comes back under the same name.
+    cqs = with_backend(replicas=1, roles=(("leader", 1), ("worker", 1)))
+    first = plan(cqs, "v1alpha2", gangs(1), pod_groups=[group(0, "v1alpha2")])
+    assert kinds(first.deletes, "PodGroup") == ["llama-0"]
+    assert next(d for d in first.deletes if d.name == "llama-0").uid == "pg-0"
+    assert not kinds(first.creates, "PodGroup")
+    assert not [p for p in first.patches if p.resource.kind == "PodGroup"]
+    waiting = plan(cqs, "v1alpha2", gangs(1), pod_groups=[group(0, "v1alpha2", deleting=True)])
+    assert not kinds(waiting.creates, "PodGroup") and not kinds(waiting.deletes, "PodGroup")
+    again = plan(cqs, "v1alpha2", gangs(1), pod_groups=[])
+    made = next(c for c in again.creates if c.name == "llama-0")
+    assert made.body["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+def test_a_matching_group_is_left_alone() -> None:
+    cqs = with_backend(replicas=2)
+    for version in ("v1alpha2", "v1beta1"):
+        out = plan(cqs, version, gangs(2), pod_groups=[group(0, version), group(1, version)])
+        assert not [
+            a for a in [*out.creates, *out.deletes, *out.patches] if a.resource.kind == "PodGroup"
+        ]
+
+
+def test_a_removed_gang_loses_its_group_once_its_cliques_are_gone() -> None:
+    cqs = with_backend(replicas=1)
+    # gang 1's Cliques are still there (being scaled down): its group stays
+    during = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
+    assert not kinds([d for d in during.deletes], "PodGroup")
+    after = plan(cqs, "v1beta1", gangs(1), pod_groups=[group(0), group(1)])
+    removed = [d for d in after.deletes if d.resource.kind == "PodGroup"]
+    assert [(d.name, d.uid, d.reason) for d in removed] == [("llama-1", "pg-1", "ScaleDown")]
+
+
+def test_backend_none_keeps_the_groups_its_gangs_still_name() -> None:
+    cqs = with_backend("None", replicas=2)
+    named = [
+        clique(g, role, annotations={labels.ANNOTATION_POD_GROUP: f"llama-{g}"})
+        for g in range(2)
+        for role in ("leader", "worker")
+    ]
+    kept = plan(cqs, "v1beta1", named, pod_groups=[group(0), group(1)])
+    assert not kinds(kept.deletes, "PodGroup")
+    # new Cliques name no group
+    fresh = plan(cqs, "v1beta1", [])
+    assert not any(
+        labels.ANNOTATION_POD_GROUP in c.body["metadata"]["annotations"]
+        for c in fresh.creates
+        if c.resource.kind == "Clique"
+    )
+    unnamed = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
+    assert kinds(unnamed.deletes, "PodGroup") == ["llama-0", "llama-1"]
+
+
+def test_a_workload_a_group_links_to_is_kept() -> None:
+    cqs = with_backend(replicas=1)
+    current = workload.workload_name(cqs)
+
+    def wl(name: str) -> Workload:
+        return Workload(
+            metadata=ObjectMeta(
+                name=name, namespace="ns", uid=f"uid-{name}", owner_references=_ref()
+            )
+        )
+
+    out = plan(
+        cqs,
+        "v1beta1",
+        gangs(1),
+        workloads=[wl(current), wl("llama-old"), wl("llama-older")],
+        pod_groups=[group(0, workload_name="llama-old")],
+    )
+    assert kinds(out.deletes, "Workload") == ["llama-older"]
+
+
+def test_min_count_follows_min_available() -> None:
+    cqs = with_backend(replicas=1)
+    tmpl = cqs.spec.template.cliques[1]
+    lowered = msgspec.structs.replace(tmpl, min_available=1)
+    spec = msgspec.structs.replace(
+        cqs.spec,
+        template=msgspec.structs.replace(
+            cqs.spec.template, cliques=[cqs.spec.template.cliques[0], lowered]
+        ),
+    )
+    cqs = msgspec.structs.replace(cqs, spec=spec)
+    out = plan(cqs, "v1beta1")
+    pg = next(c for c in out.creates if c.resource.kind == "PodGroup")
+    assert pg.body["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+def test_fixed_hash_leaves_min_count_out_only_where_it_may_change() -> None:
+    assert podgroups.fixed_hash("v1beta1", 3) == podgroups.fixed_hash("v1beta1", 5)
+    assert podgroups.fixed_hash("v1alpha2", 3) != podgroups.fixed_hash("v1alpha2", 5)
+    assert podgroups.fixed_hash("v1beta1", 0) != podgroups.fixed_hash("v1beta1", 3)
