@@ -10,12 +10,15 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from cliques.api import labels
 from cliques.api.meta import Condition, find_condition
 from cliques.api.pod import Pod
-from cliques.controllers import start_gate, workload
+from cliques.controllers import start_gate
 from cliques.devcluster import kwok
-from cliques.kube.resources import PODS, WORKLOADS
+from cliques.kube.resources import PODS
+from tests.support import gangs
 from tests.support.gangnodes import gang_nodes, slot_cliqueset
 from tests.support.harness import Cluster, running_operator, wait_for
 
@@ -62,12 +65,14 @@ async def test_workload_backend_binds_a_gang_whole_even_in_order(
         await cluster.apply(body)
         await _pods(cluster, 4)  # InOrder does not hold the workers back
         cqs = await cluster.cliqueset("gang")
-        name = workload.workload_name(cqs)
-        refs = [p["spec"].get("workloadRef") for p in await cluster.list(PODS, dict)]
-        assert sorted(r["name"] for r in refs) == [name] * 4, refs
-        listed = await cluster.client.get(WORKLOADS, namespace, name, dict)
-        assert listed["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 4}}
+        api = await gangs.detect(cluster.client)
+        groups = await gangs.check_gang_refs(
+            cluster.client, api, cqs, await cluster.list(PODS, dict)
+        )
+        assert list(groups) == [0]
         await _condition(cluster, "gang", "True")
+        cond = await cluster.condition("gang", "GangScheduling")
+        assert api.api_version in cond.message, cond.message
 
         deadline = time.monotonic() + QUIET_WINDOW
         while time.monotonic() < deadline:
@@ -95,7 +100,10 @@ async def test_backend_none_binds_pod_by_pod(
     async with running_operator(kubeconfig, namespace):
         await cluster.apply(body)
         await _pods(cluster, 4)
-        assert not any("workloadRef" in p["spec"] for p in await cluster.list(PODS, dict))
+        assert not any(
+            "workloadRef" in p["spec"] or "schedulingGroup" in p["spec"]
+            for p in await cluster.list(PODS, dict)
+        )
 
         async def three() -> bool:
             return await _bound(cluster) == 3
@@ -178,3 +186,51 @@ async def test_in_order_gang_is_placed_whole_then_starts_in_order(
         for name, pod in pods.items():
             assert pod["metadata"]["annotations"][labels.ANNOTATION_START_GATE] == "open"
             assert _ready_since(pod) >= leader_ready, f"{name} started before the leader"
+
+
+async def test_a_shrink_and_an_image_change_leave_no_pod_pending(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any
+) -> None:
+    """A gang's PodGroup follows the gang: shrunk from 1 + 3 to 1 + 1 and given a new image
+    in one edit, the gang's new pods bind (the group asks for 2, not 4) and it is Available;
+    grown back to 1 + 3, the new workers bind with the others."""
+    gang_nodes(4)
+    body = slot_cliqueset(
+        "resized", 1, (("leader", 1), ("worker", 3)), gangScheduling={"backend": "Workload"}
+    )
+    async with running_operator(kubeconfig, namespace):
+        api = await gangs.detect(cluster.client)
+        if not api.podgroups:
+            pytest.skip(
+                f"{api.api_version} Workloads cannot follow a resize (their pod groups are "
+                "immutable): docs/gangs.md, Kubernetes versions"
+            )
+        await cluster.apply(body)
+        await cluster.wait_available("resized", timeout=90)
+
+        async def settled(count: int, image: str) -> list[dict[str, Any]] | None:
+            pods = await cluster.list(PODS, dict)
+            if len(pods) != count or any(p["metadata"].get("deletionTimestamp") for p in pods):
+                return None
+            if any(p["spec"]["containers"][0]["image"] != image for p in pods):
+                return None
+            return pods if all(p["spec"].get("nodeName") for p in pods) else None
+
+        workers = body["spec"]["template"]["cliques"][1]
+        workers["replicas"] = 1
+        for clique in body["spec"]["template"]["cliques"]:
+            clique["template"]["spec"]["containers"][0]["image"] = "busybox:1.37"
+        await cluster.apply(body)
+        pods = await wait_for(
+            lambda: settled(2, "busybox:1.37"), timeout=90, what="2 new pods, all bound"
+        )
+        cqs = await cluster.wait_available("resized", timeout=90)
+        await gangs.check_gang_refs(cluster.client, api, cqs, pods)  # minCount 2
+
+        workers["replicas"] = 3
+        await cluster.apply(body)
+        pods = await wait_for(
+            lambda: settled(4, "busybox:1.37"), timeout=90, what="4 pods, all bound"
+        )
+        cqs = await cluster.wait_available("resized", timeout=90)
+        await gangs.check_gang_refs(cluster.client, api, cqs, pods)  # minCount 4

@@ -1,9 +1,11 @@
 """Gang scheduling and placement on the real kube-scheduler, without the operator.
 
-The dev cluster runs with the gang-scheduling gates (cliques.devcluster.kwok.GANG_*). Each
-test adds its own KWOK nodes offering a resource no other node has (`example.com/slot`),
-so its pods can only land there, and removes them afterwards. The bodies come from the
-pure builders the operator will use: `controllers.workload` (Workload, workloadRef) and
+The dev cluster runs with the gang-scheduling gates of its Kubernetes version
+(cliques.devcluster.kwok). Each test adds its own KWOK nodes offering a resource no other
+node has (`example.com/slot`), so its pods can only land there, and removes them
+afterwards. The bodies come from the pure builders the operator uses, for the gang API the
+cluster serves: `controllers.workload` (the Workload; on 1.35 each pod's workloadRef) and
+`controllers.podgroups` (from 1.36 a PodGroup per gang, which pods name), and
 `controllers.placement` (affinity). Waits poll the API with a deadline; the only fixed
 waits are the windows in which nothing may bind.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -21,6 +24,7 @@ import pytest
 from cliques import api
 from cliques.api import labels
 from cliques.controllers import placement as pl
+from cliques.controllers import podgroups as pg
 from cliques.controllers import workload as wl
 from cliques.kube import gangapi
 from tests.support.gangnodes import RACK, SLOT, gang_nodes
@@ -56,11 +60,39 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = BIND_TIMEOUT
     return time.monotonic() - started
 
 
+@pytest.fixture(scope="module")
+def gang_api(kubeconfig: str) -> gangapi.GangAPI:
+    """The gang API the cluster serves (the operator's own discovery)."""
+    import asyncio
+
+    found = asyncio.run(gangapi.detect(KubectlDiscovery(Kubectl(kubeconfig))))
+    assert found.served, found.describe()
+    return found
+
+
+@dataclass
+class Gangs:
+    """The Workload of a one-clique set standing in for a CliqueSet, and a way to make pods
+    that belong to one of its gangs on whichever gang API the cluster serves."""
+
+    api: gangapi.GangAPI
+    workload: str
+    cqs: api.CliqueSet
+    owner: dict[str, Any]
+
+    def ref(self, gang: int) -> dict[str, Any]:
+        if self.api.podgroups:
+            return {
+                "schedulingGroup": {"podGroupName": pg.group_name(self.cqs.metadata.name, gang)}
+            }
+        return {"workloadRef": wl.workload_ref(self.workload, gang)}
+
+
 def pod(
     name: str,
     gang: int,
     *,
-    workload: str | None = None,
+    workload: Gangs | None = None,
     cliqueset: str = "g",
     affinity: dict[str, Any] | None = None,
     extra_labels: dict[str, str] | None = None,
@@ -77,7 +109,7 @@ def pod(
         "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
     }
     if workload is not None:
-        spec["workloadRef"] = wl.workload_ref(workload, gang)
+        spec.update(workload.ref(gang))
     if affinity is not None:
         spec["affinity"] = affinity
     return {
@@ -126,16 +158,28 @@ def gang_cliqueset(name: str, pods: int, namespace: str, uid: str) -> api.Clique
     )
 
 
-def create_workload(k: Kubectl, namespace: str, pods: int) -> str:
-    """A Workload built by controllers.workload for a one-clique set of `pods` pods, owned
-    by a ConfigMap standing in for the CliqueSet (the CRD is not needed here)."""
+def _owned_by(body: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    ref = body["metadata"]["ownerReferences"][0]
+    ref.update(apiVersion="v1", kind="ConfigMap", name="owner", uid=owner["metadata"]["uid"])
+    return body
+
+
+def create_workload(
+    k: Kubectl, namespace: str, pods: int, api: gangapi.GangAPI, gangs: int = 1
+) -> Gangs:
+    """The Workload built by controllers.workload for a one-clique set of `pods` pods, and
+    from 1.36 on the PodGroups of its first `gangs` gangs (controllers.podgroups), owned by
+    a ConfigMap standing in for the CliqueSet (the CRD is not needed here)."""
     owner = k.json("create", "configmap", "owner")
     cqs = gang_cliqueset("g", pods, namespace, owner["metadata"]["uid"])
-    body = wl.build_workload(cqs)
-    ref = body["metadata"]["ownerReferences"][0]
-    ref.update(apiVersion="v1", kind="ConfigMap", name="owner")
+    body = _owned_by(wl.build_workload(cqs, api.version), owner)
     k.ok("create", "-f", "-", stdin=json.dumps(body))
-    return str(body["metadata"]["name"])
+    name = str(body["metadata"]["name"])
+    if api.podgroups:
+        for gang in range(gangs):
+            group = _owned_by(pg.body(cqs, gang, api.version, name, "0"), owner)
+            k.ok("create", "-f", "-", stdin=json.dumps(group))
+    return Gangs(api, name, cqs, owner)
 
 
 # ---- What the cluster serves ---------------------------------------------------------------
@@ -149,23 +193,23 @@ class KubectlDiscovery:
         return self.k.ok("get", "--raw", path).encode()
 
 
-def test_discovery_finds_the_workload_api(kubeconfig: str) -> None:
-    import asyncio
-
-    found = asyncio.run(gangapi.detect(KubectlDiscovery(Kubectl(kubeconfig))))
-    assert found.served, found.describe()
-    assert "v1alpha1" in found.versions
-    assert wl.decide("Auto", found.served).backend == "Workload"
+def test_discovery_finds_the_gang_api(gang_api: gangapi.GangAPI) -> None:
+    assert gang_api.version in gang_api.versions
+    # the newest the cluster serves
+    newer = list(gangapi.PREFERENCE)[: list(gangapi.PREFERENCE).index(gang_api.version)]
+    assert not set(newer) & set(gang_api.versions), gang_api.versions
+    decision = wl.decide("Auto", gang_api.served, version=gang_api.version)
+    assert decision.backend == "Workload" and gang_api.version in decision.message
 
 
 # ---- All or nothing --------------------------------------------------------------------------
 
 
 def test_a_gang_binds_all_or_nothing(
-    k: Kubectl, namespace: str, nodes: Callable[..., list[str]]
+    k: Kubectl, namespace: str, nodes: Callable[..., list[str]], gang_api: gangapi.GangAPI
 ) -> None:
     nodes(3)
-    name = create_workload(k, namespace, 4)
+    name = create_workload(k, namespace, 4, gang_api)
     create(k, *(pod(f"p{i}", 0, workload=name) for i in range(4)))
     time.sleep(QUIET_WINDOW)  # room for 3 of 4: nothing may bind
     assert bound(k) == {}
@@ -190,10 +234,10 @@ def test_without_workload_ref_pods_bind_one_by_one(
 
 
 def test_two_gangs_competing_for_room_for_one(
-    k: Kubectl, namespace: str, nodes: Callable[..., list[str]]
+    k: Kubectl, namespace: str, nodes: Callable[..., list[str]], gang_api: gangapi.GangAPI
 ) -> None:
     nodes(4)
-    name = create_workload(k, namespace, 4)
+    name = create_workload(k, namespace, 4, gang_api, gangs=2)
     create(k, *(pod(f"a{i}", 0, workload=name) for i in range(4)))
     create(k, *(pod(f"b{i}", 1, workload=name) for i in range(4)))
 

@@ -245,3 +245,45 @@ def test_detect_without_the_group() -> None:
     found = asyncio.run(gangapi.detect(FakeDiscovery({})))
     assert found == gangapi.GangAPI()
     assert found.describe() == "no scheduling.k8s.io API group"
+
+
+class FakeCreator:
+    """Answers dry-run PodGroup creates as an API server whose gates `on` are enabled:
+    fields of other gates are dropped (or refused, with `refuse`)."""
+
+    def __init__(self, on: set[str], refuse: bool = False, status: int = 0) -> None:
+        self.on, self.refuse, self.status = on, refuse, status
+        self.queries: list[dict[str, str]] = []
+
+    async def request(self, verb: str, resource: Any, **kw: Any) -> bytes:
+        assert verb == "create" and resource.plural == "podgroups"
+        self.queries.append(dict(kw["query"]))
+        if self.status:
+            raise errors.ApiError(self.status, "X", "x", verb="create", path="/")
+        body = json.loads(kw["body"])
+        for name, (_, _fragment, field_name) in gangapi.FEATURES.items():
+            if name not in self.on and field_name in body["spec"]:
+                if self.refuse:
+                    raise errors.ApiError(422, "Invalid", f"{field_name}: Forbidden")
+                del body["spec"][field_name]
+        return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_probe_finds_the_gated_fields_the_server_keeps(refuse: bool) -> None:
+    found = gangapi.GangAPI("v1beta1", ("v1beta1",))
+    fake = FakeCreator({"topology"}, refuse=refuse)
+    probed = asyncio.run(gangapi.probe(fake, found, "ns"))
+    assert probed.features == {"topology"}
+    assert probed.version == "v1beta1"
+    assert all(q == {"dryRun": "All"} for q in fake.queries)  # nothing is stored
+    assert "topology on" in probed.describe() and "preemption-policy off" in probed.describe()
+
+
+def test_probe_without_podgroups_or_without_rbac() -> None:
+    alpha1 = gangapi.GangAPI("v1alpha1", ("v1alpha1",))
+    assert asyncio.run(gangapi.probe(FakeCreator(set()), alpha1, "ns")) == alpha1
+    beta = gangapi.GangAPI("v1beta1", ("v1beta1",))
+    assert asyncio.run(gangapi.probe(FakeCreator(set(), status=403), beta, "ns")).features == set()
+    with pytest.raises(errors.ApiError):
+        asyncio.run(gangapi.probe(FakeCreator(set(), status=503), beta, "ns"))

@@ -7,7 +7,10 @@
     scheduling.k8s.io/v1alpha1  workloads              Kubernetes 1.35 (alpha): a Workload
                                                        whose pod group has a replica per gang
 
-The newest one served is used (`PREFERENCE`). `detect` asks the API server
+The newest one served is used (`PREFERENCE`). Some PodGroup fields sit behind feature gates
+of their own, which discovery does not show: `probe` asks the API server to create a
+PodGroup with each in a dry run (nothing is stored) and reads back which it kept
+(`FEATURES`). `detect` asks the API server
 (`GET /apis/scheduling.k8s.io`, then each candidate version's resource list); `interpret`
 is the pure part. Discovery shows what the API server serves, not whether kube-scheduler
 runs with the GangScheduling gate: a cluster that serves the API must also run its scheduler
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -36,6 +39,23 @@ PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+#: PodGroup fields behind gates of their own, each probed with a dry-run create: the name
+#: the operator knows it by -> (the gate, a spec fragment, the field that must come back).
+FEATURES: Final[Mapping[str, tuple[str, dict[str, Any], str]]] = {
+    "topology": (
+        "TopologyAwareWorkloadScheduling",
+        {"schedulingConstraints": {"topology": [{"key": "cliques.dev/probe"}]}},
+        "schedulingConstraints",
+    ),
+    "preemption-policy": (
+        "PodGroupPreemptionPolicy",
+        {"preemptionPolicy": "PreemptLowerPriority"},
+        "preemptionPolicy",
+    ),
+}
+PROBE_NAME: Final = "cliques-feature-probe"
+
+
 @dataclass(frozen=True)
 class GangAPI:
     """What the cluster serves for gang scheduling."""
@@ -44,6 +64,8 @@ class GangAPI:
     version: str = ""
     #: Every group version the API server lists for scheduling.k8s.io.
     versions: tuple[str, ...] = ()
+    #: The gated PodGroup fields the API server keeps (`FEATURES`, found by `probe`).
+    features: frozenset[str] = frozenset()
 
     @property
     def served(self) -> bool:
@@ -71,7 +93,10 @@ class GangAPI:
     def describe(self) -> str:
         """One line for a log or a condition message."""
         if self.podgroups:
-            return f"{self.api_version} workloads and podgroups (a PodGroup per gang)"
+            kept = ", ".join(
+                f"{name} {'on' if name in self.features else 'off'}" for name in FEATURES
+            )
+            return f"{self.api_version} workloads and podgroups (a PodGroup per gang; {kept})"
         if self.version:
             return f"{self.api_version} workloads (a pod group replica per gang)"
         if self.versions:
@@ -113,6 +138,57 @@ def resource_names(listed: bytes) -> list[str]:
 
 class _Getter(Protocol):
     async def get_path(self, path: str) -> bytes: ...
+
+
+class _Creator(Protocol):
+    async def request(
+        self,
+        verb: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> bytes: ...
+
+
+class _Kept(msgspec.Struct):
+    spec: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+async def probe(client: _Creator, found: GangAPI, namespace: str) -> GangAPI:
+    """`found` with the `FEATURES` the API server keeps on a PodGroup, each tried in a
+    dry-run create in `namespace` (nothing is stored). A field the server drops, or a
+    create it refuses (422: the field is forbidden while its gate is off; 403: the
+    operator may not create PodGroups there, which its gangs will report), counts as off;
+    any other error is raised (a transient one is retried by the caller)."""
+    if not found.podgroups:
+        return found
+    kept: set[str] = set()
+    for name, (_, fragment, field_name) in FEATURES.items():
+        body = {
+            "apiVersion": found.api_version,
+            "kind": "PodGroup",
+            "metadata": {"name": PROBE_NAME, "namespace": namespace},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, **fragment},
+        }
+        try:
+            raw = await client.request(
+                "create",
+                found.podgroup_resource,
+                namespace=namespace,
+                query={"dryRun": "All"},
+                body=msgspec.json.encode(body),
+                content_type="application/json",
+            )
+        except errors.ApiError as exc:
+            if exc.status in (400, 403, 422):
+                continue
+            raise
+        if field_name in msgspec.json.decode(raw, type=_Kept).spec:
+            kept.add(name)
+    return GangAPI(found.version, found.versions, frozenset(kept))
 
 
 async def detect(client: _Getter) -> GangAPI:

@@ -1,6 +1,8 @@
 """What an operator process checks before it serves: the API server serves its CRDs, the
-operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing), and which
-gang-scheduling API the cluster serves (`gangapi`).
+operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing), which
+gang-scheduling API the cluster serves and which of its gated PodGroup fields it keeps
+(`gangapi.detect`, `gangapi.probe`: dry-run creates, in the watched namespace or
+`default`).
 
 Each call waits out a struggling API server (`kube.startup.patiently`); what waiting cannot
 fix (the CRDs not installed, credentials refused, RBAC missing) raises `StartupError` with
@@ -23,6 +25,8 @@ NEEDED = (CLIQUESETS.plural, CLIQUES.plural)
 #: Seconds the CRDs may be missing from discovery before the operator says they are not
 #: installed (an API server that restarts lists them a moment after it answers).
 CRD_GRACE = 60.0
+#: Where the PodGroup dry runs go when the operator watches every namespace.
+PROBE_NAMESPACE = "default"
 
 
 class NotYetServed(errors.ServerError):
@@ -83,6 +87,11 @@ async def check(
         lambda: client.list_page(CLIQUESETS, namespace, limit=1),
         stop=stop,
     )
-    return await patiently(
+    found = await patiently(
         f"discovery of {gangapi.GROUP}", lambda: gangapi.detect(client), stop=stop
+    )
+    return await patiently(
+        f"dry-run probes of {found.api_version} podgroups",
+        lambda: gangapi.probe(client, found, namespace or PROBE_NAMESPACE),
+        stop=stop,
     )
