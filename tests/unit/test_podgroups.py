@@ -242,3 +242,85 @@ def test_fixed_hash_leaves_min_count_out_only_where_it_may_change() -> None:
     assert podgroups.fixed_hash("v1beta1", 3) == podgroups.fixed_hash("v1beta1", 5)
     assert podgroups.fixed_hash("v1alpha2", 3) != podgroups.fixed_hash("v1alpha2", 5)
     assert podgroups.fixed_hash("v1beta1", 0) != podgroups.fixed_hash("v1beta1", 3)
+
+
+def with_placement(cqs: Any, pack_mode: str = "Required", exclusive: bool = False) -> Any:
+    from cliques.api.cliqueset import ExclusivePolicy, PackPolicy, Placement
+
+    where = Placement(
+        pack=PackPolicy(topology_key="rack", mode=pack_mode),  # type: ignore[arg-type]
+        exclusive=ExclusivePolicy(topology_key="zone") if exclusive else None,
+    )
+    return msgspec.structs.replace(cqs, spec=msgspec.structs.replace(cqs.spec, placement=where))
+
+
+def _affinity(create: Any) -> dict[str, Any]:
+    return dict(create.body["spec"]["template"]["spec"].get("affinity") or {})
+
+
+def test_pack_required_goes_to_the_scheduler_where_the_server_keeps_topology() -> None:
+    cqs = with_placement(with_backend(replicas=1), exclusive=True)
+    out = plan(cqs, "v1beta1", gang_features=frozenset({"topology"}))
+    group = next(c for c in out.creates if c.resource.kind == "PodGroup")
+    assert group.body["spec"]["schedulingConstraints"] == {"topology": [{"key": "rack"}]}
+    for c in out.creates:
+        if c.resource.kind == "Clique":
+            affinity = _affinity(c)
+            assert "podAffinity" not in affinity  # the scheduler packs
+            assert "podAntiAffinity" in affinity  # exclusive stays an affinity term
+
+
+def test_pack_stays_an_affinity_term_elsewhere() -> None:
+    for version, features, mode in (
+        ("v1beta1", frozenset(), "Required"),  # the gate is off
+        ("v1beta1", frozenset({"topology"}), "Preferred"),  # not a constraint
+        ("v1alpha1", frozenset({"topology"}), "Required"),  # no PodGroups
+    ):
+        cqs = with_placement(with_backend(replicas=1), pack_mode=mode)
+        out = plan(cqs, version, gang_features=features)
+        groups = [c for c in out.creates if c.resource.kind == "PodGroup"]
+        assert all("schedulingConstraints" not in g.body["spec"] for g in groups)
+        if version == "v1alpha1":
+            wl_name = workload.workload_name(cqs)
+            wl = Workload(
+                metadata=ObjectMeta(name=wl_name, namespace="ns", uid="w", owner_references=_ref())
+            )
+            out = plan(cqs, version, gang_features=features, workloads=[wl])
+        cliques = [c for c in out.creates if c.resource.kind == "Clique"]
+        assert cliques and all("podAffinity" in _affinity(c) for c in cliques), version
+
+
+def test_the_group_carries_priority_and_disruption() -> None:
+    cqs = with_backend(replicas=1)
+    worker = cqs.spec.template.cliques[1]
+    tmpl = {**worker.template, "spec": {**worker.template["spec"], "priorityClassName": "high"}}
+    spec = msgspec.structs.replace(
+        cqs.spec,
+        template=msgspec.structs.replace(
+            cqs.spec.template,
+            cliques=[cqs.spec.template.cliques[0], msgspec.structs.replace(worker, template=tmpl)],
+        ),
+    )
+    cqs = msgspec.structs.replace(cqs, spec=spec)
+    beta = next(c for c in plan(cqs, "v1beta1").creates if c.resource.kind == "PodGroup")
+    assert beta.body["spec"]["priorityClassName"] == "high"
+    assert beta.body["spec"]["disruptionMode"] == {"all": {}}
+    alpha = next(c for c in plan(cqs, "v1alpha2").creates if c.resource.kind == "PodGroup")
+    assert alpha.body["spec"]["disruptionMode"] == "PodGroup"
+
+    pod_wise = msgspec.structs.replace(
+        cqs,
+        spec=msgspec.structs.replace(
+            cqs.spec, gang_scheduling=GangScheduling(backend="Workload", disruption="Pod")
+        ),
+    )
+    single = next(c for c in plan(pod_wise, "v1beta1").creates if c.resource.kind == "PodGroup")
+    assert single.body["spec"]["disruptionMode"] == {"single": {}}
+    # a change of disruption makes the group again (the field is immutable)
+    made = podgroups.shape(cqs)
+    existing = group(0)
+    existing.metadata.annotations[labels.ANNOTATION_POD_GROUP_SPEC] = podgroups.fixed_hash(
+        "v1beta1", made
+    )
+    out = plan(pod_wise, "v1beta1", gangs(1), pod_groups=[existing])
+    assert kinds(out.deletes, "PodGroup") == ["llama-0"]

@@ -28,6 +28,7 @@ from cliques.api.meta import Condition, ListMeta, ObjectMeta
 StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
 UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
 GangSchedulingBackend = Literal["Auto", "Workload", "None"]
+GangDisruption = Literal["Gang", "Pod"]
 GangRestartPolicy = Literal["RecreateGang", "None"]
 PackMode = Literal["Required", "Preferred"]
 SubdomainPolicy = Literal["Shared", "UniquePerGang"]
@@ -86,12 +87,15 @@ class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
 class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """How the pods of a gang are scheduled all-or-nothing (docs/gangs.md).
 
-    `Workload`: through the scheduler's gang scheduling (`scheduling.k8s.io/v1alpha1`
-    Workload, Kubernetes 1.35+ with the `GenericWorkload` and `GangScheduling` gates);
+    `Workload`: through the scheduler's gang scheduling (a `scheduling.k8s.io` PodGroup per
+    gang from Kubernetes 1.36, a v1alpha1 Workload on 1.35; the `GenericWorkload` gate);
     `None`: pod by pod; `Auto`: `Workload` where the cluster serves it, else `None`.
+    `disruption`: how the scheduler may preempt a gang (PodGroups only): `Gang` whole or
+    not at all, `Pod` pod by pod.
     """
 
     backend: GangSchedulingBackend = "Auto"
+    disruption: GangDisruption = "Gang"
 
 
 class RestartBackoff(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
@@ -86,6 +88,7 @@ def clique_body(
     bucket: str,
     workload: str = "",
     pod_group: str = "",
+    scheduler_packs: bool = False,
     layout: dict[str, str] | None = None,
     gated: bool = False,
 ) -> dict[str, Any]:
@@ -123,19 +126,26 @@ def clique_body(
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
             **({"startGate": True} if gated and starts_after else {}),
-            "template": gang_template(cqs, gang, tmpl),
+            "template": gang_template(cqs, gang, tmpl, scheduler_packs=scheduler_packs),
         },
     }
 
 
-def gang_template(cqs: CliqueSet, gang: int, tmpl: CliqueTemplate) -> Any:
+def gang_template(
+    cqs: CliqueSet, gang: int, tmpl: CliqueTemplate, *, scheduler_packs: bool = False
+) -> Any:
     """The pod template of clique template `tmpl` in gang `gang`: the user's without the
     operator's label and annotation keys (`bounds.tenant_template`), with the affinity
-    `spec.placement` compiles to for that gang (`placement.gang_template`). The template
-    hash is still taken of the user's template as stored (`placement.hash_basis`), so a set
-    stored with such keys keeps its hash: leaving them out never rolls its gangs."""
+    `spec.placement` compiles to for that gang (`placement.gang_template`); without the
+    pack term when the scheduler packs the gang (`scheduler_packs`: its PodGroup's topology
+    constraint). The template hash is still taken of the user's template as stored
+    (`placement.hash_basis`), so a set stored with such keys keeps its hash: leaving them
+    out never rolls its gangs."""
+    where = cqs.spec.placement
+    if scheduler_packs and where is not None:
+        where = msgspec.structs.replace(where, pack=None)
     return placement.gang_template(
-        bounds.tenant_template(tmpl.template), cqs.spec.placement, cqs.metadata.name, gang
+        bounds.tenant_template(tmpl.template), where, cqs.metadata.name, gang
     )
 
 

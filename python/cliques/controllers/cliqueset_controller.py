@@ -290,6 +290,7 @@ class CliqueSetController:
             workload_api=self.gang_api.served,
             gang_api=self.gang_api.describe(),
             gang_version=self.gang_api.version or "v1alpha1",
+            gang_features=self.gang_api.features,
             workloads=(
                 self.workloads.store.by_index("controller", owner)
                 if self.workloads is not None

@@ -99,6 +99,8 @@ class CliqueSetSnapshot:
     #: PodGroups this CliqueSet owns (from 1.36 on)
     gang_version: str = "v1alpha1"
     pod_groups: list[PodGroup] = field(default_factory=list)
+    #: the gated PodGroup fields the server keeps (`gangapi.FEATURES`)
+    gang_features: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -123,19 +125,6 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
         return _invalid(snap, str(exc))
-    stuck = placement.unplaceable_cliques(
-        [(c.name, c.template) for c in spec.template.cliques],
-        spec.placement,
-        meta.name,
-        meta.namespace,
-    )
-    if stuck:
-        return _invalid(
-            snap,
-            f"placement: the pods of clique(s) {', '.join(stuck)} could never be scheduled: "
-            "their required pod affinity, ANDed with the pack term, selects no pod of the "
-            "gang (docs/gangs.md)",
-        )
     bucket = str(_core.bucket_of(meta.namespace, meta.name))
     sched = gang_scheduling.plan(
         cqs,
@@ -146,9 +135,27 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         bucket=bucket,
         version=snap.gang_version,
         groups=snap.pod_groups,
+        features=snap.gang_features,
     )
     if not sched.decision.satisfiable:
         return _invalid(snap, sched.decision.message)
+    stuck = (
+        []
+        if sched.scheduler_packs
+        else placement.unplaceable_cliques(
+            [(c.name, c.template) for c in spec.template.cliques],
+            spec.placement,
+            meta.name,
+            meta.namespace,
+        )
+    )
+    if stuck:
+        return _invalid(
+            snap,
+            f"placement: the pods of clique(s) {', '.join(stuck)} could never be scheduled: "
+            "their required pod affinity, ANDed with the pack term, selects no pod of the "
+            "gang (docs/gangs.md)",
+        )
     gated = gang_scheduling.gated(sched.decision)
     out = CliqueSetPlan()
     if cqs.status is None or cqs.status.observed_generation != meta.generation:
@@ -210,6 +217,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     bucket=bucket,
                     workload=uses,
                     pod_group=sched.pod_group(meta.name, index),
+                    scheduler_packs=sched.scheduler_packs,
                     layout=layout,
                     gated=gated,
                 )
@@ -277,7 +285,11 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             found = gangs.changes.get(clique.metadata.name)
             change = found[1] if found is not None else None
             if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]:
-                out.patches.append(_template_patch(clique, roles[role], snap, change))
+                # a Clique whose pods name their PodGroup leaves packing to the scheduler
+                packs = sched.scheduler_packs and (
+                    labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
+                )
+                out.patches.append(_template_patch(clique, roles[role], snap, change, packs))
             elif change is not None:
                 out.patches.append(_merge_patch(clique, change))
     set_hash = cliqueset_status.set_hash(spec, snap.hashes)
@@ -467,7 +479,11 @@ def _merge_patch(clique: Clique, change: Change) -> Patch:
 
 
 def _template_patch(
-    clique: Clique, tmpl: CliqueTemplate, snap: CliqueSetSnapshot, change: Change | None
+    clique: Clique,
+    tmpl: CliqueTemplate,
+    snap: CliqueSetSnapshot,
+    change: Change | None,
+    scheduler_packs: bool = False,
 ) -> Patch:
     """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
     sure it is the Clique we decided about; its resourceVersion is deliberately not a
@@ -481,7 +497,9 @@ def _template_patch(
         {
             "op": "replace",
             "path": "/spec/template",
-            "value": builders.gang_template(snap.cliqueset, clique.spec.gang_index, tmpl),
+            "value": builders.gang_template(
+                snap.cliqueset, clique.spec.gang_index, tmpl, scheduler_packs=scheduler_packs
+            ),
         },
         {
             "op": "add",

@@ -53,6 +53,9 @@ class GangPlan:
     ready: bool = True
     #: gangs name a PodGroup each (`pod_group`), from 1.36 on
     pod_groups: bool = False
+    #: the scheduler keeps each gang in one domain of `placement.pack` (its PodGroup's
+    #: topology constraint): the pods get no pack affinity term
+    scheduler_packs: bool = False
     creates: list[Create] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
@@ -72,9 +75,10 @@ def plan(
     bucket: str,
     version: str = "v1alpha1",
     groups: Iterable[PodGroup] = (),
+    features: frozenset[str] = frozenset(),
 ) -> GangPlan:
     """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
-    the set owns (from 1.36 on)."""
+    the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps."""
     decision = workload.decide(cqs.spec.gang_scheduling.backend, workload_api, detail, version)
     cliques = list(cliques)
     have = {w.metadata.name: w for w in workloads}
@@ -99,7 +103,7 @@ def plan(
         }
         if on:
             gangs |= set(range(cqs.spec.replicas)) | {c.spec.gang_index for c in live}
-        groups_plan = podgroups.plan(cqs, version, groups, gangs, latest, bucket)
+        groups_plan = podgroups.plan(cqs, version, groups, gangs, latest, bucket, features)
         creates += groups_plan.creates
         patches = groups_plan.patches
         group_deletes = groups_plan.deletes
@@ -123,6 +127,9 @@ def plan(
         current,
         ready=ready,
         pod_groups=on and version in podgroups.VERSIONS,
+        scheduler_packs=on
+        and version in podgroups.VERSIONS
+        and podgroups.scheduler_packs(cqs, features),
         creates=creates,
         patches=patches,
         deletes=deletes + group_deletes,

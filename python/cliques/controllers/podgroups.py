@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
 from cliques.api.podgroup import PodGroup
 from cliques.controllers import workload
 from cliques.controllers.actions import Create, Delete, Patch
@@ -56,11 +56,71 @@ def scheduling_policy(needed: int) -> dict[str, Any]:
     return {"gang": {"minCount": needed}} if needed > 0 else {"basic": {}}
 
 
-def fixed_hash(version: str, needed: int) -> str:
-    """A hash of what the API server keeps immutable on a group made for `needed` pods."""
-    fixed: dict[str, Any] = {"policy": "gang" if needed > 0 else "basic"}
+@dataclass(frozen=True)
+class Shape:
+    """What a gang's PodGroup says, read from its CliqueSet and the server's features."""
+
+    #: pods the gang needs at once (`workload.min_count`)
+    needed: int
+    #: the topology key the scheduler keeps the gang within ("" for none): `placement.pack`
+    #: with mode Required, where the server keeps `schedulingConstraints.topology`
+    topology_key: str = ""
+    #: the priority class of the gang's pods ("" for none)
+    priority_class: str = ""
+    #: `gangScheduling.disruption`: Gang (preempted whole) or Pod
+    disruption: str = "Gang"
+
+
+def shape(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Shape:
+    """The `Shape` of `cqs`'s gangs. The priority class is the first one a clique's pod
+    template names (a PodGroup has one; docs/gangs.md)."""
+    spec = cqs.spec
+    pack = spec.placement.pack if spec.placement is not None else None
+    topology = pack.topology_key if pack is not None and pack.mode == PACK_REQUIRED else ""
+    priority = ""
+    for clique in spec.template.cliques:
+        name = ((clique.template or {}).get("spec") or {}).get("priorityClassName")
+        if isinstance(name, str) and name:
+            priority = name
+            break
+    return Shape(
+        needed=workload.min_count(cqs),
+        topology_key=topology if "topology" in features else "",
+        priority_class=priority,
+        disruption=spec.gang_scheduling.disruption,
+    )
+
+
+def scheduler_packs(cqs: CliqueSet, features: frozenset[str]) -> bool:
+    """Whether the scheduler keeps each gang in one topology domain (the PodGroup's
+    `schedulingConstraints.topology`), so the pods need no pack affinity term."""
+    return bool(shape(cqs, features).topology_key)
+
+
+def _fixed_spec(version: str, group: Shape) -> dict[str, Any]:
+    """The spec fields the API server keeps immutable (and the policy's kind)."""
+    fixed: dict[str, Any] = {}
+    if group.topology_key:
+        fixed["schedulingConstraints"] = {"topology": [{"key": group.topology_key}]}
+    if group.priority_class:
+        fixed["priorityClassName"] = group.priority_class
+    if version == "v1alpha2":
+        fixed["disruptionMode"] = "PodGroup" if group.disruption == "Gang" else "Pod"
+    else:
+        fixed["disruptionMode"] = {"all": {}} if group.disruption == "Gang" else {"single": {}}
+    return fixed
+
+
+def fixed_hash(version: str, group: Shape | int) -> str:
+    """A hash of what the API server keeps immutable on a group of `group`'s shape."""
+    if isinstance(group, int):
+        group = Shape(needed=group)
+    fixed: dict[str, Any] = {
+        "policy": "gang" if group.needed > 0 else "basic",
+        **_fixed_spec(version, group),
+    }
     if version not in MUTABLE_MIN_COUNT:
-        fixed["minCount"] = needed
+        fixed["minCount"] = group.needed
     canonical = json.dumps(fixed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
 
@@ -77,13 +137,18 @@ def template_ref(version: str, workload_name: str) -> dict[str, Any]:
 
 
 def body(
-    cqs: CliqueSet, gang: int, version: str, workload_name: str, bucket: str
+    cqs: CliqueSet,
+    gang: int,
+    version: str,
+    workload_name: str,
+    bucket: str,
+    features: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The PodGroup of gang `gang` of `cqs`."""
     meta = cqs.metadata
     if not meta.name or not meta.uid:
         raise ValueError("the CliqueSet needs a name and a uid to own its PodGroups")
-    needed = workload.min_count(cqs)
+    group = shape(cqs, features)
     return {
         "apiVersion": f"scheduling.k8s.io/{version}",
         "kind": "PodGroup",
@@ -96,7 +161,7 @@ def body(
                 labels.LABEL_BUCKET: bucket,
             },
             "annotations": {
-                labels.ANNOTATION_POD_GROUP_SPEC: fixed_hash(version, needed),
+                labels.ANNOTATION_POD_GROUP_SPEC: fixed_hash(version, group),
                 labels.ANNOTATION_WORKLOAD: workload_name,
             },
             "ownerReferences": [
@@ -112,7 +177,8 @@ def body(
         },
         "spec": {
             **template_ref(version, workload_name),
-            "schedulingPolicy": scheduling_policy(needed),
+            "schedulingPolicy": scheduling_policy(group.needed),
+            **_fixed_spec(version, group),
         },
     }
 
@@ -135,12 +201,14 @@ def plan(
     gangs: Iterable[int],
     workload_name: str,
     bucket: str,
+    features: frozenset[str] = frozenset(),
 ) -> GroupPlan:
     """`gangs`: the gang indexes that need a group (those of `spec.replicas` and any gang
-    that still has a Clique)."""
+    that still has a Clique); `features`: the gated PodGroup fields the server keeps."""
     meta = cqs.metadata
-    needed = workload.min_count(cqs)
-    want = fixed_hash(version, needed)
+    wanted_shape = shape(cqs, features)
+    needed = wanted_shape.needed
+    want = fixed_hash(version, wanted_shape)
     res = resource(version)
     have = {g.metadata.name: g for g in groups}
     out = GroupPlan()
@@ -153,7 +221,12 @@ def plan(
         group = have.get(name)
         if group is None:
             out.creates.append(
-                Create(res, name, body(cqs, gang, version, workload_name, bucket), meta.uid)
+                Create(
+                    res,
+                    name,
+                    body(cqs, gang, version, workload_name, bucket, features),
+                    meta.uid,
+                )
             )
             continue
         gmeta = group.metadata
