@@ -1,11 +1,18 @@
 """spec.placement with the operator on the real scheduler: pack Required puts each gang in
-one rack, exclusive keeps gangs in different racks (KWOK nodes labelled into racks)."""
+one rack, exclusive keeps gangs in different racks (KWOK nodes labelled into racks). Both
+ways the operator packs: with pod affinity terms (backend None, and servers without the
+TopologyAwareWorkloadScheduling gate), and through each gang's PodGroup topology constraint
+(backend Workload where the server keeps it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from cliques.api import labels
+from cliques.kube.resources import PODS
+from tests.support import gangs
 from tests.support.gangnodes import RACK, gang_nodes, slot_cliqueset
 from tests.support.harness import Cluster, running_operator, wait_for
 from tests.support.kubectl import Kubectl
@@ -13,8 +20,9 @@ from tests.support.kubectl import Kubectl
 __all__ = ["gang_nodes"]
 
 
+@pytest.mark.parametrize("backend", ["None", "Workload"])
 async def test_pack_and_exclusive_place_each_gang_in_its_own_rack(
-    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any, backend: str
 ) -> None:
     # Three racks of three one-slot nodes; two gangs of three pods.
     for rack in ("r1", "r2", "r3"):
@@ -23,7 +31,7 @@ async def test_pack_and_exclusive_place_each_gang_in_its_own_rack(
         "placed",
         2,
         (("leader", 1), ("worker", 2)),
-        gangScheduling={"backend": "None"},
+        gangScheduling={"backend": backend},
         placement={"pack": {"topologyKey": RACK}, "exclusive": {"topologyKey": RACK}},
     )
     async with running_operator(kubeconfig, namespace):
@@ -46,3 +54,14 @@ async def test_pack_and_exclusive_place_each_gang_in_its_own_rack(
         assert all(len(r) == 1 for r in racks.values()), racks
         assert racks["0"] != racks["1"], racks
         await cluster.wait_available("placed", timeout=60)
+
+        # Which way was it packed?
+        api = await gangs.detect(cluster.client)
+        by_scheduler = backend == "Workload" and "topology" in api.features
+        for pod in await cluster.list(PODS, dict):
+            affinity = pod["spec"].get("affinity") or {}
+            assert ("podAffinity" not in affinity) is by_scheduler, affinity
+            assert "podAntiAffinity" in affinity  # exclusive is always a pod term
+        if by_scheduler:
+            group = await cluster.client.get(api.podgroup_resource, namespace, "placed-0", dict)
+            assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK}]}

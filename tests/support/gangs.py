@@ -12,10 +12,11 @@ from cliques.kube import gangapi
 from cliques.kube.client import KubeClient
 
 
-async def detect(client: KubeClient) -> gangapi.GangAPI:
+async def detect(client: KubeClient, namespace: str = "default") -> gangapi.GangAPI:
+    """What the operator finds (discovery, then the PodGroup dry-run probes)."""
     found = await gangapi.detect(client)
     assert found.served, f"the test cluster serves no gang API: {found.describe()}"
-    return found
+    return await gangapi.probe(client, found, namespace)
 
 
 async def check_gang_refs(
