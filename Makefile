@@ -1,5 +1,5 @@
 # The one entry point: `make dev`, `make test`, `make lint`, `make demo`, `make bench`,
-# `make image`.
+# `make image`, `make test-compat`.
 # Every target installs what it needs into .venv (and Go builds into ~/.cache/cliques) and
 # reuses what is already there.
 
@@ -12,7 +12,7 @@ RUST_SOURCES := $(shell find rust/core/src rust/py/src -name '*.rs' 2>/dev/null)
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: dev test lint fmt unit integration cargo-test demo bench image clean
+.PHONY: dev test lint fmt unit integration cargo-test test-compat demo bench image clean
 
 dev: $(STAMPS)/ext
 
@@ -56,6 +56,22 @@ integration: dev
 
 test: lint cargo-test
 	$(PY) -m pytest -q tests
+
+# The gang end-to-end tests on each older Kubernetes version the dev cluster supports (not
+# part of `make test`, which runs the default version only): one dev cluster per version,
+# its binaries built on first use (~/.cache/cliques/kube-v<version>), removed afterwards.
+COMPAT_TESTS := $(wildcard tests/e2e/test_gang*.py tests/e2e/test_placement*.py)
+COMPAT_CLUSTERS := 1.35.4:cliques-compat-135 1.36.3:cliques-compat-136
+
+test-compat: dev
+	@failed=""; for pair in $(COMPAT_CLUSTERS); do \
+	    version=$${pair%%:*}; name=$${pair##*:}; \
+	    echo "== gang tests on Kubernetes $$version (dev cluster $$name)"; \
+	    CLIQUES_KUBE_VERSION=$$version CLIQUES_TEST_CLUSTER=$$name \
+	        $(PY) -m pytest -q $(COMPAT_TESTS) || failed="$$failed $$version"; \
+	    $(VENV)/bin/cliques dev-cluster down --name $$name; \
+	done; \
+	if [ -n "$$failed" ]; then echo "gang tests failed on Kubernetes$$failed"; exit 1; fi
 
 demo: dev
 	$(VENV)/bin/cliques demo

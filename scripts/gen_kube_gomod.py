@@ -1,15 +1,19 @@
-"""Generate python/cliques/devcluster/gomod/kube/go.mod (and go.sum) for a Kubernetes release.
+"""Generate python/cliques/devcluster/gomod/kube-<major>.<minor>/go.mod (and go.sum) for a
+Kubernetes release.
 
 k8s.io/kubernetes cannot be required as is: its go.mod replaces every staging module
 (k8s.io/api, k8s.io/client-go, ...) by a directory of its own repository,
 `./staging/src/k8s.io/<name>`, which does not exist in the module zip. This script reads
 that list from the release's go.mod, replaces each staging module by its published
 `v0.<minor>.<patch>` instead, names the four commands we build as `tool`s, and lets
-`go mod tidy` pin everything else in go.mod and go.sum.
+`go mod tidy` pin everything else in go.mod and go.sum. Each minor release has its own
+directory (`gomod/kube-1.37` for v1.37.2), so that several can be supported side by side;
+a new one must also be added to `KUBE_VERSIONS` in cliques/devcluster/gomodules.py, with
+its gates in `GANG_FEATURE_GATES` and `GANG_RUNTIME_CONFIG` (cliques/devcluster/kwok.py).
 
-    python scripts/gen_kube_gomod.py                 # regenerate for the pinned version
-    python scripts/gen_kube_gomod.py v1.35.5         # move to another release
-    python scripts/gen_kube_gomod.py --out /tmp/kube # write somewhere else (to compare)
+    python scripts/gen_kube_gomod.py v1.37.2          # writes gomod/kube-1.37
+    python scripts/gen_kube_gomod.py v1.37.3          # moves gomod/kube-1.37 to 1.37.3
+    python scripts/gen_kube_gomod.py v1.37.2 --out /tmp/kube  # elsewhere (to compare)
 
 Only the Go toolchain is used (`go mod download`, `go mod tidy`), through the Go proxy.
 """
@@ -26,7 +30,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KUBE_DIR = ROOT / "python" / "cliques" / "devcluster" / "gomod" / "kube"
+GOMOD_DIR = ROOT / "python" / "cliques" / "devcluster" / "gomod"
 MODULE = "cliques.dev/devcluster/kube"
 TOOLS = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
@@ -79,11 +83,11 @@ def render_gomod(upstream: str, version: str) -> str:
     return "\n".join(lines)
 
 
-def current_version(gomod: Path) -> str:
-    match = re.search(r"^\s*(?:require\s+)?k8s\.io/kubernetes\s+(v\S+)", gomod.read_text(), re.M)
-    if match is None:
-        raise SystemExit(f"{gomod} does not require k8s.io/kubernetes; pass a version")
-    return match.group(1)
+def module_dir(version: str) -> Path:
+    """gomod/kube-<major>.<minor>: where the module of release `version` lives."""
+    if _VERSION.match(version) is None:
+        raise ValueError(f"expected a Kubernetes release like v1.37.2, not {version!r}")
+    return GOMOD_DIR / f"kube-{'.'.join(version.removeprefix('v').split('.')[:2])}"
 
 
 def upstream_gomod(go: str, version: str) -> str:
@@ -100,20 +104,26 @@ def upstream_gomod(go: str, version: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("version", nargs="?", help="a Kubernetes release (default: the pinned)")
-    parser.add_argument("--out", type=Path, default=KUBE_DIR, help="directory to write")
+    parser.add_argument("version", help="a Kubernetes release, e.g. v1.37.2")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="directory to write (default gomod/kube-X.Y)"
+    )
     args = parser.parse_args(argv)
+    version = "v" + args.version.removeprefix("v")
+    try:
+        out = args.out or module_dir(version)
+    except ValueError as exc:
+        parser.error(str(exc))
     go = shutil.which("go")
     if go is None:
         print("gen_kube_gomod: needs Go on PATH (https://go.dev/dl/)", file=sys.stderr)
         return 1
-    version = args.version or current_version(KUBE_DIR / "go.mod")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "go.mod").write_text(render_gomod(upstream_gomod(go, version), version))
-    (args.out / "go.sum").unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "go.mod").write_text(render_gomod(upstream_gomod(go, version), version))
+    (out / "go.sum").unlink(missing_ok=True)
     env = {**os.environ, "GOWORK": "off", "GOFLAGS": "-mod=mod"}
-    subprocess.run([go, "mod", "tidy"], cwd=args.out, check=True, env=env)
-    print(f"wrote {args.out / 'go.mod'} and go.sum for k8s.io/kubernetes {version}")
+    subprocess.run([go, "mod", "tidy"], cwd=out, check=True, env=env)
+    print(f"wrote {out / 'go.mod'} and go.sum for k8s.io/kubernetes {version}")
     return 0
 
 

@@ -22,6 +22,11 @@ Environment:
 - `CLIQUES_KUBECONFIG`: use that cluster instead of starting one (nothing is built).
 - `CLIQUES_KUBECTL`: the kubectl to use with it (default: the cached build, else PATH).
 - `CLIQUES_TEST_CLUSTER`: the dev cluster's name (default `cliques-test`).
+- `CLIQUES_KUBE_VERSION`: the Kubernetes version of the dev cluster, one of
+  `cliques.devcluster.gomodules.KUBE_VERSIONS` (default 1.37.2; only that version is
+  built). A running cluster of that name with another version (or other gates) is not
+  reused: the tests fail, naming the command that removes it. `make test-compat` runs the
+  gang tests on each older version, each in a cluster of its own name.
 - `CLIQUES_KEEP_CLUSTER=1`: leave the dev cluster running after the session (the next
   session reuses it in a second or so).
 - `CLIQUES_HELM`: the helm binary to use (nothing is built for it).
@@ -120,21 +125,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _build_helm(session)
     if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
         return
-    from cliques.devcluster import build, progress
+    from cliques.devcluster import build, gomodules, progress
     from cliques.devcluster.errors import DevClusterError
 
-    if build.installed_binaries() is not None:
+    try:
+        version = gomodules.kube_version()
+    except ValueError as exc:
+        session.config.stash[_BUILD_ERROR_KEY] = f"{gomodules.KUBE_VERSION_ENV}: {exc}"
+        return
+    if build.installed_binaries(kube_version=version) is not None:
         return
     stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
     print(
-        "\nbuilding the dev-cluster binaries from Go modules before the tests "
-        "(once per machine; cached in ~/.cache/cliques)",
+        f"\nbuilding the dev-cluster binaries (Kubernetes v{version}) from Go modules before "
+        "the tests (once per machine; cached in ~/.cache/cliques)",
         file=stream,
         flush=True,
     )
     reporter = progress.PlainReporter(stream)
     try:
-        build.ensure_binaries(reporter)
+        build.ensure_binaries(reporter, kube_version=version)
     except DevClusterError as exc:
         session.config.stash[_BUILD_ERROR_KEY] = str(exc)
         print(f"dev-cluster build failed:\n{exc}", file=stream, flush=True)
@@ -187,16 +197,19 @@ def kube_cluster(
             yield cluster
         return
 
-    from cliques.devcluster import build
+    from cliques.devcluster import build, gomodules
     from cliques.devcluster import cluster as devcluster
     from cliques.devcluster.errors import DevClusterError
 
     name = os.environ.get("CLIQUES_TEST_CLUSTER", DEFAULT_TEST_CLUSTER)
+    version = gomodules.kube_version()  # checked before the build
     sessions = build.cache_root() / "pytest"
     owned_marker = sessions / f"{name}.owned"
     with _shared_by_sessions(sessions / f"{name}.sessions") as last_session:
         try:
-            result = devcluster.up(name, disable_qps_limits=True, timeout=180.0)
+            result = devcluster.up(
+                name, disable_qps_limits=True, kube_version=version, timeout=180.0
+            )
         except (DevClusterError, ValueError) as exc:
             pytest.fail(f"the dev cluster '{name}' did not start:\n{exc}", pytrace=False)
         if result.action != "reused":

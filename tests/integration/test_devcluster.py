@@ -1,4 +1,5 @@
-"""The dev cluster itself, against the real processes: nodes with GPU capacity, pods that
+"""The dev cluster itself, against the real processes: the Kubernetes version and gang
+APIs asked for ($CLIQUES_KUBE_VERSION, else the default), nodes with GPU capacity, pods that
 run and become Ready through KWOK's stages, garbage collection by the real
 controller-manager, reuse of a running cluster, a second cluster side by side on its own
 ports, restart of a dead component, a quick error with the log tail of a component that
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from cliques.cli import devcluster_cmd
-from cliques.devcluster import build, cluster, kwok, processes
+from cliques.devcluster import build, cluster, gomodules, kwok, processes
 from cliques.devcluster.errors import ComponentError
 
 from ..conftest import KubeCluster
@@ -40,6 +41,25 @@ def dev_cluster(kube_cluster: KubeCluster) -> str:
 
 def get_json(kube_cluster: KubeCluster, *args: str) -> Any:
     return json.loads(kube_cluster.kubectl_run("get", *args, "-o", "json").stdout)
+
+
+def test_the_cluster_runs_the_chosen_version_with_its_gang_apis(
+    kube_cluster: KubeCluster,
+) -> None:
+    name = dev_cluster(kube_cluster)
+    version = gomodules.kube_version()
+    server = json.loads(kube_cluster.kubectl_run("version", "-o", "json").stdout)
+    assert server["serverVersion"]["gitVersion"] == f"v{version}"
+    st = cluster.status(name)
+    assert st.kube_version == f"v{version}" and st.gang_scheduling
+    assert dict(st.feature_gates) == kwok.feature_gates(version)
+    served = kube_cluster.kubectl_run("api-versions").stdout.split()
+    for group_version in kwok.GANG_RUNTIME_CONFIG[version]:
+        assert group_version in served
+    # A group version is served even when the gate of its resources is off: look at them.
+    newest = kwok.GANG_RUNTIME_CONFIG[version][0]
+    listed = json.loads(kube_cluster.kubectl_run("get", "--raw", f"/apis/{newest}").stdout)
+    assert "workloads" in {r["name"] for r in listed["resources"]}
 
 
 def test_nodes_are_ready_with_gpu_capacity(kube_cluster: KubeCluster) -> None:

@@ -49,7 +49,7 @@ build)
             name=$(basename "$a")
             case "$name" in v[0-9]*) name=$(basename "$(dirname "$a")");; esac
             echo "$a" >&2
-            v="v1.35.4 3.6.16 0.8.0 v4.3.1 v0.9.0"
+            v="v1.35.4 v1.36.3 v1.37.2 3.6.16 0.8.0 v4.3.1 v0.9.0"
             printf '#!/bin/sh\necho "versions %s $*"\n' "$v" > "$out/$name"
             chmod +x "$out/$name" ;;
         esac
@@ -66,9 +66,10 @@ def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("CLIQUES_GO", str(go))
     monkeypatch.setenv("FAKE_GO_CALLS", str(tmp_path / "calls"))
     monkeypatch.delenv("FAKE_GO_FAIL", raising=False)
+    monkeypatch.delenv(gomodules.KUBE_VERSION_ENV, raising=False)
     # A read-only "module cache" copy of every module that is patched before building.
     source = tmp_path / "modcache" / "src"
-    for module in gomodules.MODULES:
+    for module in gomodules.all_modules():
         for patch in module.patches:
             target = source / patch.file
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +83,9 @@ def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
+KUBE = gomodules.kube_module(gomodules.DEFAULT_KUBE_VERSION)
+
+
 def calls(tmp_path: Path) -> list[str]:
     path = tmp_path / "calls"
     return path.read_text().splitlines() if path.exists() else []
@@ -92,17 +96,17 @@ def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path:
     out = io.StringIO()
     binaries = build.ensure_binaries(progress.PlainReporter(out), root=root)
 
-    assert binaries.kube_version == gomodules.KUBE.version()
-    assert binaries.kubectl == root / f"kube-{gomodules.KUBE.version()}" / "bin" / "kubectl"
+    assert binaries.kube_version == KUBE.version() == "v1.37.2"
+    assert binaries.kubectl == root / "kube-v1.37.2" / "bin" / "kubectl"
     assert binaries.etcd.name == "etcd"  # go names it `server` (from server/v3); renamed
     for path in (binaries.kube_apiserver, binaries.etcd, binaries.kwok, binaries.kwokctl):
         assert os.access(path, os.X_OK)
     builds = [c for c in calls(tmp_path) if c.startswith("build")]
     assert len(builds) == 3
     assert all("-trimpath" in c and "-mod=readonly" in c for c in builds)
-    assert any("gitVersion=v1.35.4" in c for c in builds)
-    stamp = json.loads((root / f"kube-{gomodules.KUBE.version()}" / "stamp.json").read_text())
-    assert stamp["version"] == gomodules.KUBE.version()
+    assert any("gitVersion=v1.37.2" in c for c in builds)
+    stamp = json.loads((root / "kube-v1.37.2" / "stamp.json").read_text())
+    assert stamp["version"] == "v1.37.2"
     assert "built in" in out.getvalue()
     assert "downloaded 1 modules (latest example.com/dep v1.0.0)" in out.getvalue()
     assert "go: downloading" not in out.getvalue()  # summarised, not one line per module
@@ -112,6 +116,25 @@ def test_builds_every_module_once_then_reuses_the_cache(fake_go: Path, tmp_path:
     assert build.ensure_binaries(root=root) == binaries
     assert build.installed_binaries(root) == binaries
     assert len(calls(tmp_path)) == before  # nothing ran: not even `go env`
+
+
+def test_each_kubernetes_version_builds_once_into_its_own_directory(
+    fake_go: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cache"
+    newest = build.ensure_binaries(root=root)
+    before = len(calls(tmp_path))
+    older = build.ensure_binaries(root=root, kube_version="v1.35.4")
+    builds = [c for c in calls(tmp_path)[before:] if c.startswith("build")]
+    assert len(builds) == 1 and "gitVersion=v1.35.4" in builds[0]  # etcd and kwok reused
+    assert older.kube_version == "v1.35.4"
+    assert older.kubectl == root / "kube-v1.35.4" / "bin" / "kubectl"
+    assert (older.etcd, older.kwokctl) == (newest.etcd, newest.kwokctl)
+    assert not (root / "kube-v1.36.3").exists()  # never chosen, never built
+    assert build.installed_binaries(root, "1.37.2") == newest
+    assert build.installed_binaries(root, "1.36.3") is None
+    monkeypatch.setenv(gomodules.KUBE_VERSION_ENV, "1.35.4")
+    assert build.installed_binaries(root) == older
 
 
 def test_helm_is_built_only_when_asked_then_reused(fake_go: Path, tmp_path: Path) -> None:
@@ -155,7 +178,7 @@ def test_lws_manager_is_built_only_when_asked_under_its_own_name(
 
 
 def test_patched_modules_build_from_a_patched_copy(fake_go: Path, tmp_path: Path) -> None:
-    patched = [m for m in gomodules.MODULES if m.patches]
+    patched = [m for m in gomodules.cluster_modules(gomodules.DEFAULT_KUBE_VERSION) if m.patches]
     assert patched, "no module is patched any more: drop this test"
     root = tmp_path / "cache"
     build.ensure_binaries(root=root)
@@ -203,7 +226,7 @@ def test_a_failed_step_names_the_step_and_the_log(
         build.ensure_binaries(root=root)
     error = caught.value
     assert error.step == "go build"
-    assert error.log_path == root / f"kube-{gomodules.KUBE.version()}" / "build.log"
+    assert error.log_path == root / f"kube-{KUBE.version()}" / "build.log"
     assert "410 Gone" in error.log_path.read_text()
     message = str(error)
     assert "failed at step 'go build'" in message
@@ -219,14 +242,16 @@ def test_a_failed_step_names_the_step_and_the_log(
 def test_a_binary_that_does_not_report_its_version_fails_the_build(
     fake_go: Path, tmp_path: Path
 ) -> None:
-    fake_go.write_text(fake_go.read_text().replace("v1.35.4 3.6.16", "v0.0.0-master 3.6.16"))
+    fake_go.write_text(
+        fake_go.read_text().replace("v1.35.4 v1.36.3 v1.37.2 3.6.16", "v0.0.0-master 3.6.16")
+    )
     with pytest.raises(BuildError, match="run kube-apiserver"):
         build.ensure_binaries(root=tmp_path / "cache")
 
 
 def test_second_build_waits_for_the_lock_then_reuses(fake_go: Path, tmp_path: Path) -> None:
     root = tmp_path / "cache"
-    kube = build.ModuleBuild(gomodules.KUBE, gomodules.KUBE.version(), root)
+    kube = build.ModuleBuild(KUBE, KUBE.version(), root)
     root.mkdir()
     reports = io.StringIO()
     errors: list[BaseException] = []
@@ -263,7 +288,7 @@ def test_no_go_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "no Go toolchain was found" in message
     assert "https://go.dev/dl/" in message
     assert "CLIQUES_GO" in message
-    needed = max(build.parse_go_version(m.go_version()) for m in gomodules.MODULES)
+    needed = max(build.parse_go_version(m.go_version()) for m in gomodules.all_modules())
     assert f"Go {'.'.join(map(str, needed))}" in message
 
 
@@ -292,6 +317,18 @@ def test_go_version_check(
     else:
         with pytest.raises(GoNotFoundError, match=r"needs Go \d+\.\d+"):
             build.check_go_version(fake_go)
+
+
+def test_go_version_check_looks_at_the_modules_to_build(
+    fake_go: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_GO_VERSION", "go1.25.5")
+    monkeypatch.setenv("FAKE_GO_TOOLCHAIN", "local")
+    older = gomodules.kube_module("1.35.4")
+    assert older.go_version() == "1.25.0"
+    assert build.check_go_version(fake_go, [older]) == "go1.25.5"
+    with pytest.raises(GoNotFoundError, match=r"needs Go 1\.26"):
+        build.check_go_version(fake_go, [gomodules.kube_module("1.37.2")])
 
 
 def test_parse_go_version() -> None:
@@ -358,6 +395,16 @@ def test_the_build_command_builds_helm_only_with_its_flag(
     assert args.func(args) == 0
     printed = capsys.readouterr().out.split()
     assert printed[-1].endswith("/kwokctl") and not any("helm" in p for p in printed)
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--kube-version", "v1.35.4"])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed[0] == str(tmp_path / "cache" / "kube-v1.35.4" / "bin" / "kube-apiserver")
+
+    args = build_parser().parse_args(["dev-cluster", "build", "--kube-version", "1.34.0"])
+    assert args.func(args) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "supported are 1.35.4, 1.36.3, 1.37.2" in error
 
     args = build_parser().parse_args(["dev-cluster", "build", "--helm"])
     assert args.func(args) == 0

@@ -1,6 +1,7 @@
-"""Cluster bookkeeping without a cluster: states read from kwokctl's files, the error for a
-component that is not running (with its log tail), `down` of a cluster that is not there,
-and the test fixture's helpers (namespace names, keeping logs)."""
+"""Cluster bookkeeping without a cluster: states read from kwokctl's files (version and
+feature gates included), `up` refusing an existing cluster of another version or other gates,
+the error for a component that is not running (with its log tail), `down` of a cluster that
+is not there, and the test fixture's helpers (namespace names, keeping logs)."""
 
 from __future__ import annotations
 
@@ -55,14 +56,97 @@ def test_status_reads_kwokctl_files(tmp_path: Path) -> None:
     assert cluster.list_clusters(tmp_path) == ["c1"]
 
 
-def test_status_tells_whether_the_cluster_has_the_gang_gates(tmp_path: Path) -> None:
-    paths = fake_cluster(tmp_path, "c1")
-    assert cluster.status("c1", tmp_path).gang_scheduling is False
+def record(paths: cluster.ClusterPaths, version: str, gates: str) -> None:
+    """What kwokctl saves of a cluster's version and gates in its kwok.yaml."""
     paths.saved_config.write_text(
         "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\n"
-        f"options:\n  kubeFeatureGates: {kwok.GANG_FEATURE_GATES}\n"
+        f"options:\n  kubeVersion: {version}\n  kubeFeatureGates: {gates}\n"
     )
-    assert cluster.status("c1", tmp_path).gang_scheduling is True
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "on"),
+    [
+        ("v1.35.4", "GenericWorkload=true,GangScheduling=true", True),
+        ("v1.35.4", "GenericWorkload=true", False),  # the scheduler would not gang-schedule
+        ("v1.36.3", "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=false", True),
+        ("v1.37.2", "GenericWorkload=true", True),  # GangScheduling is gone in 1.37
+        ("v1.37.2", "GenericWorkload=false,CompositePodGroup=true", False),
+    ],
+)
+def test_status_tells_the_version_and_whether_the_cluster_has_the_gang_gates(
+    tmp_path: Path, version: str, gates: str, on: bool
+) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    before = cluster.status("c1", tmp_path)
+    assert before.gang_scheduling is False and before.kube_version is None
+    record(paths, version, gates)
+    st = cluster.status("c1", tmp_path)
+    assert st.gang_scheduling is on
+    assert st.kube_version == version
+    assert kwok.gates_text(st.feature_gates) == gates
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "feature_gates", "message"),
+    [
+        ("1.37.2", None, "runs Kubernetes v1.35.4, not v1.37.2"),
+        (
+            None,
+            {"GangScheduling": False},
+            "has the feature gates GangScheduling=true, not GangScheduling=false",
+        ),
+    ],
+)
+def test_up_refuses_an_existing_cluster_of_another_version_or_gates_before_building(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kube_version: str | None,
+    feature_gates: dict[str, bool] | None,
+    message: str,
+) -> None:
+    monkeypatch.setenv("CLIQUES_GO", str(tmp_path / "no-go"))  # a build would fail otherwise
+    paths = fake_cluster(tmp_path, "c1")
+    record(paths, "v1.35.4", "GenericWorkload=true,GangScheduling=true")
+    with pytest.raises(DevClusterError) as caught:
+        cluster.up("c1", kube_version=kube_version, feature_gates=feature_gates, root=tmp_path)
+    text = str(caught.value)
+    assert message in text
+    assert "`cliques dev-cluster down --name c1`" in text
+    assert not any(tmp_path.glob("kube-v*"))  # nothing was built for it
+
+
+def test_up_without_a_version_keeps_the_clusters_and_notes_other_gates(tmp_path: Path) -> None:
+    current = cluster.ClusterStatus(
+        "c1", "running", [], None, tmp_path, False, True, "v1.35.4", {"GenericWorkload": True}
+    )
+    wanted = kwok.feature_gates("1.35.4")
+    assert cluster._reuse_notes(current, "1.35.4", dict(current.feature_gates), True, True) == []
+    (note,) = cluster._reuse_notes(current, "1.35.4", wanted, True, False)
+    assert note == (
+        "the existing cluster has the feature gates GangScheduling unset, not "
+        "GangScheduling=true; `down` it first to change that"
+    )
+    with pytest.raises(DevClusterError, match="has the feature gates"):
+        cluster._reuse_notes(current, "1.35.4", wanted, True, True)
+
+
+def test_a_cluster_of_an_unsupported_version_says_how_to_replace_it(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    record(paths, "v1.30.0", "")
+    with pytest.raises(DevClusterError) as caught:
+        cluster.info("c1", tmp_path)
+    assert "runs Kubernetes v1.30.0 (unsupported Kubernetes version" in str(caught.value)
+    assert "cliques dev-cluster down --name c1" in str(caught.value)
+
+
+def test_info_uses_the_binaries_of_the_clusters_version(tmp_path: Path) -> None:
+    paths = fake_cluster(tmp_path, "c1")
+    record(paths, "v1.36.3", "GenericWorkload=true")
+    with pytest.raises(DevClusterError) as caught:
+        cluster.info("c1", tmp_path)
+    assert "binaries of Kubernetes v1.36.3 are not built" in str(caught.value)
+    assert "cliques dev-cluster build --kube-version 1.36.3" in str(caught.value)
 
 
 def test_a_recycled_pid_is_not_taken_for_a_component(tmp_path: Path) -> None:

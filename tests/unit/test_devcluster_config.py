@@ -4,6 +4,8 @@ command lines, fake node objects and scaling, names, and the `env` lines run by 
 from __future__ import annotations
 
 import importlib.util
+import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -62,8 +64,9 @@ def test_default_exec_name_follows_go_build(package: str, name: str) -> None:
     assert gomodules.default_exec_name(package) == name
 
 
-def test_the_repository_modules_build_the_binaries_a_cluster_needs() -> None:
-    binaries = {m.key: m.binaries() for m in gomodules.MODULES}
+@pytest.mark.parametrize("version", list(gomodules.KUBE_VERSIONS))
+def test_the_repository_modules_build_the_binaries_a_cluster_needs(version: str) -> None:
+    binaries = {m.key: m.binaries() for m in gomodules.cluster_modules(version)}
     assert set(binaries["kube"]) == {
         "kube-apiserver",
         "kube-controller-manager",
@@ -74,9 +77,37 @@ def test_the_repository_modules_build_the_binaries_a_cluster_needs() -> None:
     assert set(binaries["kwok"]) == {"kwok", "kwokctl"}
 
 
+def test_each_supported_version_has_its_own_module_pinning_it() -> None:
+    assert list(gomodules.KUBE_VERSIONS) == ["1.35.4", "1.36.3", "1.37.2"]
+    assert gomodules.DEFAULT_KUBE_VERSION == "1.37.2"
+    for version, module in gomodules.KUBE_VERSIONS.items():
+        assert module.key == "kube"  # the cache directory is kube-v<version>
+        assert module.directory.name == "kube-" + version.rsplit(".", 1)[0]
+        assert module.version() == f"v{version}"
+    assert not (gomodules.GOMOD_ROOT / "kube").exists()
+
+
+def test_a_version_may_start_with_v_and_an_unknown_one_names_the_supported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(gomodules.KUBE_VERSION_ENV, raising=False)
+    assert gomodules.kube_version("v1.36.3") == gomodules.kube_version(" 1.36.3") == "1.36.3"
+    assert gomodules.kube_version() == "1.37.2"
+    monkeypatch.setenv(gomodules.KUBE_VERSION_ENV, "v1.35.4")
+    assert gomodules.kube_version() == "1.35.4"
+    assert gomodules.kube_version("1.37.2") == "1.37.2"  # an explicit one wins
+    with pytest.raises(ValueError) as caught:
+        gomodules.kube_version("1.36")
+    assert str(caught.value) == (
+        "unsupported Kubernetes version '1.36': supported are 1.35.4, 1.36.3, 1.37.2 "
+        "(default 1.37.2)"
+    )
+
+
 def test_helm_and_lws_are_tools_a_cluster_does_not_wait_for() -> None:
-    assert gomodules.HELM not in gomodules.MODULES
-    assert gomodules.LWS not in gomodules.MODULES
+    cluster_modules = gomodules.cluster_modules(gomodules.DEFAULT_KUBE_VERSION)
+    assert gomodules.HELM not in cluster_modules
+    assert gomodules.LWS not in cluster_modules
     assert gomodules.TOOLS == (gomodules.HELM, gomodules.LWS)
     assert gomodules.LWS.version() == "v0.9.0"
     assert gomodules.ldflags_for(gomodules.LWS, "v0.9.0").split() == [
@@ -93,16 +124,19 @@ def test_helm_and_lws_are_tools_a_cluster_does_not_wait_for() -> None:
 
 
 def test_pinned_versions_meet_the_issue() -> None:
-    versions = {m.key: m.version() for m in gomodules.MODULES}
+    versions = {m.key: m.version() for m in gomodules.cluster_modules("1.35.4")}
     major_minor = [int(p) for p in versions["kube"].removeprefix("v").split(".")[:2]]
     assert major_minor >= [1, 35]
     assert versions["etcd"].startswith("v3.6.")
     assert [int(p) for p in versions["kwok"].removeprefix("v").split(".")[:2]] >= [0, 8]
 
 
-def test_kube_module_replaces_every_staging_module_by_its_published_version() -> None:
-    text = gomodules.KUBE.gomod_text()
-    version = gomodules.KUBE.version()  # v1.35.4 -> staging v0.35.4
+@pytest.mark.parametrize("module", list(gomodules.KUBE_VERSIONS.values()))
+def test_kube_module_replaces_every_staging_module_by_its_published_version(
+    module: gomodules.GoModule,
+) -> None:
+    text = module.gomod_text()
+    version = module.version()  # v1.35.4 -> staging v0.35.4
     staging = "v0." + version.removeprefix("v1.")
     replaces = [line.split() for line in text.splitlines() if " => " in line]
     assert len(replaces) > 25
@@ -127,10 +161,10 @@ def test_fingerprint_changes_with_link_flags() -> None:
     assert a != gomodules.KWOK.fingerprint("-s")
 
 
-def binaries(root: Path = Path("/cache")) -> build.Binaries:
-    kube, etcd, kwokd = root / "kube-v1.35.4/bin", root / "etcd-v3.6.16/bin", root / "kwok/bin"
+def binaries(root: Path = Path("/cache"), version: str = "v1.35.4") -> build.Binaries:
+    kube, etcd, kwokd = root / f"kube-{version}/bin", root / "etcd-v3.6.16/bin", root / "kwok/bin"
     return build.Binaries(
-        kube_version="v1.35.4",
+        kube_version=version,
         etcd_version="v3.6.16",
         kwok_version="v0.8.0",
         kube_apiserver=kube / "kube-apiserver",
@@ -174,29 +208,186 @@ def test_kwokctl_configuration_uses_local_binaries_on_loopback() -> None:
     assert fast["options"]["disableQPSLimits"] is True
 
 
-def test_gang_scheduling_gates_are_on_by_default_and_can_be_turned_off() -> None:
-    options = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False)["options"]
-    # kwokctl hands kubeFeatureGates to the API server, controller-manager and scheduler,
-    # kubeRuntimeConfig to the API server (--feature-gates, --runtime-config).
-    assert options["kubeFeatureGates"] == "GenericWorkload=true,GangScheduling=true"
-    assert options["kubeRuntimeConfig"] == "scheduling.k8s.io/v1alpha1=true"
-    off = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False, gang_scheduling=False)[
+GANG_SETTINGS = {
+    "v1.35.4": (
+        "GenericWorkload=true,GangScheduling=true",
+        "scheduling.k8s.io/v1alpha1=true",
+    ),
+    "v1.36.3": (
+        "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true,"
+        "DRAWorkloadResourceClaims=true,WorkloadAwarePreemption=true",
+        "scheduling.k8s.io/v1alpha2=true",
+    ),
+    "v1.37.2": (
+        "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,"
+        "DRAWorkloadResourceClaims=true,PodGroupPreemptionPolicy=true,CompositePodGroup=true",
+        "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true",
+    ),
+}
+
+
+@pytest.mark.parametrize("version", list(GANG_SETTINGS))
+def test_gang_scheduling_gates_are_on_by_default_and_can_be_turned_off(version: str) -> None:
+    options = kwok.kwokctl_configuration(binaries(version=version), disable_qps_limits=False)[
         "options"
     ]
+    # kwokctl hands kubeFeatureGates to the API server, controller-manager and scheduler,
+    # kubeRuntimeConfig to the API server (--feature-gates, --runtime-config).
+    assert (options["kubeFeatureGates"], options["kubeRuntimeConfig"]) == GANG_SETTINGS[version]
+    assert options["kubeVersion"] == version
+    off = kwok.kwokctl_configuration(
+        binaries(version=version), disable_qps_limits=False, gang_scheduling=False
+    )["options"]
     gates = {"kubeFeatureGates", "kubeRuntimeConfig"}
     assert off == {k: v for k, v in options.items() if k not in gates}
 
 
-def test_the_cli_turns_gang_scheduling_off_with_a_flag() -> None:
+def test_every_version_has_gang_gates_and_runtime_config() -> None:
+    assert set(kwok.GANG_FEATURE_GATES) == set(gomodules.KUBE_VERSIONS)
+    assert set(kwok.GANG_RUNTIME_CONFIG) == set(gomodules.KUBE_VERSIONS)
+    # 1.37 removed GangScheduling (GenericWorkload turns gang scheduling on): naming it
+    # there would stop the API server.
+    assert "GangScheduling" not in kwok.GANG_FEATURE_GATES["1.37.2"]
+    for version, gates in kwok.GANG_FEATURE_GATES.items():
+        assert kwok.has_gang_scheduling(version, dict.fromkeys(gates, True))
+        assert not kwok.has_gang_scheduling(version, {"GenericWorkload": False})
+
+
+def _module_cache() -> str:
+    """Go's module cache directory ("" without Go)."""
+    go = shutil.which("go")
+    if go is None:
+        return ""
+    done = subprocess.run(
+        [go, "env", "GOMODCACHE"], capture_output=True, text=True, timeout=60, check=False
+    )
+    return done.stdout.strip()
+
+
+def _features_source(version: str) -> str | None:
+    """k8s.io/kubernetes@v<version>'s pkg/features/kube_features.go from Go's module cache,
+    or None when Go or that module is not there."""
+    cache = _module_cache()
+    source = Path(cache) / f"k8s.io/kubernetes@v{version}" / "pkg/features/kube_features.go"
+    return source.read_text(encoding="utf-8") if cache and source.is_file() else None
+
+
+@pytest.mark.parametrize("version", list(gomodules.KUBE_VERSIONS))
+def test_each_gang_gate_is_one_its_release_declares(version: str) -> None:
+    """An unknown gate stops the API server, so each must be declared in that release."""
+    source = _features_source(version)
+    if source is None:
+        pytest.skip(f"k8s.io/kubernetes@v{version} is not in Go's module cache")
+    declared = set(re.findall(r"^\t(\w+) featuregate\.Feature = ", source, re.MULTILINE))
+    assert set(kwok.GANG_FEATURE_GATES[version]) <= declared
+
+
+@pytest.mark.parametrize("version", list(gomodules.KUBE_VERSIONS))
+def test_each_runtime_config_names_an_api_version_its_release_has(version: str) -> None:
+    source = _features_source(version)
+    if source is None:
+        pytest.skip(f"k8s.io/kubernetes@v{version} is not in Go's module cache")
+    api = Path(_module_cache()) / f"k8s.io/api@v0.{version.removeprefix('1.')}"
+    for group_version in kwok.GANG_RUNTIME_CONFIG[version]:
+        group, api_version = group_version.split("/")
+        assert (api / group.removesuffix(".k8s.io") / api_version / "types.go").is_file()
+
+
+def test_feature_gates_are_merged_on_top_of_the_versions() -> None:
+    gates = kwok.feature_gates(
+        "v1.37.2", overrides={"CompositePodGroup": False, "DRADeviceTaints": True}
+    )
+    assert kwok.gates_text(gates) == (
+        "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,"
+        "DRAWorkloadResourceClaims=true,PodGroupPreemptionPolicy=true,"
+        "CompositePodGroup=false,DRADeviceTaints=true"
+    )
+    assert kwok.feature_gates("1.35.4", gang_scheduling=False, overrides={"A": True}) == {"A": True}
+    options = kwok.kwokctl_configuration(
+        binaries(), disable_qps_limits=False, gate_overrides={"GangScheduling": False}
+    )["options"]
+    assert options["kubeFeatureGates"] == "GenericWorkload=true,GangScheduling=false"
+
+
+@pytest.mark.parametrize(
+    ("text", "gates"),
+    [
+        ("A=true,B=false", {"A": True, "B": False}),
+        (" A = True , ,B=FALSE,", {"A": True, "B": False}),
+        ("", {}),
+        ("A=true,A=false", {"A": False}),
+    ],
+)
+def test_parse_feature_gates(text: str, gates: dict[str, bool]) -> None:
+    assert kwok.parse_feature_gates(text) == gates
+
+
+@pytest.mark.parametrize("text", ["A", "A=yes", "=true", "A-B=true", "A=true=false"])
+def test_malformed_feature_gates_are_refused_with_the_form(text: str) -> None:
+    with pytest.raises(ValueError, match="is not NAME=true or NAME=false"):
+        kwok.parse_feature_gates(text)
+
+
+def _parser() -> Any:
     import argparse
 
     from cliques.cli import devcluster_cmd
 
     parser = argparse.ArgumentParser()
     devcluster_cmd.register(parser.add_subparsers())
+    return parser
+
+
+def test_the_cli_turns_gang_scheduling_off_with_a_flag() -> None:
+    parser = _parser()
     assert parser.parse_args(["dev-cluster", "up"]).gang_scheduling is True
     args = parser.parse_args(["dev-cluster", "up", "--no-gang-scheduling"])
     assert args.gang_scheduling is False
+
+
+def test_up_help_lists_versions_gates_and_the_environment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["dev-cluster", "up", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--kube-version V" in text and "--feature-gates K=V,..." in text
+    assert "1.35.4, 1.36.3, 1.37.2" in text and "else 1.37.2" in text
+    assert "CLIQUES_KUBE_VERSION" in text
+    assert "scheduling.k8s.io/v1beta1, scheduling.k8s.io/v1alpha3" in text
+    assert "PodGroupPreemptionPolicy, CompositePodGroup" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--kube-version", "1.34.9"], "unsupported Kubernetes version '1.34.9': supported are"),
+        (["--feature-gates", "GenericWorkload"], "is not NAME=true or NAME=false"),
+    ],
+)
+def test_up_refuses_a_bad_version_or_gates_in_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _parser().parse_args(["dev-cluster", "up", *argv])
+    assert args.func(args) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error
+
+
+def test_up_reads_the_version_from_the_environment_unless_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.cli import devcluster_cmd
+
+    monkeypatch.delenv(gomodules.KUBE_VERSION_ENV, raising=False)
+    assert devcluster_cmd._kube_version(None) is None  # the existing cluster's, or the default
+    assert devcluster_cmd._kube_version("v1.36.3") == "1.36.3"
+    monkeypatch.setenv(gomodules.KUBE_VERSION_ENV, "1.35.4")
+    assert devcluster_cmd._kube_version(None) == "1.35.4"
+    assert devcluster_cmd._kube_version("1.37.2") == "1.37.2"
+    monkeypatch.setenv(gomodules.KUBE_VERSION_ENV, "1.99.0")
+    with pytest.raises(ValueError, match=r"^CLIQUES_KUBE_VERSION: unsupported"):
+        devcluster_cmd._kube_version(None)
 
 
 def test_kwokctl_environment_drops_stray_kwok_settings() -> None:
@@ -365,12 +556,15 @@ def test_generator_replaces_staging_modules_by_published_versions() -> None:
     assert gomodules.required_version(text, "k8s.io/kubernetes") == "v1.35.4"
 
 
-def test_committed_kube_module_is_what_the_generator_makes() -> None:
-    """The tools and staging pins of the committed go.mod match the generator's (before tidy)."""
+@pytest.mark.parametrize("module", list(gomodules.KUBE_VERSIONS.values()))
+def test_committed_kube_module_is_what_the_generator_makes(module: gomodules.GoModule) -> None:
+    """The tools and staging pins of the committed go.mod match the generator's (before tidy),
+    in the directory the generator writes for its version."""
     gen = load_generator()
-    committed = gomodules.KUBE.gomod_text()
+    committed = module.gomod_text()
     assert gomodules.tool_packages(committed) == list(gen.TOOLS)
     assert committed.startswith(gen.HEADER)
+    assert gen.module_dir(module.version()) == module.directory
 
 
 def _stage(name: str, expressions: list[dict[str, object]]) -> dict[str, object]:

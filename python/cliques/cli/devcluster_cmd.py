@@ -1,24 +1,31 @@
 """`cliques dev-cluster`: a local real Kubernetes control plane, no Docker.
 
-    cliques dev-cluster up [--name N] [--nodes K] [--disable-qps-limits]
-                           [--no-gang-scheduling] [--dry-run]
+    cliques dev-cluster up [--name N] [--nodes K] [--kube-version V] [--feature-gates K=V,...]
+                           [--disable-qps-limits] [--no-gang-scheduling] [--dry-run]
     cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
     cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
-    cliques dev-cluster build [--force] [--helm] [--lws]  only build (or check) the binaries
+    cliques dev-cluster build [--kube-version V] [--force] [--helm] [--lws]
+                                                  only build (or check) the binaries
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
 modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
-machine). Every error the dev cluster knows about (`DevClusterError`: no Go, a failed build
-step, a component that does not come up) is printed as its message with exit status 1.
+machine and Kubernetes version). `--kube-version` picks one of `gomodules.KUBE_VERSIONS`
+(default `$CLIQUES_KUBE_VERSION`, else `gomodules.DEFAULT_KUBE_VERSION`); a version
+outside them is refused in one line naming the supported ones. Every error the dev
+cluster knows about (`DevClusterError`: no Go, a failed build step, a component that does
+not come up, an existing cluster of another version) is printed as its message with exit
+status 1.
 The work happens in `cliques.devcluster`; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import textwrap
 from typing import Any
 
 from cliques import argtypes
@@ -36,20 +43,44 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=lambda _args: _help(parser))
     sub = parser.add_subparsers(dest="dev_cluster_command", metavar="ACTION")
 
-    def named(action: str, help_text: str) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = sub.add_parser(action, help=help_text, description=help_text)
+    def named(action: str, help_text: str, **extra: Any) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(
+            action, help=help_text, description=help_text, **extra
+        )
         p.add_argument(
             "--name", default=kwok.DEFAULT_NAME, help=f"cluster name (default {kwok.DEFAULT_NAME})"
         )
         return p
 
-    up = named("up", "start a dev cluster (or reuse the running one) and wait until it is ready")
+    up = named(
+        "up",
+        "start a dev cluster (or reuse the running one) and wait until it is ready",
+        epilog=_up_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     up.add_argument(
         "--nodes",
         type=argtypes.int_at_least(0, kwok.MAX_NODES),
         default=None,
         help=f"fake GPU nodes to have (default {kwok.DEFAULT_NODES} for a new cluster; "
         "an existing cluster keeps its nodes unless given)",
+    )
+    up.add_argument(
+        "--kube-version",
+        metavar="V",
+        default=None,
+        help=f"the Kubernetes version of a new cluster: {_supported()} (default: "
+        f"${gomodules.KUBE_VERSION_ENV} if set, else {gomodules.DEFAULT_KUBE_VERSION}; "
+        "a leading 'v' is accepted). An existing cluster keeps its version: asking for "
+        "another is refused with the command that removes it",
+    )
+    up.add_argument(
+        "--feature-gates",
+        metavar="K=V,...",
+        default=None,
+        help="feature gates set on top of the version's gang gates (K=false turns one off); "
+        "they go to the API server, the controller-manager and the scheduler, and a gate "
+        "the version does not know stops the API server",
     )
     up.add_argument(
         "--disable-qps-limits",
@@ -60,9 +91,7 @@ def register(subparsers: Any) -> None:
         "--no-gang-scheduling",
         dest="gang_scheduling",
         action="store_false",
-        help="create the cluster without the Workload API and the scheduler's gang scheduling "
-        f"(on by default: feature gates {kwok.GANG_FEATURE_GATES}, runtime config "
-        f"{kwok.GANG_RUNTIME_CONFIG})",
+        help="create the cluster without the gang gates and API versions listed below",
     )
     up.add_argument(
         "--timeout",
@@ -94,6 +123,13 @@ def register(subparsers: Any) -> None:
     build_p = sub.add_parser(
         "build", help="build the binaries (or check they are cached) and print where they are"
     )
+    build_p.add_argument(
+        "--kube-version",
+        metavar="V",
+        default=None,
+        help=f"the Kubernetes version to build: {_supported()} (default: "
+        f"${gomodules.KUBE_VERSION_ENV} if set, else {gomodules.DEFAULT_KUBE_VERSION})",
+    )
     build_p.add_argument("--force", action="store_true", help="rebuild even if cached")
     build_p.add_argument(
         "--helm", action="store_true", help="also build helm (for the Helm chart's tests)"
@@ -104,6 +140,45 @@ def register(subparsers: Any) -> None:
         help="also build lws-manager (LeaderWorkerSet, for `cliques bench scale --operators lws`)",
     )
     build_p.set_defaults(func=_build)
+
+
+def _supported() -> str:
+    return ", ".join(gomodules.KUBE_VERSIONS)
+
+
+def _up_epilog() -> str:
+    """`up --help`'s tail: each version's gang gates and API versions, the environment."""
+    lines = [
+        "gang scheduling, on in a new cluster unless --no-gang-scheduling (its feature gates,",
+        "then the API versions the API server serves through --runtime-config):",
+    ]
+    for version in gomodules.KUBE_VERSIONS:
+        for i, items in enumerate((kwok.GANG_FEATURE_GATES, kwok.GANG_RUNTIME_CONFIG)):
+            text = textwrap.wrap(", ".join(items[version]), 76)
+            lead = f"  {version:<8}" if i == 0 else " " * 10
+            lines += [lead + text[0], *(" " * 10 + more for more in text[1:])]
+    lines += [
+        "",
+        "environment:",
+        f"  {gomodules.KUBE_VERSION_ENV}  the Kubernetes version when --kube-version is not given",
+        f"  {'':<{len(gomodules.KUBE_VERSION_ENV)}}  (default {gomodules.DEFAULT_KUBE_VERSION}); "
+        "the tests' cluster runs it too",
+    ]
+    return "\n".join(lines)
+
+
+def _kube_version(flag: str | None) -> str | None:
+    """The version asked for: the flag, else $CLIQUES_KUBE_VERSION, else None (the existing
+    cluster's, or the default); ValueError naming the supported ones."""
+    if flag is not None:
+        return gomodules.kube_version(flag)
+    from_env = os.environ.get(gomodules.KUBE_VERSION_ENV)
+    if not from_env:
+        return None
+    try:
+        return gomodules.kube_version(from_env)
+    except ValueError as exc:
+        raise ValueError(f"{gomodules.KUBE_VERSION_ENV}: {exc}") from None
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
@@ -121,6 +196,11 @@ def _say(text: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    try:
+        version = _kube_version(args.kube_version)
+        gates = None if args.feature_gates is None else kwok.parse_feature_gates(args.feature_gates)
+    except ValueError as exc:
+        return _fail(exc)
     reporter = progress.make_reporter()
     try:
         with progress.ReporterScope(reporter):
@@ -129,6 +209,8 @@ def _up(args: argparse.Namespace) -> int:
                     args.name,
                     disable_qps_limits=args.disable_qps_limits,
                     gang_scheduling=args.gang_scheduling,
+                    kube_version=version,
+                    feature_gates=gates,
                     reporter=reporter,
                 )
             else:
@@ -138,6 +220,8 @@ def _up(args: argparse.Namespace) -> int:
                     args.nodes,
                     disable_qps_limits=args.disable_qps_limits,
                     gang_scheduling=args.gang_scheduling,
+                    kube_version=version,
+                    feature_gates=gates,
                     reporter=reporter,
                     timeout=args.timeout,
                 )
@@ -162,6 +246,8 @@ def _up(args: argparse.Namespace) -> int:
     _say(f"{what} ({len(result.nodes)} nodes Ready, {result.seconds:.1f}s)")
     for note in result.notes:
         _say(f"note: {note}")
+    _say(f"  Kubernetes: {result.kube_version}")
+    _say(f"  gates:      {kwok.gates_text(result.feature_gates) or 'none'}")
     _say(f"  API server: {result.info.server}")
     _say(f"  kubeconfig: {result.info.kubeconfig}")
     _say(f'  use it:     eval "$(cliques dev-cluster env --name {args.name})"')
@@ -216,6 +302,8 @@ def _print_status(st: cluster.ClusterStatus) -> None:
     qps = "off" if st.disable_qps_limits else "on"
     gangs = "on" if st.gang_scheduling else "off"
     print(f"{st.name}: {st.state}  server {st.server}  QPS limits {qps}  gang scheduling {gangs}")
+    print(f"  Kubernetes {st.kube_version or 'unknown'}")
+    print(f"  feature gates {kwok.gates_text(st.feature_gates) or 'none'}")
     print(f"  kubeconfig {st.kubeconfig}")
     for c in st.components:
         pid = c.pid if c.pid is not None else "-"
@@ -244,10 +332,14 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    try:
+        version = _kube_version(args.kube_version)
+    except ValueError as exc:
+        return _fail(exc)
     reporter = progress.make_reporter()
     try:
         with progress.ReporterScope(reporter):
-            binaries = build.ensure_binaries(reporter, force=args.force)
+            binaries = build.ensure_binaries(reporter, force=args.force, kube_version=version)
             helm = (
                 build.ensure_tool(gomodules.HELM, reporter, force=args.force) if args.helm else None
             )

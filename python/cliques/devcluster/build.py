@@ -1,16 +1,19 @@
 """Build the dev-cluster binaries from the Go modules in `gomod/`, once per machine.
 
-Nothing is downloaded but Go modules (through the ordinary Go proxy): each module of
-`gomodules.MODULES` is compiled with `go build` into a cache directory keyed by its version,
-`<cache>/<key>-<version>/bin/` (`<cache>` is `$CLIQUES_CACHE_DIR`, else
-`$XDG_CACHE_HOME/cliques`, else `~/.cache/cliques`). A `stamp.json` written last marks a
-complete build of exactly the pinned `go.mod`/`go.sum` and link flags; the next run reuses
-it. An exclusive `fcntl` lock per module keeps two processes from building it at once (the
-second waits, then reuses the first one's result). Each build writes its log to
-`<cache>/<key>-<version>/build.log`; a failure names the failing step and that log.
+Nothing is downloaded but Go modules (through the ordinary Go proxy): each module a dev
+cluster of the chosen Kubernetes version runs (`gomodules.cluster_modules`) is compiled with
+`go build` into a cache directory keyed by its version, `<cache>/<key>-<version>/bin/`
+(`kube-v1.37.2`, `etcd-v3.6.16`; a Kubernetes version is built only when it is chosen),
+where `<cache>` is `$CLIQUES_CACHE_DIR`, else `$XDG_CACHE_HOME/cliques`, else
+`~/.cache/cliques`. A `stamp.json` written last marks a complete build of exactly the
+pinned `go.mod`/`go.sum` and link flags; the next run reuses it. An exclusive `fcntl` lock
+per module keeps two processes from building it at once (the second waits, then reuses the
+first one's result). Each build writes its log to `<cache>/<key>-<version>/build.log`; a
+failure names the failing step and that log.
 
-`ensure_binaries()` is the entry point (used by `cluster.up`, the test fixture and
-`cliques dev-cluster build`); `installed_binaries()` only looks. `ensure_tool()` and
+`ensure_binaries(kube_version=...)` is the entry point (used by `cluster.up`, the test
+fixture and `cliques dev-cluster build`); `installed_binaries()` only looks; both default
+to `gomodules.kube_version()` ($CLIQUES_KUBE_VERSION, else the default). `ensure_tool()` and
 `installed_tool()` do the same for one module of `gomodules.TOOLS` (helm), which a dev
 cluster does not need and is built only when asked for.
 """
@@ -40,7 +43,6 @@ from cliques.devcluster.progress import QuietReporter, Reporter, format_seconds
 _MIN_GO = (1, 21)
 _PACKAGE_LINE = re.compile(r"^[A-Za-z0-9_.~\-]+(/[A-Za-z0-9_.~\-+]+)*$")
 _LOG_TAIL_LINES = 25
-_ALL_MODULES = gomodules.MODULES + gomodules.TOOLS
 # How each binary reports its version (default: `--version`).
 _VERSION_ARGS = {"kubectl": ("version", "--client"), "helm": ("version", "--short")}
 
@@ -115,9 +117,11 @@ class ModuleBuild:
         return data if isinstance(data, dict) else {}
 
 
-def module_builds(root: Path | None = None) -> list[ModuleBuild]:
+def module_builds(root: Path | None = None, kube_version: str | None = None) -> list[ModuleBuild]:
+    """The builds a dev cluster of `kube_version` needs (None: `gomodules.kube_version()`)."""
     base = root if root is not None else cache_root()
-    return [ModuleBuild(m, m.version(), base) for m in gomodules.MODULES]
+    modules = gomodules.cluster_modules(gomodules.kube_version(kube_version))
+    return [ModuleBuild(m, m.version(), base) for m in modules]
 
 
 @dataclass(frozen=True)
@@ -158,24 +162,32 @@ def _binaries_from(builds: Sequence[ModuleBuild]) -> Binaries:
     )
 
 
-def installed_binaries(root: Path | None = None) -> Binaries | None:
-    """The cached binaries if every module is built, else None (never builds)."""
-    builds = module_builds(root)
+def installed_binaries(
+    root: Path | None = None, kube_version: str | None = None
+) -> Binaries | None:
+    """The cached binaries of `kube_version` if every module is built, else None (never
+    builds)."""
+    builds = module_builds(root, kube_version)
     if not all(b.is_complete() for b in builds):
         return None
     return _binaries_from(builds)
 
 
 def ensure_binaries(
-    reporter: Reporter | None = None, *, root: Path | None = None, force: bool = False
+    reporter: Reporter | None = None,
+    *,
+    root: Path | None = None,
+    force: bool = False,
+    kube_version: str | None = None,
 ) -> Binaries:
-    """Build whatever module is missing from the cache (all of them if `force`)."""
+    """Build whatever module of a `kube_version` cluster is missing from the cache (all of
+    them if `force`)."""
     report = reporter if reporter is not None else QuietReporter()
-    builds = module_builds(root)
+    builds = module_builds(root, kube_version)
     missing = [b for b in builds if force or not b.is_complete()]
     if missing:
         go = find_go()
-        check_go_version(go)
+        check_go_version(go, [b.module for b in missing])
         for build in missing:
             build_module(build, go, report, force=force)
     return _binaries_from(builds)
@@ -193,7 +205,7 @@ def ensure_tool(
     tool = ModuleBuild(module, module.version(), base)
     if force or not tool.is_complete():
         go = find_go()
-        check_go_version(go)
+        check_go_version(go, [module])
         build_module(tool, go, reporter if reporter is not None else QuietReporter(), force=force)
     return tool
 
@@ -234,7 +246,8 @@ def find_go(locations: Sequence[Path] | None = None) -> Path:
 
 
 def go_missing_message() -> str:
-    needed = max(_ALL_MODULES, key=lambda m: parse_go_version(m.go_version())).go_version()
+    modules = gomodules.all_modules()
+    needed = max(modules, key=lambda m: parse_go_version(m.go_version())).go_version()
     return (
         "The dev cluster's binaries are built from source with Go, and no Go toolchain was "
         "found (looked at $CLIQUES_GO, `go` on PATH, /usr/local/go/bin and ~/sdk).\n"
@@ -252,8 +265,9 @@ def parse_go_version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.group(1).split("."))
 
 
-def check_go_version(go: Path) -> str:
-    """The toolchain's version; an error a person can act on if it cannot build ours."""
+def check_go_version(go: Path, modules: Sequence[GoModule] | None = None) -> str:
+    """The toolchain's version; an error a person can act on if it cannot build `modules`
+    (default: every module under gomod/)."""
     try:
         out = subprocess.run(
             [str(go), "env", "GOVERSION", "GOTOOLCHAIN"],
@@ -267,7 +281,8 @@ def check_go_version(go: Path) -> str:
         raise GoNotFoundError(f"{go} does not run (`go env` failed: {exc}).") from exc
     version = out[0] if out else "unknown"
     toolchain = out[1] if len(out) > 1 else "auto"
-    needed = max(parse_go_version(m.go_version()) for m in _ALL_MODULES)
+    wanted = gomodules.all_modules() if modules is None else modules
+    needed = max(parse_go_version(m.go_version()) for m in wanted)
     have = parse_go_version(version) if version.startswith("go") else (0,)
     needed_text = ".".join(map(str, needed))
     if have < _MIN_GO or (have < needed and toolchain == "local"):

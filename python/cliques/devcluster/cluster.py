@@ -13,7 +13,11 @@ cache directory, never in the repository or ~/.kube / ~/.kwok:
 
 `up` reuses a running cluster, restarts a stopped one (after a reboot) and otherwise creates
 it (restarting the brand-new API server once, so that a watch from an ancient
-resourceVersion gets 410 Gone as on any cluster that has run for a while); then it waits,
+resourceVersion gets 410 Gone as on any cluster that has run for a while). A cluster runs
+the Kubernetes version and feature gates it was created with (kwokctl records both in its
+kwok.yaml); `up` asked for another version or other gates refuses to reuse it and names
+the command that removes it, and `up` that asked for neither reuses it as it is, with a
+note when it differs from what a new cluster would get. Then `up` waits,
 with a deadline, until the API server is ready, the scheduler and the
 controller-manager hold their leader leases, the default ServiceAccount exists and every node
 is Ready, so that a pod created right after `up` schedules and runs. `down` stops every
@@ -43,6 +47,7 @@ from cliques.devcluster.build import (
     cache_root,
     ensure_binaries,
     installed_binaries,
+    installed_tool,
     module_source,
 )
 from cliques.devcluster.errors import ComponentError, DevClusterError
@@ -162,8 +167,13 @@ class ClusterStatus:
     server: str | None
     kubeconfig: Path
     disable_qps_limits: bool
-    #: Whether the cluster was created with the gang-scheduling gates (kwok.GANG_*).
+    #: Whether the cluster was created with the gang-scheduling gates
+    #: (`kwok.has_gang_scheduling`).
     gang_scheduling: bool = False
+    #: The Kubernetes version it runs (`v1.37.2`), as kwokctl recorded it; None if unknown.
+    kube_version: str | None = None
+    #: The feature gates it was created with, as kwokctl recorded them.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
     @property
     def rss_bytes(self) -> int:
@@ -177,6 +187,9 @@ class UpResult:
     seconds: float
     nodes: list[str]
     notes: list[str] = field(default_factory=list)
+    #: The Kubernetes version the cluster runs (`v1.37.2`) and its feature gates.
+    kube_version: str = ""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -230,10 +243,12 @@ def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterSt
         server = kwok.apiserver_url(paths.kubeconfig.read_text(encoding="utf-8"))
     except OSError:
         server = None
+    options = _saved_options(paths)
+    kube_version = str(options["kubeVersion"]) if options.get("kubeVersion") else None
     try:
-        options = kwok.saved_options(paths.saved_config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        options = {}
+        gates = kwok.parse_feature_gates(str(options.get("kubeFeatureGates") or ""))
+    except ValueError:
+        gates = {}
     return ClusterStatus(
         name,
         state,
@@ -241,8 +256,33 @@ def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterSt
         server,
         paths.kubeconfig,
         bool(options.get("disableQPSLimits", False)),
-        options.get("kubeFeatureGates") == kwok.GANG_FEATURE_GATES,
+        kwok.has_gang_scheduling(kube_version or "", gates),
+        kube_version,
+        gates,
     )
+
+
+def _saved_options(paths: ClusterPaths) -> dict[str, Any]:
+    """The options kwokctl saved for the cluster ({} if there are none)."""
+    try:
+        return kwok.saved_options(paths.saved_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _recorded_version(paths: ClusterPaths) -> str | None:
+    """The supported Kubernetes version (`1.37.2`) an existing cluster runs; None if there is
+    no cluster or it recorded none; DevClusterError if cliques cannot build that version."""
+    recorded = _saved_options(paths).get("kubeVersion")
+    if not recorded:
+        return None
+    try:
+        return gomodules.kube_version(str(recorded))
+    except ValueError as exc:
+        raise DevClusterError(
+            f"dev cluster '{paths.name}' runs Kubernetes {recorded} ({exc}); remove it with "
+            f"`cliques dev-cluster down --name {paths.name}`, then `up` it again"
+        ) from None
 
 
 def info(
@@ -255,11 +295,7 @@ def info(
             f"there is no dev cluster named '{name}'; start one with "
             f"`cliques dev-cluster up --name {name}`"
         )
-    bins = binaries if binaries is not None else installed_binaries(paths.root)
-    if bins is None:
-        raise DevClusterError(
-            "the dev-cluster binaries are not built; run `cliques dev-cluster build` or `up`"
-        )
+    bins = binaries if binaries is not None else _installed_binaries_of(paths)
     server = kwok.apiserver_url(paths.kubeconfig.read_text(encoding="utf-8")) or ""
     return ClusterInfo(
         name=name,
@@ -270,6 +306,18 @@ def info(
         logs_dir=paths.logs_dir,
         kube_cache=paths.kube_cache,
     )
+
+
+def _installed_binaries_of(paths: ClusterPaths) -> Binaries:
+    """The cached binaries of the Kubernetes version an existing cluster runs."""
+    version = _recorded_version(paths) or gomodules.kube_version()
+    bins = installed_binaries(paths.root, version)
+    if bins is None:
+        raise DevClusterError(
+            f"the dev-cluster binaries of Kubernetes v{version} are not built; run "
+            f"`cliques dev-cluster build --kube-version {version}` or `up`"
+        )
+    return bins
 
 
 # --- locking and kwokctl ------------------------------------------------------------------
@@ -357,6 +405,8 @@ def up(
     *,
     disable_qps_limits: bool = False,
     gang_scheduling: bool = True,
+    kube_version: str | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
     reporter: Reporter | None = None,
     timeout: float = 120.0,
     root: Path | None = None,
@@ -364,18 +414,37 @@ def up(
     """Start (or reuse) cluster `name` with `nodes` Ready fake nodes, and wait until usable.
 
     `nodes=None` means the default for a new cluster and "leave as is" for an existing one.
-    `gang_scheduling` turns on the Workload API and the scheduler's gang scheduling
-    (`kwok.GANG_FEATURE_GATES`) in a new cluster; a running one keeps what it was made with.
-    Builds the binaries first if they are missing (reported through `reporter`).
+    `kube_version` (`1.37.2` or `v1.37.2`) picks the Kubernetes release of a new cluster;
+    None means the existing cluster's, else `gomodules.kube_version()`
+    ($CLIQUES_KUBE_VERSION, else the default). `gang_scheduling` turns on the gang gates
+    of that release (`kwok.GANG_FEATURE_GATES`) and `feature_gates` are set on top
+    (`K=False` turns one off). An existing cluster keeps what it was made with: asked for
+    another version or other gates (`kube_version` or `feature_gates` given), `up` raises
+    DevClusterError naming the command that removes it; asked for neither, it reuses the
+    cluster with a note. Builds the binaries first if they are missing (reported through
+    `reporter`).
     """
     paths = paths_for(name, root)
     if nodes is not None:
         kwok.validate_nodes(nodes)
-    binaries = ensure_binaries(reporter, root=paths.root)
+    explicit = kube_version is not None or feature_gates is not None
+    if kube_version is not None:
+        version = gomodules.kube_version(kube_version)
+    else:
+        version = _recorded_version(paths) or gomodules.kube_version()
+    wanted_gates = kwok.feature_gates(
+        version, gang_scheduling=gang_scheduling, overrides=feature_gates
+    )
+    before = status(name, paths.root)
+    if before.state != "absent":  # refuse before building a version that will not be used
+        _reuse_notes(before, version, wanted_gates, gang_scheduling, explicit)
+    binaries = ensure_binaries(reporter, root=paths.root, kube_version=version)
     started = time.monotonic()
     notes: list[str] = []
     with _locked(paths.lock_file):
         current = status(name, paths.root)
+        if current.state != "absent":
+            notes += _reuse_notes(current, version, wanted_gates, gang_scheduling, explicit)
         if current.state == "running":
             action: Literal["reused", "restarted", "created"] = "reused"
             if current.disable_qps_limits != disable_qps_limits:
@@ -400,7 +469,7 @@ def up(
             _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster", watch=True)
         else:
             action = "created"
-            _create(paths, binaries, disable_qps_limits, gang_scheduling)
+            _create(paths, binaries, disable_qps_limits, gang_scheduling, feature_gates)
         if action != "created":
             notes += _stale_stages(paths)
         deadline = started + timeout
@@ -413,9 +482,55 @@ def up(
         )
         node_names = _scale_nodes(kubectl, wanted, paths)
         _wait_until_usable(paths, kubectl, node_names, deadline, timeout)
+    made = status(name, paths.root)
     return UpResult(
-        info(name, paths.root, binaries), action, time.monotonic() - started, node_names, notes
+        info(name, paths.root, binaries),
+        action,
+        time.monotonic() - started,
+        node_names,
+        notes,
+        made.kube_version or binaries.kube_version,
+        made.feature_gates,
     )
+
+
+def _reuse_notes(
+    current: ClusterStatus,
+    version: str,
+    gates: Mapping[str, bool],
+    gang_scheduling: bool,
+    explicit: bool,
+) -> list[str]:
+    """What keeps an existing cluster from being what `up` was asked for: DevClusterError if
+    the version or gates were asked for explicitly, else notes (the cluster is reused)."""
+    have = (current.kube_version or f"v{version}").removeprefix("v")
+    if have != version:
+        differs = f"runs Kubernetes v{have}, not v{version}"
+    elif dict(current.feature_gates) != dict(gates):
+        differs = f"has the feature gates {_gate_difference(current.feature_gates, gates)}"
+    else:
+        return []
+    if explicit:
+        raise DevClusterError(
+            f"dev cluster '{current.name}' {differs}, and `up` does not recreate an existing "
+            f"cluster: remove it with `cliques dev-cluster down --name {current.name}` (which "
+            "deletes everything in it) and run `up` again, or choose another --name"
+        )
+    if current.state == "running" and current.gang_scheduling != gang_scheduling:
+        return []  # the note on gang scheduling says it
+    return [f"the existing cluster {differs}; `down` it first to change that"]
+
+
+def _gate_difference(have: Mapping[str, bool], want: Mapping[str, bool]) -> str:
+    """`A=true,B unset, not A=false,B=true`: only the gates whose settings differ."""
+    names = [n for n in dict.fromkeys([*have, *want]) if have.get(n) != want.get(n)]
+
+    def side(gates: Mapping[str, bool]) -> str:
+        return ",".join(
+            f"{n}={str(gates[n]).lower()}" if n in gates else f"{n} unset" for n in names
+        )
+
+    return f"{side(have)}, not {side(want)}"
 
 
 def _stale_stages(paths: ClusterPaths) -> list[str]:
@@ -434,11 +549,18 @@ def _stale_stages(paths: ClusterPaths) -> list[str]:
 
 
 def _create(
-    paths: ClusterPaths, binaries: Binaries, disable_qps_limits: bool, gang_scheduling: bool
+    paths: ClusterPaths,
+    binaries: Binaries,
+    disable_qps_limits: bool,
+    gang_scheduling: bool,
+    feature_gates: Mapping[str, bool] | None,
 ) -> None:
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     config = kwok.kwokctl_configuration(
-        binaries, disable_qps_limits=disable_qps_limits, gang_scheduling=gang_scheduling
+        binaries,
+        disable_qps_limits=disable_qps_limits,
+        gang_scheduling=gang_scheduling,
+        gate_overrides=feature_gates,
     )
     stage_docs = kwok.stages(module_source(gomodules.KWOK))
     paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
@@ -458,12 +580,16 @@ def dry_run(
     *,
     disable_qps_limits: bool = False,
     gang_scheduling: bool = True,
+    kube_version: str | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
     reporter: Reporter | None = None,
     root: Path | None = None,
 ) -> str:
-    """kwokctl's dry run of creating cluster `name`, in a scratch work dir (nothing stays)."""
+    """kwokctl's dry run of creating cluster `name` (of `kube_version`, None:
+    `gomodules.kube_version()`), in a scratch work dir (nothing stays)."""
     paths = paths_for(name, root)
-    binaries = ensure_binaries(reporter, root=paths.root)
+    version = gomodules.kube_version(kube_version)
+    binaries = ensure_binaries(reporter, root=paths.root, kube_version=version)
     with tempfile.TemporaryDirectory(prefix="cliques-dry-run-") as scratch:
         config = Path(scratch) / "kwokctl.json"
         config.write_text(
@@ -472,6 +598,7 @@ def dry_run(
                     binaries,
                     disable_qps_limits=disable_qps_limits,
                     gang_scheduling=gang_scheduling,
+                    gate_overrides=feature_gates,
                 )
             ),
             encoding="utf-8",
@@ -649,8 +776,9 @@ def down(
 
 
 def _kwokctl_binary(root: Path) -> Path | None:
-    binaries = installed_binaries(root)
-    return binaries.kwokctl if binaries is not None else None
+    """kwokctl, if kwok is built (whatever Kubernetes versions are)."""
+    kwok_build = installed_tool(gomodules.KWOK, root)
+    return kwok_build.binary("kwokctl") if kwok_build is not None else None
 
 
 def _remove_if_empty(paths: ClusterPaths) -> list[Path]:
@@ -672,9 +800,7 @@ def restart_apiserver(name: str, *, timeout: float = 120.0, root: Path | None = 
     crash) and start it again, waiting until it answers /readyz; the seconds it took. etcd
     and the other components keep running, so the cluster's state is kept."""
     paths = paths_for(name, root)
-    binaries = installed_binaries(paths.root)
-    if binaries is None:
-        raise DevClusterError("the dev-cluster binaries are not built")
+    binaries = _installed_binaries_of(paths)
     started = time.monotonic()
     with _locked(paths.lock_file):
         kubectl = _Kubectl(binaries.kubectl, paths)

@@ -1,7 +1,9 @@
 """What the dev cluster asks of kwokctl and the API server, as plain data (no processes).
 
 `cluster` turns these into processes: the KwokctlConfiguration that points
-`kwokctl --runtime binary` at our own binaries on loopback, the environment kwokctl runs in
+`kwokctl --runtime binary` at our own binaries on loopback, with the feature gates and
+API versions of the chosen Kubernetes release (`GANG_FEATURE_GATES`, `GANG_RUNTIME_CONFIG`,
+`feature_gates`), the environment kwokctl runs in
 (its whole state under our cache directory), the command lines, the fake Node objects with a
 GPU machine's capacity, the `export` lines of `cliques dev-cluster env`, and the parsing of
 what kwokctl leaves on disk. Keeping them pure keeps them testable without a cluster.
@@ -42,11 +44,50 @@ COMPONENTS: Final = (
     "kwok-controller",
 )
 
-#: Gang scheduling (docs/gangs.md), on by default: the `scheduling.k8s.io/v1alpha1` Workload
-#: API and the scheduler's GangScheduling plugin. kwokctl passes `kubeFeatureGates` to the
-#: API server, the controller-manager and the scheduler, `kubeRuntimeConfig` to the API server.
-GANG_FEATURE_GATES: Final = "GenericWorkload=true,GangScheduling=true"
-GANG_RUNTIME_CONFIG: Final = "scheduling.k8s.io/v1alpha1=true"
+#: Gang scheduling (docs/gangs.md), on by default: the feature gates a new cluster gets, per
+#: Kubernetes version (the keys of `gomodules.KUBE_VERSIONS`), as read from each release's
+#: pkg/features/kube_features.go. Each lists only gates its release knows: an unknown gate
+#: makes the API server refuse to start. kwokctl passes them (`kubeFeatureGates`) to the API
+#: server, the controller-manager and the scheduler. DynamicResourceAllocation, which
+#: DRAWorkloadResourceClaims needs, is GA and locked on from 1.35, so no DRA gate is listed.
+GANG_FEATURE_GATES: Final[Mapping[str, tuple[str, ...]]] = {
+    "1.35.4": (
+        "GenericWorkload",  # alpha, off by default: the v1alpha1 Workload API
+        "GangScheduling",  # alpha, off by default: the scheduler's gang plugin
+    ),
+    "1.36.3": (
+        "GenericWorkload",  # alpha, off by default: the v1alpha2 Workload and PodGroup APIs
+        "GangScheduling",  # alpha, off by default: the scheduler's gang plugin
+        "TopologyAwareWorkloadScheduling",  # alpha, new: a PodGroup's topology constraints
+        "DRAWorkloadResourceClaims",  # alpha, new: ResourceClaims shared by a PodGroup
+        # alpha, new: preemption by whole PodGroups and their priority fields, which 1.37
+        # folds into GenericWorkload: on here too, so gangs are preempted alike on both
+        "WorkloadAwarePreemption",
+    ),
+    "1.37.2": (
+        # beta, still off by default: v1beta1 Workload and PodGroup; since 1.37 it also turns
+        # on gang scheduling and workload-aware preemption (those two gates were removed)
+        "GenericWorkload",
+        "TopologyAwareWorkloadScheduling",  # alpha: a PodGroup's topology constraints
+        "DRAWorkloadResourceClaims",  # beta, off by default: ResourceClaims of a PodGroup
+        "PodGroupPreemptionPolicy",  # alpha, new: a PodGroup's preemptionPolicy field
+        "CompositePodGroup",  # alpha, new: v1alpha3 CompositePodGroup (needs the two above)
+    ),
+}
+#: The API versions those gates serve, off by default because they are not GA
+#: (`--runtime-config`, kwokctl's `kubeRuntimeConfig`, for the API server only). Every
+#: version's `resource.k8s.io/v1` (ResourceClaims) is GA and on by default.
+GANG_RUNTIME_CONFIG: Final[Mapping[str, tuple[str, ...]]] = {
+    "1.35.4": ("scheduling.k8s.io/v1alpha1",),  # Workload (alpha groups are always off)
+    "1.36.3": ("scheduling.k8s.io/v1alpha2",),  # Workload and PodGroup
+    "1.37.2": (
+        "scheduling.k8s.io/v1beta1",  # Workload and PodGroup (new betas are off by default)
+        "scheduling.k8s.io/v1alpha3",  # CompositePodGroup
+    ),
+}
+#: The gates without which a cluster has no gang scheduling at all (where its release has
+#: them): what `status` reports as "gang scheduling on".
+GANG_CORE_GATES: Final = ("GenericWorkload", "GangScheduling")
 
 #: Admission plugins the API server enables on top of its defaults, as production clusters
 #: (OpenShift, hardened kubeadm) do: OwnerReferencesPermissionEnforcement refuses an owner
@@ -88,6 +129,8 @@ START_DELAY: Final[Mapping[str, Any]] = {
 }
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+_GATE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_BOOLEANS: Final[Mapping[str, bool]] = {"true": True, "false": False}
 
 
 def validate_name(name: str) -> str:
@@ -106,14 +149,72 @@ def validate_nodes(nodes: int) -> int:
     return nodes
 
 
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`K=true,L=false` (as `--feature-gates` takes them; spaces and empty items ignored)
+    -> {"K": True, "L": False}; ValueError naming the first malformed item."""
+    gates: dict[str, bool] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not _GATE.match(name) or value.lower() not in _BOOLEANS:
+            raise ValueError(
+                f"feature gate {item!r} is not NAME=true or NAME=false "
+                "(e.g. --feature-gates GenericWorkload=true,CompositePodGroup=false)"
+            )
+        gates[name] = _BOOLEANS[value.lower()]
+    return gates
+
+
+def gates_text(gates: Mapping[str, bool]) -> str:
+    """{"K": True, "L": False} -> `K=true,L=false`, in the mapping's order."""
+    return ",".join(f"{name}={str(on).lower()}" for name, on in gates.items())
+
+
+def _release(kube_version: str) -> str:
+    """`v1.37.2` -> `1.37.2`, the key of the tables above."""
+    return kube_version.removeprefix("v")
+
+
+def feature_gates(
+    kube_version: str, *, gang_scheduling: bool = True, overrides: Mapping[str, bool] | None = None
+) -> dict[str, bool]:
+    """The gates a new cluster of `kube_version` runs with: the gang gates of its release (if
+    `gang_scheduling`), then `overrides` on top (`K=false` turns one of them off)."""
+    base = GANG_FEATURE_GATES.get(_release(kube_version), ()) if gang_scheduling else ()
+    gates = dict.fromkeys(base, True)
+    gates.update(overrides or {})
+    return gates
+
+
+def runtime_config(kube_version: str, *, gang_scheduling: bool = True) -> str:
+    """The API server's `--runtime-config` for a new cluster (empty without gang scheduling)."""
+    if not gang_scheduling:
+        return ""
+    return ",".join(f"{gv}=true" for gv in GANG_RUNTIME_CONFIG.get(_release(kube_version), ()))
+
+
+def has_gang_scheduling(kube_version: str, gates: Mapping[str, bool]) -> bool:
+    """Whether `gates` turn on the Workload API and gang scheduling on `kube_version`: every
+    one of `GANG_CORE_GATES` that release knows is true."""
+    known = GANG_FEATURE_GATES.get(_release(kube_version), ("GenericWorkload",))
+    return all(gates.get(gate, False) for gate in GANG_CORE_GATES if gate in known)
+
+
 def kwokctl_configuration(
-    binaries: Binaries, *, disable_qps_limits: bool, gang_scheduling: bool = True
+    binaries: Binaries,
+    *,
+    disable_qps_limits: bool,
+    gang_scheduling: bool = True,
+    gate_overrides: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """The KwokctlConfiguration for `kwokctl create cluster --config`.
 
     Every binary is a local path (kwokctl links them into the cluster directory, its dry run
     shows no URL), every component listens on 127.0.0.1 only, and ports are left to kwokctl,
     which picks free ones and avoids those of the other clusters under the same work dir.
+    The feature gates are `feature_gates(binaries.kube_version, ...)`; kwokctl records them
+    and the version in the cluster's kwok.yaml, where `cluster.status` reads them back.
     """
     options: dict[str, Any] = {
         "runtime": "binary",
@@ -129,9 +230,14 @@ def kwokctl_configuration(
         "quietPull": True,
         "disableQPSLimits": disable_qps_limits,
     }
-    if gang_scheduling:
-        options["kubeFeatureGates"] = GANG_FEATURE_GATES
-        options["kubeRuntimeConfig"] = GANG_RUNTIME_CONFIG
+    gates = feature_gates(
+        binaries.kube_version, gang_scheduling=gang_scheduling, overrides=gate_overrides
+    )
+    if gates:
+        options["kubeFeatureGates"] = gates_text(gates)
+    api_versions = runtime_config(binaries.kube_version, gang_scheduling=gang_scheduling)
+    if api_versions:
+        options["kubeRuntimeConfig"] = api_versions
     apiserver_args = [{"key": "enable-admission-plugins", "value": ",".join(ADMISSION_PLUGINS)}]
     return {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
