@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cliques.api import labels
+from cliques.controllers import podgroups
 from cliques.kube.resources import PODS
 from tests.support import gangs
 from tests.support.gangnodes import RACK, gang_nodes, slot_cliqueset
@@ -63,5 +64,7 @@ async def test_pack_and_exclusive_place_each_gang_in_its_own_rack(
             assert ("podAffinity" not in affinity) is by_scheduler, affinity
             assert "podAntiAffinity" in affinity  # exclusive is always a pod term
         if by_scheduler:
-            group = await cluster.client.get(api.podgroup_resource, namespace, "placed-0", dict)
+            cqs = await cluster.cliqueset("placed")
+            name = podgroups.wanted_name(cqs, 0, api.version, api.features)
+            group = await cluster.client.get(api.podgroup_resource, namespace, name, dict)
             assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK}]}

@@ -82,9 +82,8 @@ class Gangs:
 
     def ref(self, gang: int) -> dict[str, Any]:
         if self.api.podgroups:
-            return {
-                "schedulingGroup": {"podGroupName": pg.group_name(self.cqs.metadata.name, gang)}
-            }
+            name = pg.wanted_name(self.cqs, gang, self.api.version, self.api.features)
+            return {"schedulingGroup": {"podGroupName": name}}
         return {"workloadRef": wl.workload_ref(self.workload, gang)}
 
 

@@ -25,14 +25,14 @@ async def check_gang_refs(
     """Assert each pod references its gang's group and that the group exists with the gang
     policy the set asks for; returns gang index -> the group (PodGroup, or the Workload on
     1.35)."""
-    ns, name = cqs.metadata.namespace, cqs.metadata.name
+    ns = cqs.metadata.namespace
     needed = workload.min_count(cqs)
     found: dict[int, dict[str, Any]] = {}
     for pod in pods:
         gang = int(pod["metadata"]["labels"]["cliques.dev/gang-index"])
         if api.podgroups:
             group = pod["spec"].get("schedulingGroup", {}).get("podGroupName")
-            assert group == podgroups.group_name(name, gang), pod["spec"]
+            assert group == podgroups.wanted_name(cqs, gang, api.version, api.features), pod["spec"]
             assert "workloadRef" not in pod["spec"]
             if gang not in found:
                 obj = await client.get(api.podgroup_resource, ns, group, dict)

@@ -1,7 +1,8 @@
-"""PodGroups (Kubernetes 1.36 `v1alpha2`, 1.37 `v1beta1`): one per gang under a stable name,
-made before and kept in step with the gang it schedules (minCount patched where the API
-lets it change, the group made again where it does not), deleted with its gang; the
-Workload as their template; pods naming their gang's group."""
+"""PodGroups (Kubernetes 1.36 `v1alpha2`, 1.37 `v1beta1`): a group per gang named by the
+hash of what the API server keeps immutable, every pod of a gang naming one group,
+`minCount` patched where the API lets it change, a gang moving to a new group only when
+all its pods are made again, groups no Clique names deleted; the Workload as their
+template."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingPolicy
 from cliques.api.workload import Workload
 from cliques.controllers import builders, cliqueset_planner, podgroups, workload
-from tests.unit.planner_fixtures import clique, cliqueset, gangs, set_snapshot
+from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 
 NEEDED = 3  # a leader and two workers
 
@@ -36,6 +37,10 @@ def _ref() -> list[OwnerReference]:
     ]
 
 
+def name_for(gang: int, version: str = "v1beta1", made_for: int = NEEDED) -> str:
+    return podgroups.group_name("llama", gang, podgroups.fixed_hash(version, made_for))
+
+
 def group(
     gang: int,
     version: str = "v1beta1",
@@ -49,9 +54,9 @@ def group(
     made = min_count if made_for is None else made_for
     return PodGroup(
         metadata=ObjectMeta(
-            name=f"llama-{gang}",
+            name=name_for(gang, version, made),
             namespace="ns",
-            uid=f"pg-{gang}",
+            uid=f"pg-{gang}-{made}",
             resource_version="7",
             owner_references=_ref(),
             annotations={
@@ -62,6 +67,20 @@ def group(
         ),
         spec=PodGroupSpec(scheduling_policy=SchedulingPolicy(gang=GangPolicy(min_count=min_count))),
     )
+
+
+def named_gangs(
+    n: int, version: str = "v1beta1", made_for: int = NEEDED, **kw: Any
+) -> list[Clique]:
+    """`gangs(n)` whose Cliques name their gang's group (made for `made_for` pods)."""
+    out = []
+    for c in gangs(n, **kw):
+        name = name_for(c.spec.gang_index, version, made_for)
+        meta = msgspec.structs.replace(
+            c.metadata, annotations={**c.metadata.annotations, labels.ANNOTATION_POD_GROUP: name}
+        )
+        out.append(msgspec.structs.replace(c, metadata=meta))
+    return out
 
 
 def plan(cqs: Any, version: str = "v1beta1", cliques: list[Clique] | None = None, **kw: Any):  # type: ignore[no-untyped-def]
@@ -81,20 +100,22 @@ def test_a_new_set_gets_its_workload_a_group_per_gang_and_cliques_naming_them(ve
     out = plan(cqs, version)
     wl = workload.workload_name(cqs)
     assert kinds(out.creates, "Workload") == [wl]
-    assert kinds(out.creates, "PodGroup") == ["llama-0", "llama-1"]
+    names = [name_for(0, version), name_for(1, version)]
+    assert kinds(out.creates, "PodGroup") == names
+    assert names[0].startswith("llama-0-") and len(names[0]) == len("llama-0-") + 8
     # pods may exist before their group (they wait for it): the Cliques come at once
     assert len(kinds(out.creates, "Clique")) == 4
     for c in out.creates:
         if c.resource.kind == "Clique":
             gang = c.body["spec"]["gangIndex"]
-            assert c.body["metadata"]["annotations"][labels.ANNOTATION_POD_GROUP] == f"llama-{gang}"
+            assert c.body["metadata"]["annotations"][labels.ANNOTATION_POD_GROUP] == names[gang]
             assert labels.ANNOTATION_WORKLOAD not in c.body["metadata"]["annotations"]
     wl_body = next(c.body for c in out.creates if c.resource.kind == "Workload")
     assert wl_body["apiVersion"] == f"scheduling.k8s.io/{version}"
     assert wl_body["spec"]["podGroupTemplates"] == [
         {"name": "gang", "schedulingPolicy": {"gang": {"minCount": NEEDED}}}
     ]
-    pg = next(c for c in out.creates if c.name == "llama-1")
+    pg = next(c for c in out.creates if c.name == names[1])
     assert pg.resource.version == version and pg.resource.plural == "podgroups"
     body = pg.body
     assert body["spec"]["schedulingPolicy"] == {"gang": {"minCount": NEEDED}}
@@ -127,19 +148,31 @@ def test_pods_name_their_gangs_group() -> None:
         template_hash="h",
         algorithm=1,
         bucket="0",
-        pod_group="llama-1",
+        pod_group="llama-1-abc",
     )
     pod = builders.pod_body(msgspec.convert(body, Clique), 0, "h", 1)
-    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "llama-1"}
+    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "llama-1-abc"}
     assert "workloadRef" not in pod["spec"]
 
 
+def test_a_clique_added_to_a_gang_names_the_gangs_group() -> None:
+    cqs = with_backend(replicas=1, roles=(("leader", 1), ("worker", 2), ("extra", 1)))
+    v = "v1alpha2"
+    old = name_for(0, v, made_for=NEEDED)  # made for 3 pods; the gang now wants 4
+    assert old != name_for(0, v, made_for=4)
+    hashes = {"leader": "h1", "worker": "h1", "extra": "h1"}
+    out = plan(cqs, v, named_gangs(1, v), pod_groups=[group(0, v)], hashes=hashes)
+    extra = next(c for c in out.creates if c.name == "llama-0-extra")
+    assert extra.body["metadata"]["annotations"][labels.ANNOTATION_POD_GROUP] == old
+
+
 def test_a_resize_patches_min_count_on_v1beta1() -> None:
-    # The gang grows from 1 + 2 to 1 + 4: the groups follow, the pods keep naming them.
+    # The gang grows from 1 + 2 to 1 + 4: the group follows, the pods keep naming it.
     cqs = with_backend(replicas=2, roles=(("leader", 1), ("worker", 4)))
-    out = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
+    assert name_for(0, made_for=5) == name_for(0, made_for=NEEDED)  # one name for both
+    out = plan(cqs, "v1beta1", named_gangs(2), pod_groups=[group(0), group(1)])
     patches = [p for p in out.patches if p.resource.kind == "PodGroup"]
-    assert [p.name for p in patches] == ["llama-0", "llama-1"]
+    assert [p.name for p in patches] == [name_for(0), name_for(1)]
     assert patches[0].patch == {
         "metadata": {"resourceVersion": "7"},
         "spec": {"schedulingPolicy": {"gang": {"minCount": 5}}},
@@ -147,25 +180,64 @@ def test_a_resize_patches_min_count_on_v1beta1() -> None:
     assert not kinds(out.deletes, "PodGroup") and not kinds(out.creates, "PodGroup")
 
 
-def test_a_resize_makes_the_group_again_on_v1alpha2() -> None:
-    # minCount is immutable there: the group goes, and comes back under the same name.
+def test_on_v1alpha2_a_resized_gang_keeps_its_group_until_all_its_pods_are_made_again() -> None:
+    # minCount cannot change there. Shrunk 1 + 2 -> 1 + 1, the gang keeps the group it
+    # names: a pod alone in a new group could never reach its minCount.
+    v = "v1alpha2"
     cqs = with_backend(replicas=1, roles=(("leader", 1), ("worker", 1)))
-    first = plan(cqs, "v1alpha2", gangs(1), pod_groups=[group(0, "v1alpha2")])
-    assert kinds(first.deletes, "PodGroup") == ["llama-0"]
-    assert next(d for d in first.deletes if d.name == "llama-0").uid == "pg-0"
-    assert not kinds(first.creates, "PodGroup")
-    assert not [p for p in first.patches if p.resource.kind == "PodGroup"]
-    waiting = plan(cqs, "v1alpha2", gangs(1), pod_groups=[group(0, "v1alpha2", deleting=True)])
-    assert not kinds(waiting.creates, "PodGroup") and not kinds(waiting.deletes, "PodGroup")
-    again = plan(cqs, "v1alpha2", gangs(1), pod_groups=[])
-    made = next(c for c in again.creates if c.name == "llama-0")
+    cliques = named_gangs(1, v)
+    first = plan(cqs, v, cliques, pod_groups=[group(0, v)])
+    assert not [
+        a for a in [*first.creates, *first.deletes, *first.patches] if a.resource.kind == "PodGroup"
+    ]
+    # A roll of every clique of the gang (its pods all made again) moves it.
+    rolled = with_image(cqs, "vllm:2")
+    out = plan(
+        rolled, v, cliques, pod_groups=[group(0, v)], hashes={"leader": "h2", "worker": "h2"}
+    )
+    moved = [p for p in out.patches if p.resource.kind == "Clique" and p.reason == "RollingUpdate"]
+    assert len(moved) == 2
+    for p in moved:
+        op = next(o for o in p.patch if o["path"].endswith("cliques.dev~1pod-group"))
+        assert op["value"] == name_for(0, v, made_for=2)
+    # The next pass (the Cliques name the new group) makes it and lets the old one go.
+    after = [
+        msgspec.structs.replace(
+            c,
+            metadata=msgspec.structs.replace(
+                c.metadata,
+                annotations={
+                    **c.metadata.annotations,
+                    labels.ANNOTATION_POD_GROUP: name_for(0, v, 2),
+                },
+            ),
+        )
+        for c in cliques
+    ]
+    out = plan(rolled, v, after, pod_groups=[group(0, v)], hashes={"leader": "h2", "worker": "h2"})
+    made = next(c for c in out.creates if c.resource.kind == "PodGroup")
+    assert made.name == name_for(0, v, 2)
     assert made.body["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    assert kinds(out.deletes, "PodGroup") == [name_for(0, v)]
+
+
+def test_a_roll_of_some_cliques_keeps_the_gangs_group() -> None:
+    v = "v1alpha2"
+    cqs = with_backend(replicas=1, roles=(("leader", 1), ("worker", 1)))
+    out = plan(
+        cqs, v, named_gangs(1, v), pod_groups=[group(0, v)], hashes={"leader": "h1", "worker": "h2"}
+    )
+    rolled = [p for p in out.patches if p.resource.kind == "Clique" and p.reason == "RollingUpdate"]
+    assert len(rolled) == 1
+    assert not any(o["path"].endswith("cliques.dev~1pod-group") for o in rolled[0].patch)
 
 
 def test_a_matching_group_is_left_alone() -> None:
     cqs = with_backend(replicas=2)
     for version in ("v1alpha2", "v1beta1"):
-        out = plan(cqs, version, gangs(2), pod_groups=[group(0, version), group(1, version)])
+        out = plan(
+            cqs, version, named_gangs(2, version), pod_groups=[group(0, version), group(1, version)]
+        )
         assert not [
             a for a in [*out.creates, *out.deletes, *out.patches] if a.resource.kind == "PodGroup"
         ]
@@ -174,21 +246,16 @@ def test_a_matching_group_is_left_alone() -> None:
 def test_a_removed_gang_loses_its_group_once_its_cliques_are_gone() -> None:
     cqs = with_backend(replicas=1)
     # gang 1's Cliques are still there (being scaled down): its group stays
-    during = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
-    assert not kinds([d for d in during.deletes], "PodGroup")
-    after = plan(cqs, "v1beta1", gangs(1), pod_groups=[group(0), group(1)])
+    during = plan(cqs, "v1beta1", named_gangs(2), pod_groups=[group(0), group(1)])
+    assert not kinds(during.deletes, "PodGroup")
+    after = plan(cqs, "v1beta1", named_gangs(1), pod_groups=[group(0), group(1)])
     removed = [d for d in after.deletes if d.resource.kind == "PodGroup"]
-    assert [(d.name, d.uid, d.reason) for d in removed] == [("llama-1", "pg-1", "ScaleDown")]
+    assert [(d.name, d.reason) for d in removed] == [(name_for(1), "Unused")]
 
 
 def test_backend_none_keeps_the_groups_its_gangs_still_name() -> None:
     cqs = with_backend("None", replicas=2)
-    named = [
-        clique(g, role, annotations={labels.ANNOTATION_POD_GROUP: f"llama-{g}"})
-        for g in range(2)
-        for role in ("leader", "worker")
-    ]
-    kept = plan(cqs, "v1beta1", named, pod_groups=[group(0), group(1)])
+    kept = plan(cqs, "v1beta1", named_gangs(2), pod_groups=[group(0), group(1)])
     assert not kinds(kept.deletes, "PodGroup")
     # new Cliques name no group
     fresh = plan(cqs, "v1beta1", [])
@@ -198,7 +265,7 @@ def test_backend_none_keeps_the_groups_its_gangs_still_name() -> None:
         if c.resource.kind == "Clique"
     )
     unnamed = plan(cqs, "v1beta1", gangs(2), pod_groups=[group(0), group(1)])
-    assert kinds(unnamed.deletes, "PodGroup") == ["llama-0", "llama-1"]
+    assert kinds(unnamed.deletes, "PodGroup") == [name_for(0), name_for(1)]
 
 
 def test_a_workload_a_group_links_to_is_kept() -> None:
@@ -215,7 +282,7 @@ def test_a_workload_a_group_links_to_is_kept() -> None:
     out = plan(
         cqs,
         "v1beta1",
-        gangs(1),
+        named_gangs(1),
         workloads=[wl(current), wl("llama-old"), wl("llama-older")],
         pod_groups=[group(0, workload_name="llama-old")],
     )
@@ -317,10 +384,22 @@ def test_the_group_carries_priority_and_disruption() -> None:
     single = next(c for c in plan(pod_wise, "v1beta1").creates if c.resource.kind == "PodGroup")
     assert single.body["spec"]["disruptionMode"] == {"single": {}}
     # a change of disruption makes the group again (the field is immutable)
-    made = podgroups.shape(cqs)
-    existing = group(0)
-    existing.metadata.annotations[labels.ANNOTATION_POD_GROUP_SPEC] = podgroups.fixed_hash(
-        "v1beta1", made
+    made = podgroups.shape(cqs)  # the shape gang 0's group was made with
+    # a change of disruption is a new group: the gang moves when its pods are made again
+    assert podgroups.fixed_hash("v1beta1", made) != podgroups.fixed_hash(
+        "v1beta1", podgroups.shape(pod_wise)
     )
-    out = plan(pod_wise, "v1beta1", gangs(1), pod_groups=[existing])
-    assert kinds(out.deletes, "PodGroup") == ["llama-0"]
+    out = plan(pod_wise, "v1beta1", named_gangs(1), pod_groups=[group(0)])
+    assert not kinds(out.deletes, "PodGroup") and not kinds(out.creates, "PodGroup")
+
+
+def with_image(cqs: Any, image: str) -> Any:
+    cliques = []
+    for c in cqs.spec.template.cliques:
+        spec = {
+            **c.template["spec"],
+            "containers": [{**c.template["spec"]["containers"][0], "image": image}],
+        }
+        cliques.append(msgspec.structs.replace(c, template={**c.template, "spec": spec}))
+    template = msgspec.structs.replace(cqs.spec.template, cliques=cliques)
+    return msgspec.structs.replace(cqs, spec=msgspec.structs.replace(cqs.spec, template=template))

@@ -216,7 +216,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
-                    pod_group=sched.pod_group(meta.name, index),
+                    pod_group=sched.pod_group(index),
                     scheduler_packs=sched.scheduler_packs,
                     layout=layout,
                     gated=gated,
@@ -279,17 +279,29 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     updating = set(to_update)
     touched = updating | changed
     for gang in sorted(touched):
-        for role, clique in sorted(by_gang.get(gang, {}).items()):
-            if role not in roles or clique.metadata.deletion_timestamp is not None:
-                continue
+        members = {
+            role: clique
+            for role, clique in sorted(by_gang.get(gang, {}).items())
+            if role in roles and clique.metadata.deletion_timestamp is None
+        }
+        rolled = {
+            role
+            for role, clique in members.items()
+            if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]
+        }
+        # A gang all of whose pods are made again moves to the PodGroup the set asks for.
+        move_to = sched.wanted.get(gang, "") if rolled and rolled == set(members) else ""
+        for role, clique in members.items():
             found = gangs.changes.get(clique.metadata.name)
             change = found[1] if found is not None else None
-            if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]:
+            if role in rolled:
                 # a Clique whose pods name their PodGroup leaves packing to the scheduler
                 packs = sched.scheduler_packs and (
                     labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
                 )
-                out.patches.append(_template_patch(clique, roles[role], snap, change, packs))
+                out.patches.append(
+                    _template_patch(clique, roles[role], snap, change, packs, move_to)
+                )
             elif change is not None:
                 out.patches.append(_merge_patch(clique, change))
     set_hash = cliqueset_status.set_hash(spec, snap.hashes)
@@ -321,7 +333,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         failure=snap.failure,
         now=snap.now,
     )
-    restarts = _failure_policy(snap, failing, gangs.facts, touched, set(restart_now), out)
+    restarts = _failure_policy(
+        snap, failing, gangs.facts, touched, set(restart_now), out, sched.wanted
+    )
     out.status.gang_restarts = restarts
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, meta.generation)
@@ -387,6 +401,7 @@ def _failure_policy(
     touched: set[int],
     restart_now: set[int],
     out: CliqueSetPlan,
+    move_to: Mapping[int, str] | None = None,
 ) -> int:
     """The decisions of `_failure_decisions` carried out: annotation patches of the gangs'
     Cliques (not of a gang another patch of this plan touches; a restart only for the
@@ -420,11 +435,16 @@ def _failure_policy(
             continue
         if decision.restart and index not in restart_now:
             continue
+        # A restarted gang's pods are all made again: it moves to the wanted PodGroup.
+        moved = (move_to or {}).get(index, "") if decision.restart else ""
         for _, clique in sorted(members.items()):
+            annotate = dict(decision.annotate)
+            if moved and clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP) != moved:
+                annotate[labels.ANNOTATION_POD_GROUP] = moved
             body = {
                 "metadata": {
                     "resourceVersion": clique.metadata.resource_version,
-                    "annotations": decision.annotate,
+                    "annotations": annotate,
                 }
             }
             reason = (
@@ -484,6 +504,7 @@ def _template_patch(
     snap: CliqueSetSnapshot,
     change: Change | None,
     scheduler_packs: bool = False,
+    pod_group: str = "",
 ) -> Patch:
     """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
     sure it is the Clique we decided about; its resourceVersion is deliberately not a
@@ -512,6 +533,9 @@ def _template_patch(
             "value": str(snap.algorithm),
         },
     ]
+    if pod_group and clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP) != pod_group:
+        path = annotation + _escape(labels.ANNOTATION_POD_GROUP)
+        ops.append({"op": "add", "path": path, "value": pod_group})
     if labels.ANNOTATION_PREVIOUS_HASHES in clique.metadata.annotations:
         # (a 422 if it went meanwhile: the reconcile is retried from a fresh view)
         path = annotation + _escape(labels.ANNOTATION_PREVIOUS_HASHES)

@@ -60,9 +60,17 @@ class GangPlan:
     patches: list[Patch] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
 
-    def pod_group(self, cliqueset: str, gang: int) -> str:
-        """The PodGroup gang `gang`'s new Cliques name ("" without PodGroups)."""
-        return podgroups.group_name(cliqueset, gang) if self.pod_groups else ""
+    #: gang -> the PodGroup its live Cliques name; and the one each gang moves to when all
+    #: its pods are made again (from 1.36 on)
+    named: dict[int, str] = field(default_factory=dict)
+    wanted: dict[int, str] = field(default_factory=dict)
+
+    def pod_group(self, gang: int) -> str:
+        """The PodGroup a new Clique of gang `gang` names: the one the gang's other Cliques
+        name, else the wanted one ("" without PodGroups)."""
+        if not self.pod_groups:
+            return ""
+        return self.named.get(gang) or self.wanted.get(gang, "")
 
 
 def plan(
@@ -93,17 +101,24 @@ def plan(
         creates.append(Create(wl_resource, latest, body, uid))
     patches: list[Patch] = []
     group_deletes: list[Delete] = []
+    named: dict[int, str] = {}
+    wanted: dict[int, str] = {}
     if version in podgroups.VERSIONS:
-        # Every gang of the set and any that still has Cliques while the backend is on;
-        # whatever the backend, any gang whose Cliques name a group (their pods may still
-        # be made, and name it).
-        live = [c for c in cliques if c.metadata.deletion_timestamp is None]
-        gangs = {
-            c.spec.gang_index for c in live if labels.ANNOTATION_POD_GROUP in c.metadata.annotations
-        }
+        # The groups live Cliques name (whatever the backend: their pods may still be
+        # made, and name them), and while the backend is on the wanted group of each gang
+        # of the set that has no Clique naming one yet.
+        keep: dict[str, int] = {}
+        for c in sorted(cliques, key=lambda c: c.metadata.name):
+            name = c.metadata.annotations.get(labels.ANNOTATION_POD_GROUP)
+            if c.metadata.deletion_timestamp is None and name:
+                keep.setdefault(name, c.spec.gang_index)
+                named.setdefault(c.spec.gang_index, name)
         if on:
-            gangs |= set(range(cqs.spec.replicas)) | {c.spec.gang_index for c in live}
-        groups_plan = podgroups.plan(cqs, version, groups, gangs, latest, bucket, features)
+            for gang in range(cqs.spec.replicas):
+                wanted[gang] = podgroups.wanted_name(cqs, gang, version, features)
+                if gang not in named:
+                    keep.setdefault(wanted[gang], gang)
+        groups_plan = podgroups.plan(cqs, version, groups, keep, latest, bucket, features)
         creates += groups_plan.creates
         patches = groups_plan.patches
         group_deletes = groups_plan.deletes
@@ -133,6 +148,8 @@ def plan(
         creates=creates,
         patches=patches,
         deletes=deletes + group_deletes,
+        named=named,
+        wanted=wanted,
     )
 
 

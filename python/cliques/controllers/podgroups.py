@@ -3,28 +3,32 @@
 (`spec.schedulingGroup.podGroupName`); no built-in controller makes them for a custom
 resource, so the operator does (docs/gangs.md).
 
-- **One PodGroup per gang**, `<cliqueset>-<gang index>`, owned by the CliqueSet (controller
-  reference, blockOwnerDeletion), labelled with the set, the gang and the set's bucket, and
-  linked to the set's Workload and its one template (`gang`). The name never changes, so a
-  pod's reference (immutable) always names the group of its gang, whatever happened to the
-  gang since the pod was made.
-- **It always matches the gang it schedules.** Its gang policy's `minCount` is the pods a
-  gang needs (`workload.min_count`). On `v1beta1` the API server lets `minCount` change (to
-  support scaling): a resize patches it. Everything it does not let change (on `v1alpha2`
-  `minCount` too) is hashed into the `cliques.dev/pod-group-spec` annotation; when the
-  wanted hash differs, the group is deleted and made again under the same name, which the
-  pod API allows (a pod that waits for its group waits until it is back). The scheduler
-  counts a group's bound pods towards `minCount`, so pods that replace some of a running
-  gang's pods are scheduled as soon as the gang is whole again.
-- **A group no gang needs is deleted**: that of a gang removed by a scale down, once none
-  of its Cliques is left.
+- **A PodGroup per gang**, `<cliqueset>-<gang index>-<hash>`, owned by the CliqueSet
+  (controller reference, blockOwnerDeletion), labelled with the set, the gang and the set's
+  bucket, and linked to the set's Workload and its one template (`gang`). The hash is that
+  of the fields the API server keeps immutable (`fixed_hash`, also in the annotation
+  `cliques.dev/pod-group-spec`): its policy's kind, topology constraint, priority class and
+  disruption mode, and on `v1alpha2` its `minCount` too.
+- **A gang's pods always name one group**, the one its Cliques record
+  (`cliques.dev/pod-group`): the scheduler counts the gang's bound pods towards
+  `minCount`, so a pod that replaces one of a running gang is scheduled with it. A gang
+  moves to the group the set asks for now only when all its pods are made again (a new
+  gang, a gang restart, a roll of every clique of it): a group name in a pod cannot
+  change, and a pod alone in a new group could never reach its `minCount`.
+- **`minCount` follows the gang where the API lets it** (`v1beta1`, "mutable to support
+  workload scaling"): a resize patches every group a gang names. On `v1alpha2` it cannot
+  change: a resized gang keeps its group until it moves (docs/gangs.md says what that
+  means for a shrink).
+- **A group no Clique names is deleted** (that of a gang removed by a scale down, or one a
+  gang moved away from). The API server keeps it while a pod still names it (the
+  `scheduling.k8s.io/podgroup-protection` finalizer).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -46,9 +50,13 @@ def resource(version: str) -> Resource:
     return Resource("scheduling.k8s.io", version, "podgroups", "PodGroup")
 
 
-def group_name(cliqueset: str, gang: int) -> str:
-    """`<cliqueset>-<gang index>`: the PodGroup of gang `gang` (a DNS subdomain)."""
-    return f"{cliqueset}-{gang}"
+#: Hex digits of the fixed hash in a group's name.
+NAME_HASH: Final = 8
+
+
+def group_name(cliqueset: str, gang: int, fixed: str) -> str:
+    """`<cliqueset>-<gang index>-<fixed hash>`: a PodGroup of gang `gang` (a DNS subdomain)."""
+    return f"{cliqueset}-{gang}-{fixed[:NAME_HASH]}"
 
 
 def scheduling_policy(needed: int) -> dict[str, Any]:
@@ -143,17 +151,20 @@ def body(
     workload_name: str,
     bucket: str,
     features: frozenset[str] = frozenset(),
+    name: str = "",
 ) -> dict[str, Any]:
-    """The PodGroup of gang `gang` of `cqs`."""
+    """A PodGroup of gang `gang` of `cqs` as the set asks for it now, named `name` (default:
+    the name that shape gets)."""
     meta = cqs.metadata
     if not meta.name or not meta.uid:
         raise ValueError("the CliqueSet needs a name and a uid to own its PodGroups")
     group = shape(cqs, features)
+    fixed = fixed_hash(version, group)
     return {
         "apiVersion": f"scheduling.k8s.io/{version}",
         "kind": "PodGroup",
         "metadata": {
-            "name": group_name(meta.name, gang),
+            "name": name or group_name(meta.name, gang, fixed),
             "namespace": meta.namespace,
             "labels": {
                 labels.LABEL_CLIQUESET: meta.name,
@@ -161,7 +172,7 @@ def body(
                 labels.LABEL_BUCKET: bucket,
             },
             "annotations": {
-                labels.ANNOTATION_POD_GROUP_SPEC: fixed_hash(version, group),
+                labels.ANNOTATION_POD_GROUP_SPEC: fixed,
                 labels.ANNOTATION_WORKLOAD: workload_name,
             },
             "ownerReferences": [
@@ -194,21 +205,25 @@ class GroupPlan:
     linked: set[str] = field(default_factory=set)
 
 
+def wanted_name(cqs: CliqueSet, gang: int, version: str, features: frozenset[str]) -> str:
+    """The group gang `gang` of `cqs` moves to when all its pods are made again."""
+    return group_name(cqs.metadata.name, gang, fixed_hash(version, shape(cqs, features)))
+
+
 def plan(
     cqs: CliqueSet,
     version: str,
     groups: Iterable[PodGroup],
-    gangs: Iterable[int],
+    wanted: Mapping[str, int],
     workload_name: str,
     bucket: str,
     features: frozenset[str] = frozenset(),
 ) -> GroupPlan:
-    """`gangs`: the gang indexes that need a group (those of `spec.replicas` and any gang
-    that still has a Clique); `features`: the gated PodGroup fields the server keeps."""
+    """`wanted`: group name -> gang, every group a live Clique names and the wanted group
+    of each gang that has no live Clique yet; `features`: the gated PodGroup fields the
+    server keeps. Missing ones are made, `minCount` follows where it may, the rest go."""
     meta = cqs.metadata
-    wanted_shape = shape(cqs, features)
-    needed = wanted_shape.needed
-    want = fixed_hash(version, wanted_shape)
+    needed = shape(cqs, features).needed
     res = resource(version)
     have = {g.metadata.name: g for g in groups}
     out = GroupPlan()
@@ -216,25 +231,16 @@ def plan(
         ref = _linked_workload(existing)
         if ref:
             out.linked.add(ref)
-    wanted = {group_name(meta.name, gang): gang for gang in gangs}
-    for name, gang in sorted(wanted.items(), key=lambda item: item[1]):
+    for name, gang in sorted(wanted.items(), key=lambda item: (item[1], item[0])):
         group = have.get(name)
         if group is None:
-            out.creates.append(
-                Create(
-                    res,
-                    name,
-                    body(cqs, gang, version, workload_name, bucket, features),
-                    meta.uid,
-                )
-            )
+            made = body(cqs, gang, version, workload_name, bucket, features, name)
+            out.creates.append(Create(res, name, made, meta.uid))
             continue
         gmeta = group.metadata
         if gmeta.deletion_timestamp is not None:
             continue  # made again once it is gone
-        if gmeta.annotations.get(labels.ANNOTATION_POD_GROUP_SPEC) != want:
-            out.deletes.append(Delete(res, name, gmeta.uid, meta.uid, "PodGroupChanged"))
-        elif needed > 0 and group.min_count != needed:
+        if version in MUTABLE_MIN_COUNT and needed > 0 and 0 < group.min_count != needed:
             patch = {
                 "metadata": {"resourceVersion": gmeta.resource_version},
                 "spec": {"schedulingPolicy": scheduling_policy(needed)},
@@ -242,7 +248,7 @@ def plan(
             out.patches.append(Patch(res, name, patch, reason="PodGroupMinCount"))
     for name, group in sorted(have.items()):
         if name not in wanted and group.metadata.deletion_timestamp is None:
-            out.deletes.append(Delete(res, name, group.metadata.uid, meta.uid, "ScaleDown"))
+            out.deletes.append(Delete(res, name, group.metadata.uid, meta.uid, "Unused"))
     return out
 
 
