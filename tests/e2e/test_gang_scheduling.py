@@ -233,4 +233,5 @@ async def test_a_shrink_and_an_image_change_leave_no_pod_pending(
             lambda: settled(4, "busybox:1.37"), timeout=90, what="4 pods, all bound"
         )
         cqs = await cluster.wait_available("resized", timeout=90)
-        await gangs.check_gang_refs(cluster.client, api, cqs, pods)  # minCount 4
+        # grown in place: minCount 4 on 1.37; on 1.36 the gang keeps its group for 2
+        await gangs.check_gang_refs(cluster.client, api, cqs, pods, made_whole=False)

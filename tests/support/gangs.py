@@ -20,31 +20,46 @@ async def detect(client: KubeClient, namespace: str = "default") -> gangapi.Gang
 
 
 async def check_gang_refs(
-    client: KubeClient, api: gangapi.GangAPI, cqs: CliqueSet, pods: list[dict[str, Any]]
+    client: KubeClient,
+    api: gangapi.GangAPI,
+    cqs: CliqueSet,
+    pods: list[dict[str, Any]],
+    *,
+    made_whole: bool = True,
 ) -> dict[int, dict[str, Any]]:
-    """Assert each pod references its gang's group and that the group exists with the gang
-    policy the set asks for; returns gang index -> the group (PodGroup, or the Workload on
-    1.35)."""
+    """Assert the pods of each gang name one group, which exists with a gang policy whose
+    `minCount` they reach; returns gang index -> the group (PodGroup, or the Workload on
+    1.35). `made_whole`: every pod of the gangs was made since the set took its present
+    shape, so their group is the one the set asks for now, with its `minCount`; else (a
+    gang grown in place) the group may be an older one, whose `minCount` may only be
+    lower, except on v1beta1, where the operator patches it."""
     ns = cqs.metadata.namespace
     needed = workload.min_count(cqs)
+    exact = made_whole or api.version in podgroups.MUTABLE_MIN_COUNT
     found: dict[int, dict[str, Any]] = {}
+    names: dict[int, str] = {}
     for pod in pods:
         gang = int(pod["metadata"]["labels"]["cliques.dev/gang-index"])
         if api.podgroups:
             group = pod["spec"].get("schedulingGroup", {}).get("podGroupName")
-            assert group == podgroups.wanted_name(cqs, gang, api.version, api.features), pod["spec"]
             assert "workloadRef" not in pod["spec"]
-            if gang not in found:
-                obj = await client.get(api.podgroup_resource, ns, group, dict)
-                policy = obj["spec"]["schedulingPolicy"]
-                assert policy == {"gang": {"minCount": needed}}, policy
-                found[gang] = obj
+            if made_whole:
+                wanted = podgroups.wanted_name(cqs, gang, api.version, api.features)
+                assert group == wanted, pod["spec"]
+            resource = api.podgroup_resource
         else:
             ref = pod["spec"].get("workloadRef")
             assert ref is not None and ref["podGroupReplicaKey"] == str(gang), pod["spec"]
-            if gang not in found:
-                obj = await client.get(api.workload_resource, ns, ref["name"], dict)
+            group = ref["name"]
+            resource = api.workload_resource
+        assert names.setdefault(gang, group) == group, f"gang {gang}: {names[gang]} and {group}"
+        if gang not in found:
+            obj = await client.get(resource, ns, group, dict)
+            if api.podgroups:
+                policy = obj["spec"]["schedulingPolicy"]
+            else:
                 policy = obj["spec"]["podGroups"][0]["policy"]
-                assert policy == {"gang": {"minCount": needed}}, policy
-                found[gang] = obj
+            count = policy["gang"]["minCount"]
+            assert count == needed if exact else count <= needed, policy
+            found[gang] = obj
     return found
