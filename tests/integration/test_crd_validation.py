@@ -143,7 +143,7 @@ def test_examples_apply_and_read_back_defaulted(
     # decides the layout from the set's gangs, docs/operator.md).
     assert spec.get("subdomainPolicy") == manifest["spec"].get("subdomainPolicy")
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
-    assert spec["gangScheduling"] == {"backend": "Auto"}
+    assert spec["gangScheduling"] == {"backend": "Auto", "disruption": "Gang"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
     assert [c["name"] for c in spec["template"]["cliques"]] == [
         c["name"] for c in manifest["spec"]["template"]["cliques"]
@@ -338,6 +338,11 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.gangScheduling.backend", "Unsupported value", "Volcano"],
     ),
     (
+        "unknown gang disruption",
+        cliqueset(gangScheduling={"disruption": "Rack"}),
+        ["spec.gangScheduling.disruption", "Unsupported value", "Rack"],
+    ),
+    (
         "unknown gang restart policy",
         cliqueset(failurePolicy={"restartPolicy": "RestartPods"}),
         ["spec.failurePolicy.restartPolicy", "Unsupported value", "RestartPods"],
@@ -511,7 +516,7 @@ def test_clique_names_that_cannot_collide_are_accepted(
 
 def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespace: str) -> None:
     gang = {
-        "gangScheduling": {"backend": "Workload"},
+        "gangScheduling": {"backend": "Workload", "disruption": "Pod"},
         "failurePolicy": {
             "restartPolicy": "RecreateGang",
             "minAvailableBreachedSeconds": 0,
@@ -531,6 +536,7 @@ def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespac
     cqs = api.decode_cliqueset(json.dumps(stored).encode())
     assert cqs.spec.placement is not None and cqs.spec.placement.pack is not None
     assert cqs.spec.placement.pack.mode == "Preferred"
+    assert cqs.spec.gang_scheduling.disruption == "Pod"
     # Only the pack key given: the mode defaults to Required; nothing else appears.
     body["metadata"]["name"] = "packed"
     body["spec"]["placement"] = {"pack": {"topologyKey": "rack"}}
