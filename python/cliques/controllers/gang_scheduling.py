@@ -36,7 +36,7 @@ from cliques.api.podgroup import PodGroup
 from cliques.api.workload import Workload
 from cliques.controllers import conditions, podgroups, workload
 from cliques.controllers.actions import Create, Delete, Event, Patch
-from cliques.kube.resources import Resource
+from cliques.kube import gangapi
 
 CONDITION: Final = "GangScheduling"
 
@@ -93,7 +93,7 @@ def plan(
     on = decision.backend == "Workload"
     latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
-    wl_resource = Resource("scheduling.k8s.io", version, "workloads", "Workload")
+    wl_resource = gangapi.workloads(version)
     creates: list[Create] = []
     if latest and latest not in have:
         body = workload.build_workload(cqs, version)

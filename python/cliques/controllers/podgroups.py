@@ -37,17 +37,13 @@ from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
 from cliques.api.podgroup import PodGroup
 from cliques.controllers import workload
 from cliques.controllers.actions import Create, Delete, Patch
-from cliques.kube.resources import Resource
+from cliques.kube import gangapi
 
 #: The versions whose PodGroup lets its gang policy's `minCount` change.
 MUTABLE_MIN_COUNT: Final = frozenset({"v1beta1"})
 #: The versions that have PodGroups, and how a group names its Workload template.
 VERSIONS: Final = frozenset({"v1alpha2", "v1beta1"})
 HASH_LENGTH: Final = 10
-
-
-def resource(version: str) -> Resource:
-    return Resource("scheduling.k8s.io", version, "podgroups", "PodGroup")
 
 
 #: Hex digits of the fixed hash in a group's name.
@@ -224,7 +220,7 @@ def plan(
     server keeps. Missing ones are made, `minCount` follows where it may, the rest go."""
     meta = cqs.metadata
     needed = shape(cqs, features).needed
-    res = resource(version)
+    res = gangapi.podgroups(version)
     have = {g.metadata.name: g for g in groups}
     out = GroupPlan()
     for existing in have.values():

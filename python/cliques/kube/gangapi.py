@@ -39,6 +39,16 @@ PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+def workloads(version: str) -> Resource:
+    """The `workloads` resource of scheduling.k8s.io `version`."""
+    return Resource(GROUP, version, WORKLOAD_RESOURCE, "Workload")
+
+
+def podgroups(version: str) -> Resource:
+    """The `podgroups` resource of scheduling.k8s.io `version`."""
+    return Resource(GROUP, version, PODGROUP_RESOURCE, "PodGroup")
+
+
 #: PodGroup fields behind gates of their own, each probed with a dry-run create: the name
 #: the operator knows it by -> (the gate, a spec fragment, the field that must come back).
 FEATURES: Final[Mapping[str, tuple[str, dict[str, Any], str]]] = {
@@ -80,11 +90,11 @@ class GangAPI:
 
     @property
     def workload_resource(self) -> Resource:
-        return Resource(GROUP, self.version, WORKLOAD_RESOURCE, "Workload")
+        return workloads(self.version)
 
     @property
     def podgroup_resource(self) -> Resource:
-        return Resource(GROUP, self.version, PODGROUP_RESOURCE, "PodGroup")
+        return podgroups(self.version)
 
     @property
     def api_version(self) -> str:

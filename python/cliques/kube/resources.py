@@ -39,4 +39,3 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "Controller
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CLIQUESETS = Resource("cliques.dev", "v1alpha1", "cliquesets", "CliqueSet")
 CLIQUES = Resource("cliques.dev", "v1alpha1", "cliques", "Clique")
-WORKLOADS = Resource("scheduling.k8s.io", "v1alpha1", "workloads", "Workload")  # Kubernetes 1.35
