@@ -109,8 +109,12 @@ async def test_scale_gangs_and_cliques_and_heal_a_lost_pod(cluster: Cluster, crd
 async def test_in_order_startup_creates_workers_after_leader_is_ready(
     cluster: Cluster, crds: str
 ) -> None:
+    # Pod by pod (backend None): with gang scheduling every pod of a gang is made at once
+    # and its order is kept by start gates (tests/e2e/test_gang_scheduling.py).
+    body = cliqueset(replicas=1, startup="InOrder", workers=3)
+    body["spec"]["gangScheduling"] = {"backend": "None"}
     async with running_operator(crds, cluster.namespace):
-        await cluster.apply(cliqueset(replicas=1, startup="InOrder", workers=3))
+        await cluster.apply(body)
         await cluster.wait_available("llama")
     raw = await cluster.client.request("list", PODS, namespace=cluster.namespace)
     pods = {p["metadata"]["name"]: p for p in json.loads(raw)["items"]}

@@ -176,3 +176,17 @@ def test_the_log_setup_imports_no_metrics() -> None:
         "assert 'prometheus_client' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_long_first_failure_keeps_its_head_and_its_reason() -> None:
+    from cliques.kube.runner import FIRST_CHARS, shorten
+
+    message = (
+        "create /api/v1/namespaces/" + "n" * 200 + '/pods: 403 Forbidden: pods "p" is '
+        "forbidden: unable to create new content in namespace x because it is being terminated"
+    )
+    short = shorten(message, FIRST_CHARS)
+    assert len(short) <= FIRST_CHARS
+    assert short.startswith("create /api/v1/namespaces/")
+    assert short.endswith("because it is being terminated") and " … " in short
+    assert shorten("short", FIRST_CHARS) == "short"

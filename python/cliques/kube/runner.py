@@ -169,7 +169,7 @@ class Runner:
                 extra=fields,
             )
             return
-        stretch.first = str(exc)[:300]
+        stretch.first = shorten(str(exc), FIRST_CHARS)
         log.warning(
             "%s %s: reconcile failed: %s; retry in %.2fs (retries are logged again only "
             "if the failure changes, and when it ends)",
@@ -180,6 +180,19 @@ class Runner:
             exc_info=not expected,
             extra=fields,
         )
+
+
+#: How much of a stretch's first failure the line that ends the stretch repeats.
+FIRST_CHARS = 300
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters in the middle, marked: an API error says what
+    was refused first and why last ("... because it is being terminated"), and both stay."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 3) // 2
+    return f"{text[:keep]} … {text[-keep:]}"
 
 
 def _signature(exc: BaseException) -> str:
