@@ -114,8 +114,9 @@ def plan(
                 keep.setdefault(name, c.spec.gang_index)
                 named.setdefault(c.spec.gang_index, name)
         if on:
+            fixed = podgroups.fixed_hash(version, podgroups.shape(cqs, features))
             for gang in range(cqs.spec.replicas):
-                wanted[gang] = podgroups.wanted_name(cqs, gang, version, features)
+                wanted[gang] = podgroups.group_name(cqs.metadata.name, gang, fixed)
                 if gang not in named:
                     keep.setdefault(wanted[gang], gang)
         groups_plan = podgroups.plan(cqs, version, groups, keep, latest, bucket, features)

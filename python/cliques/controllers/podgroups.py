@@ -35,7 +35,7 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
 from cliques.api.podgroup import PodGroup
-from cliques.controllers import workload
+from cliques.controllers import builders, workload
 from cliques.controllers.actions import Create, Delete, Patch
 from cliques.kube import gangapi
 
@@ -171,16 +171,7 @@ def body(
                 labels.ANNOTATION_POD_GROUP_SPEC: fixed,
                 labels.ANNOTATION_WORKLOAD: workload_name,
             },
-            "ownerReferences": [
-                {
-                    "apiVersion": cqs.api_version,
-                    "kind": cqs.kind,
-                    "name": meta.name,
-                    "uid": meta.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [builders.owner_reference(cqs)],
         },
         "spec": {
             **template_ref(version, workload_name),
