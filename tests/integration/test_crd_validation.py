@@ -76,6 +76,19 @@ def with_cliques(*changes: dict[str, Any], **spec: Any) -> dict[str, Any]:
     return body
 
 
+def claim(name: str, *, scope: str = "Gang", cliques: list[str] | None = None) -> dict[str, Any]:
+    """A `spec.resourceClaims` entry asking for one device of class `example.com`."""
+    request = {"name": "d", "exactly": {"deviceClassName": "example.com", "count": 1}}
+    out: dict[str, Any] = {
+        "name": name,
+        "scope": scope,
+        "template": {"spec": {"devices": {"requests": [request]}}},
+    }
+    if cliques is not None:
+        out["cliques"] = cliques
+    return out
+
+
 GANG_RESTARTS = "cliques.dev/gang-restarts"
 HASH = "cliques.dev/template-hash"
 
@@ -442,6 +455,60 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].template.metadata.labels", "must have at most 256 items"],
     ),
     (
+        "a claim of unknown scope",
+        cliqueset(resourceClaims=[claim("domain", scope="Rack")]),
+        ["spec.resourceClaims[0].scope", "Unsupported value", "Rack"],
+    ),
+    (
+        "two claims of one name",
+        cliqueset(resourceClaims=[claim("domain"), claim("domain", scope="Pod")]),
+        ["spec.resourceClaims[1]", "Duplicate value"],
+    ),
+    (
+        "a claim name that is no DNS label",
+        cliqueset(resourceClaims=[claim("Domain_1")]),
+        ["spec.resourceClaims[0].name", "should match"],
+    ),
+    (
+        "a claim without a template",
+        cliqueset(resourceClaims=[{"name": "domain", "scope": "Gang"}]),
+        ["spec.resourceClaims[0].template", "Required value"],
+    ),
+    (
+        "more Gang-scope claims than a PodGroup shares",
+        cliqueset(resourceClaims=[claim(f"d{i}") for i in range(5)]),
+        ["spec.resourceClaims", "at most 4 spec.resourceClaims may have scope Gang"],
+    ),
+    (
+        "a claim for a clique the template lacks",
+        cliqueset(resourceClaims=[claim("domain", cliques=["leader", "decode"])]),
+        ["spec.resourceClaims", "must name a clique of spec.template.cliques"],
+    ),
+    (
+        "a claim named as a pod template's own claim",
+        with_cliques(
+            {},
+            {
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "main", "image": "busybox:1.36"}],
+                        "resourceClaims": [{"name": "domain", "resourceClaimName": "mine"}],
+                    }
+                }
+            },
+            resourceClaims=[claim("domain"), claim("gpu", scope="Pod")],
+        ),
+        [
+            "spec.resourceClaims",
+            'spec.resourceClaims names ["domain"] are also claims of a clique pod template',
+        ],
+    ),
+    (
+        "more claims than the maximum",
+        cliqueset(resourceClaims=[claim(f"c{i}", scope="Pod") for i in range(17)]),
+        ["spec.resourceClaims", "must have at most 16 items"],
+    ),
+    (
         "more Cliques in a set than the maximum",
         cliqueset(replicas=5_001),
         [
@@ -503,6 +570,37 @@ def test_the_longest_valid_cliqueset_is_accepted(kubectl: Kubectl, namespace: st
     )
     body["metadata"]["name"] = "n" * 52
     kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+
+
+def test_claims_of_every_scope_are_accepted_and_decode(kubectl: Kubectl, namespace: str) -> None:
+    own = {"name": "scratch", "resourceClaimTemplateName": "mine"}
+    body = with_cliques(
+        {},
+        {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "main", "image": "busybox:1.36"}],
+                    "resourceClaims": [own],
+                }
+            }
+        },
+        resourceClaims=[
+            claim("domain"),
+            claim("gpu", scope="Pod", cliques=["worker"]),
+            claim("store", scope="Set", cliques=["leader"]),
+            *(claim(f"g{i}") for i in range(3)),  # 4 Gang-scope in all: the most allowed
+        ],
+    )
+    body["metadata"]["name"] = "claims"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    got = json.loads(kubectl.ok("get", "-n", namespace, "cliqueset", "claims", "-o", "json"))
+    cqs = msgspec.convert(got, api.CliqueSet)
+    assert [(c.name, c.scope, c.cliques) for c in cqs.spec.resource_claims[:3]] == [
+        ("domain", "Gang", []),
+        ("gpu", "Pod", ["worker"]),
+        ("store", "Set", ["leader"]),
+    ]
+    assert cqs.spec.resource_claims[0].template == body["spec"]["resourceClaims"][0]["template"]
 
 
 @pytest.mark.parametrize("clique", ["worker-2", "gpu2-worker", "7", "a-b-c", "x9-1"])

@@ -32,6 +32,7 @@ GangDisruption = Literal["Gang", "Pod"]
 GangRestartPolicy = Literal["RecreateGang", "None"]
 PackMode = Literal["Required", "Preferred"]
 SubdomainPolicy = Literal["Shared", "UniquePerGang"]
+ClaimScope = Literal["Pod", "Gang", "Set"]
 
 STARTUP_ANY_ORDER: Final = "AnyOrder"
 STARTUP_IN_ORDER: Final = "InOrder"
@@ -49,6 +50,10 @@ RESTART_NONE: Final = "None"
 
 SUBDOMAIN_SHARED: Final = "Shared"
 SUBDOMAIN_PER_GANG: Final = "UniquePerGang"
+
+SCOPE_POD: Final = "Pod"
+SCOPE_GANG: Final = "Gang"
+SCOPE_SET: Final = "Set"
 
 PACK_REQUIRED: Final = "Required"
 PACK_PREFERRED: Final = "Preferred"
@@ -75,6 +80,10 @@ MAX_TEMPLATE_ANNOTATIONS: Final = 256
 #: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
 MAX_FAILURE_SECONDS: Final = 86_400
 MAX_GANG_RESTARTS: Final = 10_000
+#: `spec.resourceClaims` entries, and Gang-scope ones (a PodGroup shares at most 4 claims,
+#: `MaxPodGroupResourceClaims` in scheduling.k8s.io/v1beta1).
+MAX_SET_CLAIMS: Final = 16
+MAX_GANG_CLAIMS: Final = 4
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -157,6 +166,24 @@ class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
         return self.replicas if self.min_available is None else self.min_available
 
 
+class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A DRA ResourceClaim the operator gives the pods of some cliques (docs/gangs.md):
+    one per pod (`Pod`), one per gang shared by its pods (`Gang`), or one for the whole set
+    (`Set`). A container asks for it as `resources.claims: [{name: <name>}]`."""
+
+    #: the pod-level claim name (a DNS label), unique in the set and in the pod templates
+    name: str
+    scope: ClaimScope
+    #: the cliques whose pods get the claim; empty means every clique
+    cliques: list[str] = msgspec.field(default_factory=list)
+    #: a ResourceClaimTemplate's `metadata` and `spec` (resource.k8s.io/v1)
+    template: dict[str, Any]
+
+    def applies_to(self, clique: str) -> bool:
+        """Whether the pods of clique `clique` get this claim."""
+        return not self.cliques or clique in self.cliques
+
+
 class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The gang template: its cliques, in the order `InOrder` starts them."""
 
@@ -178,6 +205,8 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     gang_scheduling: GangScheduling = msgspec.field(default_factory=GangScheduling)
     failure_policy: FailurePolicy = msgspec.field(default_factory=FailurePolicy)
     placement: Placement | None = None
+    #: DRA claims the operator adds to the pods (`CliqueSetClaim`)
+    resource_claims: list[CliqueSetClaim] = msgspec.field(default_factory=list)
     template: CliqueSetTemplate
 
     def clique(self, name: str) -> CliqueTemplate | None:

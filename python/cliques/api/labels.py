@@ -63,6 +63,14 @@ ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
 #: On a Clique whose gang is gang-scheduled through PodGroups (Kubernetes 1.36 and later):
 #: the PodGroup its pods name in `spec.schedulingGroup.podGroupName` (one per gang).
 ANNOTATION_POD_GROUP: Final = f"{GROUP}/pod-group"
+#: On a pod template (and so on its pods) of a CliqueSet with `spec.resourceClaims`: the
+#: claims that make its template hash, as JSON `[{"name", "scope", "hash"}]`: those its
+#: pods get and every Gang-scope one (a change of a gang's shared claim remakes the gang).
+#: The claim entries the operator adds to `spec.resourceClaims` are those it names.
+ANNOTATION_RESOURCE_CLAIMS: Final = f"{GROUP}/resource-claims"
+#: On a ResourceClaim or ResourceClaimTemplate the operator made: the `spec.resourceClaims`
+#: entry it was made from.
+LABEL_CLAIM: Final = f"{GROUP}/claim"
 #: On a PodGroup: a hash of the fields it was created with that the API server keeps
 #: immutable (`controllers.podgroups`): when the wanted ones differ, it is made again.
 ANNOTATION_POD_GROUP_SPEC: Final = f"{GROUP}/pod-group-spec"

@@ -21,11 +21,13 @@ PHASE_UNKNOWN: Final = "Unknown"
 
 
 class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """`corev1.PodCondition`, without its timestamps and messages."""
+    """`corev1.PodCondition`, without its timestamps; the message is the scheduler's why
+    of a pod it cannot place (PodScheduled=False)."""
 
     type: str
     status: str
     reason: str = ""
+    message: str = ""
 
 
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -66,6 +68,14 @@ class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
             c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
             for c in self.status.conditions
         )
+
+    @property
+    def unschedulable_why(self) -> str:
+        """What the scheduler says of a pod it cannot place ("" for one it can)."""
+        for c in self.status.conditions:
+            if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+                return c.message
+        return ""
 
     @property
     def is_terminal(self) -> bool:

@@ -1,5 +1,6 @@
 """A slim scheduling.k8s.io PodGroup (v1alpha2 and v1beta1 read alike): what the operator
-compares with the gang it schedules, its gang policy's `minCount`; the fields it cannot
+compares with the gang it schedules, its gang policy's `minCount` and the DRA claims its
+pods share (`resourceClaims`); the fields it cannot
 change are compared through a hash it writes on the object (`controllers.podgroups`)."""
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ class SchedulingPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename=
     gang: GangPolicy | None = None
 
 
+class PodGroupClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A claim the group's pods share (`DRAWorkloadResourceClaims`)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     scheduling_policy: SchedulingPolicy = msgspec.field(default_factory=SchedulingPolicy)
+    resource_claims: list[PodGroupClaim] = msgspec.field(default_factory=list)
 
 
 class PodGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -32,3 +42,12 @@ class PodGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel")
         """The gang policy's minCount (0 with the basic policy)."""
         gang = self.spec.scheduling_policy.gang
         return gang.min_count if gang is not None else 0
+
+    @property
+    def claim_templates(self) -> tuple[tuple[str, str], ...]:
+        """(name, ResourceClaimTemplate) of the claims it lists by template, in order."""
+        return tuple(
+            (c.name, c.resource_claim_template_name)
+            for c in self.spec.resource_claims
+            if c.resource_claim_template_name is not None
+        )

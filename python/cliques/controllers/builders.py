@@ -35,7 +35,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
-from cliques.controllers import bounds, placement, start_gate, workload
+from cliques.controllers import bounds, claims, placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -91,12 +91,14 @@ def clique_body(
     scheduler_packs: bool = False,
     layout: dict[str, str] | None = None,
     gated: bool = False,
+    claims_via_group: bool = False,
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
     (clique template names) it starts after; `workload` the Workload its gang uses (1.35),
     `pod_group` the PodGroup (1.36 on);
     `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
-    start order is enforced after placement (`startGate`)."""
+    start order is enforced after placement (`startGate`); `claims_via_group`: its gang's
+    PodGroup lists the gang's DRA claims (`claims.pod_claims`)."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
@@ -126,13 +128,24 @@ def clique_body(
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
             **({"startGate": True} if gated and starts_after else {}),
-            "template": gang_template(cqs, gang, tmpl, scheduler_packs=scheduler_packs),
+            "template": gang_template(
+                cqs,
+                gang,
+                tmpl,
+                scheduler_packs=scheduler_packs,
+                claims_via_group=claims_via_group,
+            ),
         },
     }
 
 
 def gang_template(
-    cqs: CliqueSet, gang: int, tmpl: CliqueTemplate, *, scheduler_packs: bool = False
+    cqs: CliqueSet,
+    gang: int,
+    tmpl: CliqueTemplate,
+    *,
+    scheduler_packs: bool = False,
+    claims_via_group: bool = False,
 ) -> Any:
     """The pod template of clique template `tmpl` in gang `gang`: the user's without the
     operator's label and annotation keys (`bounds.tenant_template`), with the affinity
@@ -140,13 +153,15 @@ def gang_template(
     pack term when the scheduler packs the gang (`scheduler_packs`: its PodGroup's topology
     constraint). The template hash is still taken of the user's template as stored
     (`placement.hash_basis`), so a set stored with such keys keeps its hash: leaving them
-    out never rolls its gangs."""
+    out never rolls its gangs. With `spec.resourceClaims`, the claim entries of the
+    clique's pods in that gang (`claims.resolve`)."""
     where = cqs.spec.placement
     if scheduler_packs and where is not None:
         where = msgspec.structs.replace(where, pack=None)
-    return placement.gang_template(
+    placed = placement.gang_template(
         bounds.tenant_template(tmpl.template), where, cqs.metadata.name, gang
     )
+    return claims.resolve(placed, cqs, tmpl.name, gang, claims_via_group)
 
 
 #: Protocols a Service port may carry.

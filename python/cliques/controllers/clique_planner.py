@@ -348,7 +348,9 @@ def _status(
     restarts = _restarts(clique.metadata.annotations)
     current = [p for p in updated if _restarts(p.metadata.annotations) == restarts]
     ready_current = sum(1 for p in current if p.is_ready)
-    unschedulable = sorted(p.metadata.name for p in current if p.is_unschedulable)
+    pending = sorted((p for p in current if p.is_unschedulable), key=lambda p: p.metadata.name)
+    unschedulable = [p.metadata.name for p in pending]
+    why = pending[0].unschedulable_why if pending else ""
     min_available = spec.effective_min_available
 
     conds = conditions.Setter(old.conditions, snap.now, gen)
@@ -388,7 +390,7 @@ def _status(
             ready_c,
             *failures.condition(conds, snap.failure),
             *_backoff_condition(conds, held),
-            *_unschedulable_condition(conds, unschedulable),
+            *_unschedulable_condition(conds, unschedulable, why),
         ],
     )
 
@@ -410,8 +412,15 @@ def _not_ready_reason(old: CliqueStatus, desired: str, restarts: int, ready: int
     return REASON_UPDATING if prev.reason == REASON_UPDATING else REASON_STARTING
 
 
-def _unschedulable_condition(conds: conditions.Setter, names: list[str]) -> list[Condition]:
-    """PodsUnschedulable while pods of the Clique's epoch wait for a node, naming a few."""
+#: Characters of the scheduler's message kept in a condition.
+WHY_LENGTH = 400
+
+
+def _unschedulable_condition(
+    conds: conditions.Setter, names: list[str], why: str = ""
+) -> list[Condition]:
+    """PodsUnschedulable while pods of the Clique's epoch wait for a node, naming a few,
+    and what the scheduler says of the first (its devices, say: `claims`)."""
     if not names:
         return []
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -419,6 +428,9 @@ def _unschedulable_condition(conds: conditions.Setter, names: list[str]) -> list
         f"{len(names)} pod(s) Pending: the scheduler finds no node with room for them "
         f"({shown}); they start when room appears"
     )
+    if why:
+        cut = why if len(why) <= WHY_LENGTH else why[: WHY_LENGTH - 3] + "..."
+        message += f". The scheduler of {names[0]}: {cut}"
     return [conds.set(CONDITION_UNSCHEDULABLE, "True", "Unschedulable", message)]
 
 

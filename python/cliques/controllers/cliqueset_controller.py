@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cliques.api import labels
+from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.meta import find_condition, format_now, only_status_changed
@@ -40,6 +41,7 @@ from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
     bounds,
+    claims,
     cliqueset_planner,
     cliqueset_rollout,
     cliqueset_status,
@@ -129,12 +131,15 @@ class CliqueSetController:
         gang_api: gangapi.GangAPI | None = None,
         workloads: Informer[Workload] | None = None,
         pod_groups: Informer[PodGroup] | None = None,
+        claim_objects: Sequence[Informer[ClaimObject]] = (),
         status_hold: float = 0.0,
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI()
         self.workloads = workloads
         self.pod_groups = pod_groups
+        #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
+        self.claim_objects = tuple(claim_objects)
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -167,7 +172,7 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        for informer in (workloads, pod_groups):
+        for informer in (workloads, pod_groups, *self.claim_objects):
             if informer is not None:
                 informer.add_handler(self._on_child)
 
@@ -234,7 +239,11 @@ class CliqueSetController:
             where, name = cqs.spec.placement, cqs.metadata.name
             hashes = {
                 c.name: self.hasher.template_hash(
-                    dict(placement.hash_basis(c.template, where, name))
+                    dict(
+                        claims.hash_basis(
+                            placement.hash_basis(c.template, where, name), cqs, c.name
+                        )
+                    )
                 )
                 for c in cqs.spec.template.cliques
             }
@@ -249,12 +258,17 @@ class CliqueSetController:
         """The hashes under the current algorithm of the Cliques that need one (a ValueError
         of a template the canonical form refuses fails the reconcile). A Clique's template
         carries its gang's placement terms: they are swapped for gang 0's, as in
-        `placement.hash_basis`."""
+        `placement.hash_basis`, and the claim entries the operator added are left out, as
+        in `claims.hash_basis`."""
         algorithm = self.hasher.algorithm
         where, name = cqs.spec.placement, cqs.metadata.name
         return {
             c.metadata.name: self.hasher.template_hash(
-                dict(placement.regang(c.spec.template, where, name, c.spec.gang_index))
+                dict(
+                    placement.regang(
+                        claims.unresolve(c.spec.template), where, name, c.spec.gang_index
+                    )
+                )
             )
             for c in cliques
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
@@ -301,6 +315,11 @@ class CliqueSetController:
                 if self.pod_groups is not None
                 else []
             ),
+            claims_served=bool(self.claim_objects),
+            claim_objects={
+                i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
+                for i in self.claim_objects
+            },
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:

@@ -32,7 +32,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +40,14 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
+from cliques.api.meta import ObjectMeta
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
     bounds,
     builders,
+    claims,
     cliqueset_rollout,
     cliqueset_status,
     conditions,
@@ -58,7 +60,7 @@ from cliques.controllers import (
 )
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.cliqueset_rollout import Change, Judgement
-from cliques.kube.resources import CLIQUES, SERVICES
+from cliques.kube.resources import CLIQUES, SERVICES, Resource
 
 
 def _ports_of(svc: Service) -> list[dict[str, Any]]:
@@ -101,6 +103,10 @@ class CliqueSetSnapshot:
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: the gated PodGroup fields the server keeps (`gangapi.FEATURES`)
     gang_features: frozenset[str] = frozenset()
+    #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
+    #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
+    claims_served: bool = True
+    claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
 
 
 @dataclass
@@ -156,7 +162,14 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             "their required pod affinity, ANDed with the pack term, selects no pod of the "
             "gang (docs/gangs.md)",
         )
+    if spec.resource_claims and not snap.claims_served:
+        return _invalid(
+            snap,
+            "spec.resourceClaims: the cluster serves no resource.k8s.io/v1 ResourceClaims "
+            "(dynamic resource allocation, Kubernetes 1.34 and later)",
+        )
     gated = gang_scheduling.gated(sched.decision)
+    via_group = _claims_via_group(snap, sched.wanted)
     out = CliqueSetPlan()
     if cqs.status is None or cqs.status.observed_generation != meta.generation:
         # Once per generation: keys of the operator's in the templates are left out.
@@ -220,6 +233,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     scheduler_packs=sched.scheduler_packs,
                     layout=layout,
                     gated=gated,
+                    claims_via_group=via_group(sched.pod_group(index), index),
                 )
                 restarts = gang_failures.restarts_of(have)
                 if restarts:  # a clique added to a restarted gang joins its count
@@ -299,8 +313,11 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 packs = sched.scheduler_packs and (
                     labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
                 )
+                group = move_to or clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
                 out.patches.append(
-                    _template_patch(clique, roles[role], snap, change, packs, move_to)
+                    _template_patch(
+                        clique, roles[role], snap, change, packs, move_to, via_group(group, gang)
+                    )
                 )
             elif change is not None:
                 out.patches.append(_merge_patch(clique, change))
@@ -312,6 +329,20 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 "RollingUpdate",
                 f"updating gang(s) {', '.join(map(str, to_update))} to template "
                 f"{set_hash} ({len(gangs.outdated) - len(to_update)} more to go)",
+            )
+        )
+
+    made = _claim_objects(snap, bucket, creates, out.patches)
+    creates[:0] = made.creates
+    deletes.extend(made.deletes)
+    if made.missing:
+        out.events.append(
+            Event(
+                "Warning",
+                "ClaimMissing",
+                f"{', '.join(made.missing[:5])}: named by Cliques, made from an older "
+                "spec.resourceClaims entry, not found; their pods wait until their gang is "
+                "made again",
             )
         )
 
@@ -342,6 +373,10 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     ordered = spec.startup_type != "AnyOrder"
     gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
+    if spec.resource_claims:
+        waiting = [(g, why) for g, f in enumerate(gangs.facts) for why in f.waiting_why]
+        status, reason, message = claims.condition(cqs, waiting, made.missing)
+        out.status.conditions.append(setter.set(claims.CONDITION_CLAIMS, status, reason, message))
     if spec.failure_policy.restart_policy == "RecreateGang":
         out.status.conditions += gang_failures.conditions(
             setter, out.restarting, out.failed, out.deferred
@@ -498,6 +533,54 @@ def _merge_patch(clique: Clique, change: Change) -> Patch:
     return Patch(CLIQUES, clique.metadata.name, body, reason=reason)
 
 
+def _claims_via_group(
+    snap: CliqueSetSnapshot, wanted: Mapping[int, str]
+) -> Callable[[str, int], bool]:
+    """Whether the pods of a gang in PodGroup `group` get its Gang-scope claims through the
+    group (`claims.via_group`)."""
+    cqs = snap.cliqueset
+    if "workload-claims" not in snap.gang_features or not cqs.spec.resource_claims:
+        return lambda group, gang: False
+    groups = {g.metadata.name: g for g in snap.pod_groups}
+    listed = claims.group_claims(cqs)
+
+    def via(group: str, gang: int) -> bool:
+        if not group:
+            return False
+        found = groups.get(group)
+        if found is None:  # made with the set's claims, if it is the one the set asks for
+            return group == wanted.get(gang)
+        return found.claim_templates == listed
+
+    return via
+
+
+def _claim_objects(
+    snap: CliqueSetSnapshot, bucket: str, creates: list[Create], patches: list[Patch]
+) -> claims.ClaimPlan:
+    """The claim objects of the set's Cliques (`claims.plan`): those every Clique names,
+    including the Cliques this plan makes and the templates it rolls to."""
+    cqs = snap.cliqueset
+    if not cqs.spec.resource_claims and not any(snap.claim_objects.values()):
+        return claims.ClaimPlan()
+    refs: list[claims.Ref] = []
+    for clique in snap.cliques:
+        refs.extend(claims.references(clique.spec.template, clique.spec.gang_index))
+    for create in creates:
+        if create.resource == CLIQUES:
+            spec = create.body["spec"]
+            refs.extend(claims.references(spec["template"], spec["gangIndex"]))
+    gangs = {c.metadata.name: c.spec.gang_index for c in snap.cliques}
+    for patch in patches:
+        gang = gangs.get(patch.name)
+        if patch.resource == CLIQUES and patch.patch_type == "json" and gang is not None:
+            for op in patch.patch:
+                if op.get("path") == "/spec/template":
+                    refs.extend(claims.references(op["value"], gang))
+    owner = builders.owner_reference(cqs)
+    return claims.plan(cqs, refs, snap.claim_objects, bucket, owner)
+
+
 def _template_patch(
     clique: Clique,
     tmpl: CliqueTemplate,
@@ -505,6 +588,7 @@ def _template_patch(
     change: Change | None,
     scheduler_packs: bool = False,
     pod_group: str = "",
+    claims_via_group: bool = False,
 ) -> Patch:
     """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
     sure it is the Clique we decided about; its resourceVersion is deliberately not a
@@ -519,7 +603,11 @@ def _template_patch(
             "op": "replace",
             "path": "/spec/template",
             "value": builders.gang_template(
-                snap.cliqueset, clique.spec.gang_index, tmpl, scheduler_packs=scheduler_packs
+                snap.cliqueset,
+                clique.spec.gang_index,
+                tmpl,
+                scheduler_packs=scheduler_packs,
+                claims_via_group=claims_via_group,
             ),
         },
         {

@@ -133,6 +133,8 @@ class GangFacts:
     starting: bool = False
     #: `gang/clique` of the Cliques with pods waiting for a node (PodsUnschedulable)
     unschedulable: list[str] = field(default_factory=list)
+    #: the messages of those Cliques' PodsUnschedulable conditions (the scheduler's why)
+    waiting_why: list[str] = field(default_factory=list)
     #: when the gang became available (its Cliques' latest Ready transition), if it is
     available_since: str = ""
     #: the gang's epoch (its restart count and its Cliques' template hashes), and whether
@@ -294,8 +296,10 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         cond = find_condition(status.conditions, CONDITION_READY)
         if cond is None:
             continue
-        if find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE):
+        waiting = find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE)
+        if waiting is not None:
             facts.unschedulable.append(f"{gang}/{role}")
+            facts.waiting_why.append(waiting.message)
         if cond.status == "True":
             ready_true.add(role)
             since = max(since, cond.last_transition_time or "")

@@ -7,8 +7,10 @@ resource, so the operator does (docs/gangs.md).
   (controller reference, blockOwnerDeletion), labelled with the set, the gang and the set's
   bucket, and linked to the set's Workload and its one template (`gang`). The hash is that
   of the fields the API server keeps immutable (`fixed_hash`, also in the annotation
-  `cliques.dev/pod-group-spec`): its policy's kind, topology constraint, priority class and
-  disruption mode, and on `v1alpha2` its `minCount` too.
+  `cliques.dev/pod-group-spec`): its policy's kind, topology constraint, priority class,
+  disruption mode and DRA claims (`resourceClaims`: the set's Gang-scope claims, by
+  template, where the server keeps them; `controllers.claims`), and on `v1alpha2` its
+  `minCount` too.
 - **A gang's pods always name one group**, the one its Cliques record
   (`cliques.dev/pod-group`): the scheduler counts the gang's bound pods towards
   `minCount`, so a pod that replaces one of a running gang is scheduled with it. A gang
@@ -35,7 +37,7 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
 from cliques.api.podgroup import PodGroup
-from cliques.controllers import builders, workload
+from cliques.controllers import builders, claims, workload
 from cliques.controllers.actions import Create, Delete, Patch
 from cliques.kube import gangapi
 
@@ -73,6 +75,9 @@ class Shape:
     priority_class: str = ""
     #: `gangScheduling.disruption`: Gang (preempted whole) or Pod
     disruption: str = "Gang"
+    #: (name, ResourceClaimTemplate) of the claims the gang's pods share, where the server
+    #: keeps a PodGroup's `resourceClaims` (`claims.group_claims`)
+    claims: tuple[tuple[str, str], ...] = ()
 
 
 def shape(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Shape:
@@ -92,6 +97,7 @@ def shape(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Shape:
         topology_key=topology if "topology" in features else "",
         priority_class=priority,
         disruption=spec.gang_scheduling.disruption,
+        claims=claims.group_claims(cqs) if "workload-claims" in features else (),
     )
 
 
@@ -108,6 +114,10 @@ def _fixed_spec(version: str, group: Shape) -> dict[str, Any]:
         fixed["schedulingConstraints"] = {"topology": [{"key": group.topology_key}]}
     if group.priority_class:
         fixed["priorityClassName"] = group.priority_class
+    if group.claims:
+        fixed["resourceClaims"] = [
+            {"name": name, "resourceClaimTemplateName": template} for name, template in group.claims
+        ]
     if version == "v1alpha2":
         fixed["disruptionMode"] = "PodGroup" if group.disruption == "Gang" else "Pod"
     else:

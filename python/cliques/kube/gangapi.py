@@ -62,6 +62,11 @@ FEATURES: Final[Mapping[str, tuple[str, dict[str, Any], str]]] = {
         {"preemptionPolicy": "PreemptLowerPriority"},
         "preemptionPolicy",
     ),
+    "workload-claims": (
+        "DRAWorkloadResourceClaims",
+        {"resourceClaims": [{"name": "probe", "resourceClaimTemplateName": "cliques-probe"}]},
+        "resourceClaims",
+    ),
 }
 PROBE_NAME: Final = "cliques-feature-probe"
 
@@ -76,6 +81,9 @@ class GangAPI:
     versions: tuple[str, ...] = ()
     #: The gated PodGroup fields the API server keeps (`FEATURES`, found by `probe`).
     features: frozenset[str] = frozenset()
+    #: The operator may manage DRA claims: resource.k8s.io/v1 ResourceClaims and
+    #: ResourceClaimTemplates are served and it may list them (`claims_served`).
+    claims: bool = False
 
     @property
     def served(self) -> bool:
@@ -199,6 +207,20 @@ async def probe(client: _Creator, found: GangAPI, namespace: str) -> GangAPI:
         if field_name in msgspec.json.decode(raw, type=_Kept).spec:
             kept.add(name)
     return GangAPI(found.version, found.versions, frozenset(kept))
+
+
+#: The DRA group version the operator makes claims in, and the resources it needs of it.
+DRA_VERSION: Final = "resource.k8s.io/v1"
+DRA_RESOURCES: Final = ("resourceclaims", "resourceclaimtemplates")
+
+
+async def dra_served(client: _Getter) -> bool:
+    """Whether the API server serves the DRA resources the operator makes (`DRA_VERSION`)."""
+    try:
+        listed = resource_names(await client.get_path(f"/apis/{DRA_VERSION}"))
+    except errors.NotFound:
+        return False
+    return all(r in listed for r in DRA_RESOURCES)
 
 
 async def detect(client: _Getter) -> GangAPI:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from cliques.api import labels
+from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.pod import Pod
 from cliques.api.podgroup import PodGroup
@@ -38,7 +39,14 @@ from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults, short_selector
 from cliques.kube.objects import KubeObject
-from cliques.kube.resources import CLIQUES, PODS, SERVICES, Resource
+from cliques.kube.resources import (
+    CLIQUES,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    SERVICES,
+    Resource,
+)
 from cliques.kube.runner import Runner
 from cliques.kube.startup import Stopped
 from cliques.operator import preflight, undecodable
@@ -182,9 +190,16 @@ class Manager:
         if gang_api.podgroups:
             pg_inf = self._owned_informer(client, gang_api.podgroup_resource, PodGroup)
             self.informers.append(pg_inf)
+        claim_infs: list[Informer[ClaimObject]] = []
+        if gang_api.claims:
+            for resource in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
+                claim_infs.append(self._owned_informer(client, resource, ClaimObject))
+            self.informers.extend(claim_infs)
         self.recorder = EventRecorder(client) if cfg.events else None
         with cqs_inf.recording() as registered:
-            self._controllers(client, cqs_inf, cq_inf, pod_inf, svc_inf, (wl_inf, pg_inf), gang_api)
+            self._controllers(
+                client, cqs_inf, cq_inf, pod_inf, svc_inf, (wl_inf, pg_inf), gang_api, claim_infs
+            )
         try:
             await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
         finally:
@@ -255,6 +270,7 @@ class Manager:
         svc_inf: Informer[Service],
         gang_informers: tuple[Informer[Workload] | None, Informer[PodGroup] | None],
         gang_api: gangapi.GangAPI,
+        claim_informers: list[Informer[ClaimObject]],
     ) -> None:
         """The two controllers (their handlers registered on the informers) and runners."""
         cfg = self.config
@@ -289,6 +305,7 @@ class Manager:
             gang_api=gang_api,
             workloads=gang_informers[0],
             pod_groups=gang_informers[1],
+            claim_objects=claim_informers,
             status_hold=cfg.status_hold,
         )
         cq_ctl = clique_controller.CliqueController(

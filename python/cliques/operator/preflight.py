@@ -2,7 +2,8 @@
 operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing), which
 gang-scheduling API the cluster serves and which of its gated PodGroup fields it keeps
 (`gangapi.detect`, `gangapi.probe`: dry-run creates, in the watched namespace or
-`default`).
+`default`), and whether it may manage DRA claims (resource.k8s.io/v1 served, and a LIST of
+resourceclaims allowed: without them the operator runs, and says so).
 
 Each call waits out a struggling API server (`kube.startup.patiently`); what waiting cannot
 fix (the CRDs not installed, credentials refused, RBAC missing) raises `StartupError` with
@@ -12,13 +13,17 @@ one line that says what to do. A process asks once, whatever number of shards it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import time
 
 from cliques.api import labels
 from cliques.kube import errors, gangapi
 from cliques.kube.client import KubeClient
-from cliques.kube.resources import CLIQUES, CLIQUESETS
+from cliques.kube.resources import CLIQUES, CLIQUESETS, RESOURCE_CLAIMS, Resource
 from cliques.kube.startup import StartupError, patiently
+
+log = logging.getLogger(__name__)
 
 #: The resources the operator cannot run without.
 NEEDED = (CLIQUESETS.plural, CLIQUES.plural)
@@ -90,8 +95,36 @@ async def check(
     found = await patiently(
         f"discovery of {gangapi.GROUP}", lambda: gangapi.detect(client), stop=stop
     )
-    return await patiently(
+    found = await patiently(
         f"dry-run probes of {found.api_version} podgroups",
         lambda: gangapi.probe(client, found, namespace or PROBE_NAMESPACE),
         stop=stop,
     )
+    dra = await patiently(
+        f"discovery of {gangapi.DRA_VERSION}", lambda: gangapi.dra_served(client), stop=stop
+    )
+    if dra:
+        dra = await patiently(
+            f"list of resourceclaims {where}",
+            lambda: _may_list(client, RESOURCE_CLAIMS, namespace),
+            stop=stop,
+        )
+    if not dra:
+        log.warning(
+            "DRA claims off: %s; CliqueSets with spec.resourceClaims are reported invalid",
+            "the operator may not list resourceclaims (its RBAC predates them)"
+            if dra is False and await gangapi.dra_served(client)
+            else f"the API server does not serve {gangapi.DRA_VERSION}",
+        )
+    return dataclasses.replace(found, claims=dra)
+
+
+async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:
+    """Whether the operator may list `resource` (False on a 403)."""
+    try:
+        await client.list_page(resource, namespace, limit=1)
+    except errors.Unauthorized as exc:
+        if exc.status != 403:
+            raise
+        return False
+    return True

@@ -54,6 +54,14 @@ WORKLOAD: Final = (
     Rule("", "events", ("create",)),
     Rule("scheduling.k8s.io", "workloads", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("scheduling.k8s.io", "podgroups", ("get", "list", "watch", "create", "patch", "delete")),
+    Rule(
+        "resource.k8s.io", "resourceclaims", ("get", "list", "watch", "create", "patch", "delete")
+    ),
+    Rule(
+        "resource.k8s.io",
+        "resourceclaimtemplates",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
 )
 
 #: On its Leases, in the lease namespace (a Role).
