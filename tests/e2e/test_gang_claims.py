@@ -1,0 +1,195 @@
+"""DRA claims per gang (`spec.resourceClaims`) with the operator, the real scheduler's
+allocator and a fake driver (`tests.support.dra`: ResourceSlices for the test's KWOK nodes
+and `allNodes` devices, no kubelet plugin): each gang gets its own allocated device shared
+by exactly its pods, each worker a node-local device of its own; a gang for which no device
+is left binds no pod and the set says why; a claim of a device class that does not exist
+is named in the set's condition; deleting the set removes every claim.
+
+On a server that keeps a PodGroup's `resourceClaims` (Kubernetes 1.37 with
+DRAWorkloadResourceClaims) a gang's claim is its PodGroup's, reserved for the group;
+elsewhere the operator makes a ResourceClaim per gang, reserved for each of its pods."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cliques.api import labels
+from cliques.kube.client import KubeClient
+from cliques.kube.resources import (
+    CLIQUESETS,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+)
+from tests.support import dra, gangs
+from tests.support.dra import fake_dra
+from tests.support.gangnodes import gang_nodes, own_slot, slot_cliqueset
+from tests.support.harness import Cluster, running_operator, wait_for
+from tests.support.kubectl import Kubectl
+
+__all__ = ["fake_dra", "gang_nodes"]
+
+
+def claimed_cliqueset(
+    name: str,
+    replicas: int,
+    driver: dra.FakeDriver,
+    slot: str,
+    domain_class: str = "",
+    backend: str = "Auto",
+) -> dict[str, Any]:
+    """Gangs of a leader and two workers: a Gang-scope `domain` claim for every pod, a
+    Pod-scope node-local `gpu` for each worker."""
+    body = slot_cliqueset(
+        name,
+        replicas,
+        (("leader", 1), ("worker", 2)),
+        resource=slot,
+        gangScheduling={"backend": backend},
+        resourceClaims=[
+            {
+                "name": "domain",
+                "scope": "Gang",
+                "template": {"spec": driver.claim_spec(domain_class or dra.DOMAIN)},
+            },
+            {
+                "name": "gpu",
+                "scope": "Pod",
+                "cliques": ["worker"],
+                "template": {"spec": driver.claim_spec(dra.GPU)},
+            },
+        ],
+    )
+    for clique in body["spec"]["template"]["cliques"]:
+        container = clique["template"]["spec"]["containers"][0]
+        names = ["domain", "gpu"] if clique["name"] == "worker" else ["domain"]
+        container["resources"]["claims"] = [{"name": n} for n in names]
+    return body
+
+
+async def set_pods(client: KubeClient, ns: str, name: str) -> list[dict[str, Any]]:
+    raw = await client.list_page(PODS, ns, label_selector=f"{labels.LABEL_CLIQUESET}={name}")
+    return [p for p in json.loads(raw)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+@pytest.mark.parametrize("backend", ["Auto", "None"])
+async def test_each_gang_gets_its_own_allocated_device_shared_by_its_pods(
+    cluster: Cluster,
+    kubeconfig: str,
+    namespace: str,
+    gang_nodes: Any,
+    fake_dra: Any,
+    backend: str,
+) -> None:
+    """`Auto`: through the gang's PodGroup where the server keeps its claims; `None` (no
+    gang scheduling, so no PodGroup): a ResourceClaim per gang on every server."""
+    slot = own_slot()
+    nodes = gang_nodes(9, resource=slot)
+    driver = fake_dra(nodes, gpus_per_node=1, domains=2)
+    api = await gangs.detect(cluster.client, namespace)
+    via_group = backend == "Auto" and api.podgroups and "workload-claims" in api.features
+    print(f"gang claims {'through PodGroups' if via_group else 'per gang'}: {api.describe()}")
+    k = Kubectl(kubeconfig, namespace)
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(claimed_cliqueset("dom", 2, driver, slot, backend=backend))
+        await cluster.wait_available("dom", timeout=120)
+
+        pods = await set_pods(cluster.client, namespace, "dom")
+        assert len(pods) == 6
+        by_gang: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            by_gang.setdefault(pod["metadata"]["labels"][labels.LABEL_GANG_INDEX], []).append(pod)
+        domains: dict[str, str] = {}
+        for gang, members in sorted(by_gang.items()):
+            used = {dra.pod_claims(p).get("domain") for p in members}
+            assert len(used) == 1 and None not in used, (gang, used)
+            domains[gang] = used.pop()  # type: ignore[assignment]
+        assert len(set(domains.values())) == 2, domains
+        devices = set()
+        for gang, claim_name in domains.items():
+            state = dra.claim_state(k.get("resourceclaim", claim_name))
+            assert state.allocated and len(state.devices) == 1, state
+            assert state.devices[0].pool == dra.DOMAIN_POOL and not state.node
+            devices.add(state.devices[0].device)
+            members = sorted(p["metadata"]["name"] for p in by_gang[gang])
+            owner = k.get("resourceclaim", claim_name)["metadata"]["ownerReferences"][0]
+            if via_group:  # the group's claim, made by the control plane from our template
+                group = by_gang[gang][0]["spec"]["schedulingGroup"]["podGroupName"]
+                assert state.reserved_names("podgroups") == [group], state
+                assert (owner["kind"], owner["name"]) == ("PodGroup", group)
+            else:  # the operator's claim for the gang
+                assert sorted(state.reserved_names("pods")) == members, state
+                assert (owner["kind"], owner["name"]) == ("CliqueSet", "dom")
+                assert claim_name.startswith(f"dom-{gang}-domain-")
+        assert len(devices) == 2, "two gangs share a device"
+
+        # Pod scope: each worker has a node-local device of its own, on its node.
+        gpus = set()
+        for pod in pods:
+            if pod["metadata"]["labels"][labels.LABEL_CLIQUE] != "worker":
+                assert "gpu" not in dra.pod_claims(pod)
+                continue
+            state = dra.claim_state(k.get("resourceclaim", dra.pod_claims(pod)["gpu"]))
+            assert state.allocated and state.node == pod["spec"]["nodeName"], state
+            assert state.reserved_names("pods") == [pod["metadata"]["name"]]
+            gpus.add((state.node, state.devices[0].device))
+        assert len(gpus) == 4
+
+        # A third gang finds no domain device left: none of its pods binds, the set says so.
+        await cluster.apply(claimed_cliqueset("dom", 3, driver, slot, backend=backend))
+
+        async def says_no_devices() -> Any:
+            cond = await cluster.condition("dom", "ResourceClaims")
+            ok = cond is not None and cond.reason == "DevicesUnavailable"
+            return cond if ok and "gang(s) 2" in cond.message else None
+
+        await wait_for(says_no_devices, timeout=90, what="the set saying gang 2 waits")
+        third = [
+            p
+            for p in await set_pods(cluster.client, namespace, "dom")
+            if p["metadata"]["labels"][labels.LABEL_GANG_INDEX] == "2"
+        ]
+        assert len(third) == 3 and not [p for p in third if p["spec"].get("nodeName")]
+        for gang, claim_name in domains.items():  # the running gangs keep theirs
+            assert dra.claim_state(k.get("resourceclaim", claim_name)).allocated, gang
+
+        # Deleting the set removes every claim and template it led to.
+        await cluster.client.delete(CLIQUESETS, namespace, "dom")
+
+        async def all_gone() -> bool:
+            for resource in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
+                left = json.loads(await cluster.client.list_page(resource, namespace))["items"]
+                if left:
+                    return False
+            return True
+
+        await wait_for(all_gone, timeout=120, what="every claim of the set deleted")
+
+
+async def test_a_claim_of_a_device_class_that_does_not_exist_is_named(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any, fake_dra: Any
+) -> None:
+    slot = own_slot()
+    nodes = gang_nodes(3, resource=slot)
+    driver = fake_dra(nodes, gpus_per_node=1, domains=1)
+    missing = f"{driver.tag}-no-such-class"
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(claimed_cliqueset("nodev", 1, driver, slot, domain_class=missing))
+
+        async def names_the_claim() -> Any:
+            cond = await cluster.condition("nodev", "ResourceClaims")
+            if cond is None or cond.reason != "DeviceClassNotFound":
+                return None
+            return cond
+
+        cond = await wait_for(names_the_claim, timeout=90, what="the set naming the claim")
+        assert cond.status == "False"
+        assert f"claim domain: device class {missing} does not exist" in cond.message
+        assert "gang(s) 0" in cond.message
+        pods = await set_pods(cluster.client, namespace, "nodev")
+        assert pods and not [p for p in pods if p["spec"].get("nodeName")]
+        available = await cluster.condition("nodev", "Available")
+        assert available is not None and available.status == "False"
