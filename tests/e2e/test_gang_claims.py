@@ -40,6 +40,7 @@ def claimed_cliqueset(
     slot: str,
     domain_class: str = "",
     backend: str = "Auto",
+    request: str = "",
 ) -> dict[str, Any]:
     """Gangs of a leader and two workers: a Gang-scope `domain` claim for every pod, a
     Pod-scope node-local `gpu` for each worker."""
@@ -53,7 +54,9 @@ def claimed_cliqueset(
             {
                 "name": "domain",
                 "scope": "Gang",
-                "template": {"spec": driver.claim_spec(domain_class or dra.DOMAIN)},
+                "template": {
+                    "spec": driver.claim_spec(domain_class or dra.DOMAIN, request=request)
+                },
             },
             {
                 "name": "gpu",
@@ -193,3 +196,44 @@ async def test_a_claim_of_a_device_class_that_does_not_exist_is_named(
         assert pods and not [p for p in pods if p["spec"].get("nodeName")]
         available = await cluster.condition("nodev", "Available")
         assert available is not None and available.status == "False"
+
+
+async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
+    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any, fake_dra: Any
+) -> None:
+    """The new claims need the devices the old ones hold (two gangs, two devices): a gang
+    rolls whole, its old claim goes with its pods (and its old PodGroup), and the next gang
+    follows; no pod runs on the old claim at the end and the old claims are deleted."""
+    slot = own_slot()
+    nodes = gang_nodes(9, resource=slot)
+    driver = fake_dra(nodes, gpus_per_node=1, domains=2)
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(claimed_cliqueset("roll", 2, driver, slot))
+        await cluster.wait_available("roll", timeout=120)
+        old = {
+            dra.pod_claims(p)["domain"] for p in await set_pods(cluster.client, namespace, "roll")
+        }
+        assert len(old) == 2
+
+        await cluster.apply(claimed_cliqueset("roll", 2, driver, slot, request="fabric"))
+
+        async def rolled() -> set[str] | None:
+            cqs = await cluster.cliqueset("roll")
+            st = cqs.status
+            if st is None or st.observed_generation != cqs.metadata.generation:
+                return None
+            if st.updated_replicas != 2 or st.available_replicas != 2:
+                return None
+            pods = await set_pods(cluster.client, namespace, "roll")
+            used = {dra.pod_claims(p).get("domain", "") for p in pods}
+            return used if len(pods) == 6 and len(used) == 2 and not used & old else None
+
+        new = await wait_for(rolled, timeout=180, what="both gangs on new claims")
+        assert "" not in new
+
+        async def old_gone() -> bool:
+            raw = await cluster.client.list_page(RESOURCE_CLAIMS, namespace)
+            names = {c["metadata"]["name"] for c in json.loads(raw)["items"]}
+            return not names & old
+
+        await wait_for(old_gone, timeout=90, what="the old claims deleted")
