@@ -142,7 +142,7 @@ def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str)
 # ---- The examples --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml"])
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml"])
 def test_examples_apply_and_read_back_defaulted(
     kubectl: Kubectl, namespace: str, name: str
 ) -> None:

@@ -355,7 +355,7 @@ def test_a_wrong_type_names_its_path() -> None:
         api.decode_cliqueset(json.dumps(bad).encode())
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml"])
+@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml"])
 def test_the_examples_decode(name: str) -> None:
     manifest = yaml.safe_load((EXAMPLES / name).read_text())
     cqs = msgspec.convert(manifest, api.CliqueSet)
@@ -368,6 +368,11 @@ def test_the_examples_decode(name: str) -> None:
         assert clique.template["spec"]["containers"]
     if name == "explicit.yaml":
         assert cqs.spec.startup_type == "Explicit"
+    elif name == "domains.yaml":
+        assert [(c.name, c.scope) for c in cqs.spec.resource_claims] == [
+            ("domain", "Gang"),
+            ("gpu", "Pod"),
+        ]
     elif name == "gang.yaml":
         spec = cqs.spec
         assert spec.gang_scheduling.backend == "Auto"
