@@ -18,8 +18,10 @@ __all__ = [
     "canonical_json",
     "fnv1a_32",
     "fnv1a_64",
+    "in_place",
     "plan_indices",
     "safe_encode",
+    "template_diff",
     "template_hash",
 ]
 
@@ -47,6 +49,18 @@ def canonical_json(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplat
 def template_hash(doc: bytes | str | Mapping[str, Any], kind: str = "PodTemplateSpec") -> str:
     """The template hash: FNV-1a 64 of `canonical_json(doc, kind)`, in decimal, encoded
     with Kubernetes' SafeEncodeString alphabet (at most 20 label-safe characters)."""
+
+def template_diff(
+    old: bytes | str | Mapping[str, Any],
+    new: bytes | str | Mapping[str, Any],
+    kind: str = "PodTemplateSpec",
+) -> list[str]:
+    """The paths at which two templates differ in meaning, compared in their canonical
+    forms (`spec.containers[name=main].image`); empty when they mean the same."""
+
+def in_place(paths: list[str]) -> bool:
+    """Whether a change at exactly `paths` can be made to a running pod in place (each a
+    container's or init container's image)."""
 
 def safe_encode(value: int) -> str:
     """The decimal digits of `value` (0 <= value < 2**64) in Kubernetes' SafeEncodeString

@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cliques import _core
 from cliques._core import HASH_ALGORITHM_VERSION, TemplateError, canonical_json, template_hash
 
 __all__ = [
@@ -52,7 +53,9 @@ __all__ = [
     "Template",
     "TemplateError",
     "canonical_json",
+    "changed_paths",
     "diff",
+    "in_place",
     "template_hash",
 ]
 
@@ -125,6 +128,20 @@ def diff(a: Template, b: Template, kind: str = "PodTemplateSpec") -> Difference 
     # The walk cannot miss a difference between unequal canonical forms, but should it
     # ever, the answer is still "different", reported at the top.
     return _diff(lv, rv, "", None) or Difference("", lv, rv)
+
+
+def changed_paths(a: Template, b: Template, kind: str = "PodTemplateSpec") -> list[str]:
+    """Every path at which `a` and `b` differ in meaning (their canonical forms, compared by
+    the core: list elements by `name` where they all have one); empty when they are the
+    same. Raises `ValueError` as `diff` does."""
+    return _core.template_diff(a, b, kind)
+
+
+def in_place(paths: list[str]) -> bool:
+    """Whether a change at exactly `paths` (`changed_paths`) can be made to a running pod
+    without replacing it: each is the image of a container or an init container, which the
+    API server lets a pod change and the kubelet applies by restarting that container."""
+    return _core.in_place(paths)
 
 
 # --- the walk ---------------------------------------------------------------------------

@@ -223,6 +223,39 @@ def test_diff_different(
     assert doc["a"]["hash"] != doc["b"]["hash"]
 
 
+def test_diff_lists_every_path_and_says_whether_pods_take_it_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = {
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "vllm:1"},
+                {"name": "side", "image": "envoy:1"},
+            ]
+        }
+    }
+    images = json.loads(json.dumps(base).replace(":1", ":2"))
+    env = json.loads(json.dumps(images))
+    env["spec"]["containers"][1]["env"] = [{"name": "A", "value": "1"}]
+    a, b, c = (write(tmp_path, f"{n}.json", d) for n, d in (("a", base), ("b", images), ("c", env)))
+    code, out, _ = run(["--diff", str(a), str(b)], capsys)
+    assert code == 1
+    assert (
+        "  2 path(s) differ: spec.containers[name=main].image, spec.containers[name=side].image"
+        in out
+    )
+    assert "  in place: yes" in out
+    code, out, _ = run(["--json", "--diff", str(a), str(c)], capsys)
+    doc = json.loads(out)
+    assert doc["paths"] == [
+        "spec.containers[name=main].image",
+        "spec.containers[name=side].env",
+        "spec.containers[name=side].image",
+    ]
+    assert doc["inPlace"] is False
+    assert hashing.changed_paths(base, base) == [] and not hashing.in_place([])
+
+
 def test_diff_added_field_is_absent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = write(tmp_path, "a.json", TEMPLATE)
     b = write(tmp_path, "b.json", {**TEMPLATE, "spec": {**TEMPLATE["spec"], "hostNetwork": True}})

@@ -2,7 +2,9 @@
 
     cliques hash FILE...            one line per pod template found (`-` reads stdin)
     cliques hash --json FILE...     the same as one JSON document
-    cliques hash --diff A B         same desired state (exit 0) or the first difference (1)
+    cliques hash --diff A B         same desired state (exit 0) or the first difference,
+                                    every path that differs and whether a running pod
+                                    takes the change in place (1)
 
 FILE holds YAML (any number of documents, `kind: List` included) or JSON. Templates are
 found in CliqueSets (`spec.template.cliques[*].template`), Cliques and the workload kinds
@@ -161,8 +163,10 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
         left_hash = _checked(left, left_doc, kind)
         right_hash = _checked(right, right_doc, kind)
         difference = hashing.diff(left_doc, right_doc, kind)
+        paths = hashing.changed_paths(left_doc, right_doc, kind)
     except InputError as exc:
         return _fail(str(exc))
+    in_place = hashing.in_place(paths)
     if as_json:
         doc: dict[str, Any] = {
             "algorithm": hashing.HASH_ALGORITHM_VERSION,
@@ -170,6 +174,8 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
             "a": {"source": a, "hash": left_hash},
             "b": {"source": b, "hash": right_hash},
             "difference": None,
+            "paths": paths,
+            "inPlace": in_place,
         }
         if difference is not None:
             doc["difference"] = {
@@ -187,6 +193,14 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
         print(f"  {a.ljust(width)}  {hashing.format_value(difference.left)}")
         print(f"  {b.ljust(width)}  {hashing.format_value(difference.right)}")
         print(f"  hashes: {left_hash} (A)  {right_hash} (B)")
+        shown = paths[:20] + ([f"... and {len(paths) - 20} more"] if len(paths) > 20 else [])
+        print(f"  {len(paths)} path(s) differ: {', '.join(shown)}")
+        print(
+            "  in place: yes (only container images differ: updateStrategy.inPlace "
+            "IfPossible keeps the pods)"
+            if in_place
+            else "  in place: no (a roll replaces the pods)"
+        )
     return 0 if difference is None else 1
 
 

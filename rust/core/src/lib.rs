@@ -4,6 +4,7 @@
 //!   generated [`schema`] table, with [`quantity`] and number normalization;
 //! - [`fnv`]: FNV-1a and `SafeEncodeString` (a leaf);
 //! - [`hash`]: the template hash;
+//! - [`diff`]: which parts of two templates differ, and whether a pod takes it in place;
 //! - [`bucket`]: spreading objects over shards;
 //! - [`selector`]: Kubernetes label selectors;
 //! - [`indices`]: planning which member indices to create and remove.
@@ -13,6 +14,7 @@
 pub mod bucket;
 pub mod canonical;
 pub mod decimal;
+pub mod diff;
 pub mod error;
 pub mod fnv;
 pub mod hash;
@@ -25,6 +27,7 @@ pub mod selector;
 
 pub use bucket::bucket_of;
 pub use canonical::{canonical_json, canonical_json_bytes};
+pub use diff::{in_place, template_diff};
 pub use error::CoreError;
 pub use hash::{fnv1a_32, fnv1a_64, template_hash, template_hash_bytes, HASH_ALGORITHM_VERSION};
 pub use indices::{plan_indices, Plan};

@@ -144,6 +144,30 @@ fn template_hash(py: Python<'_>, doc: &Bound<'_, PyAny>, kind: &str) -> PyResult
     Doc::from_py(doc)?.hash(py, kind)
 }
 
+/// The paths at which two PodTemplateSpecs (or PodSpecs) differ in meaning, compared in
+/// their canonical forms (`spec.containers[name=main].image`); empty when they mean the same.
+/// Each document is JSON bytes, a JSON str or a mapping. Raises ValueError as canonical_json.
+#[pyfunction]
+#[pyo3(signature = (old, new, kind = "PodTemplateSpec"))]
+fn template_diff(
+    py: Python<'_>,
+    old: &Bound<'_, PyAny>,
+    new: &Bound<'_, PyAny>,
+    kind: &str,
+) -> PyResult<Vec<String>> {
+    let kind = parse_kind(kind)?;
+    let a = Doc::from_py(old)?.canonical(py, kind)?;
+    let b = Doc::from_py(new)?.canonical(py, kind)?;
+    cliques_core::diff::canonical_diff(&a, &b).or_raise()
+}
+
+/// Whether a change at exactly these paths (`template_diff`) can be made to a running pod
+/// in place: each is a container's or an init container's image.
+#[pyfunction]
+fn in_place(paths: Vec<String>) -> bool {
+    cliques_core::in_place(&paths)
+}
+
 /// `SafeEncodeString` of a number's decimal digits, as Kubernetes spells a hash.
 #[pyfunction]
 fn safe_encode(value: u64) -> String {
@@ -230,6 +254,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(template_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(template_diff, m)?)?;
+    m.add_function(wrap_pyfunction!(in_place, m)?)?;
     m.add_function(wrap_pyfunction!(safe_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_32, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_64, m)?)?;
