@@ -155,7 +155,11 @@ def test_examples_apply_and_read_back_defaulted(
     # No default: a stored CliqueSet without it must read back without it (the operator
     # decides the layout from the set's gangs, docs/operator.md).
     assert spec.get("subdomainPolicy") == manifest["spec"].get("subdomainPolicy")
-    assert spec["updateStrategy"] == {"type": "RollingUpdate", "maxUnavailable": 1}
+    assert spec["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "maxUnavailable": 1,
+        "inPlace": "Never",
+    }
     assert spec["gangScheduling"] == {"backend": "Auto", "disruption": "Gang"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
     assert [c["name"] for c in spec["template"]["cliques"]] == [
@@ -453,6 +457,11 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         "more labels in a pod template than the maximum",
         with_cliques({"template": with_metadata(labels={f"l{i}": "" for i in range(257)})}),
         ["spec.template.cliques[0].template.metadata.labels", "must have at most 256 items"],
+    ),
+    (
+        "an unknown in-place policy",
+        cliqueset(updateStrategy={"inPlace": "Always"}),
+        ["spec.updateStrategy.inPlace", "Unsupported value", "Always"],
     ),
     (
         "a claim of unknown scope",

@@ -27,6 +27,7 @@ from cliques.api.meta import Condition, ListMeta, ObjectMeta
 
 StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
 UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
+InPlacePolicy = Literal["Never", "IfPossible"]
 GangSchedulingBackend = Literal["Auto", "Workload", "None"]
 GangDisruption = Literal["Gang", "Pod"]
 GangRestartPolicy = Literal["RecreateGang", "None"]
@@ -40,6 +41,8 @@ STARTUP_EXPLICIT: Final = "Explicit"
 
 UPDATE_ROLLING: Final = "RollingUpdate"
 UPDATE_RECREATE: Final = "Recreate"
+IN_PLACE_NEVER: Final = "Never"
+IN_PLACE_IF_POSSIBLE: Final = "IfPossible"
 
 BACKEND_AUTO: Final = "Auto"
 BACKEND_WORKLOAD: Final = "Workload"
@@ -87,10 +90,13 @@ MAX_GANG_CLAIMS: Final = 4
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once."""
+    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once;
+    with `in_place` IfPossible, a gang whose change is only container images keeps its pods
+    (`cliques.hashing.in_place`)."""
 
     type: UpdateStrategyType = "RollingUpdate"
     max_unavailable: int = 1
+    in_place: InPlacePolicy = "Never"
 
 
 class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
