@@ -164,6 +164,8 @@ def test_cliqueset_round_trip_keeps_what_it_models() -> None:
     expected["spec"]["failurePolicy"] = {"restartBackoff": {}}
     del expected["spec"]["headlessService"]
     del expected["spec"]["template"]["cliques"][0]["replicas"]
+    # Status Structs encode every field, zeros included.
+    expected["status"] |= {"updatedInPlace": 0, "updatedByReplacement": 0}
     assert again == expected
     assert api.decode_cliqueset(api.encode(cqs)) == cqs
 
@@ -305,8 +307,12 @@ def test_slim_pod_decodes_a_full_pod() -> None:
     pod = api.decode_pod(json.dumps(POD_JSON).encode())
     assert pod.metadata.name == "llama-0-worker-2"
     assert pod.spec == api.PodSpec(
-        hostname="worker-2", subdomain="llama-0", node_name="kwok-node-3"
+        hostname="worker-2",
+        subdomain="llama-0",
+        node_name="kwok-node-3",
+        containers=[api.ContainerImage(name="main", image="vllm")],
     )
+    assert [(s.name, s.ready) for s in pod.status.container_statuses] == [("main", True)]
     assert pod.status.pod_ip == "10.0.0.7"
     assert pod.status.phase == "Running"
     assert pod.is_ready and not pod.is_terminal

@@ -51,7 +51,7 @@ from cliques.api.meta import (
     find_condition,
     format_time,
 )
-from cliques.api.pod import Pod, PodCondition, PodList, PodSpec, PodStatus
+from cliques.api.pod import ContainerImage, Pod, PodCondition, PodList, PodSpec, PodStatus
 
 decode_cliqueset = msgspec.json.Decoder(CliqueSet).decode
 decode_cliqueset_list = msgspec.json.Decoder(CliqueSetList).decode
@@ -85,6 +85,7 @@ __all__ = [
     "CliqueTemplate",
     "Condition",
     "ConditionStatus",
+    "ContainerImage",
     "ExclusivePolicy",
     "FailurePolicy",
     "GangRestartPolicy",

@@ -238,6 +238,10 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
     updated_replicas: int = 0
     #: gangs recreated whole by failurePolicy RecreateGang, in total
     gang_restarts: int = 0
+    #: gangs on the current templates that their last roll updated in place (the same
+    #: pods), and that it updated by replacing their pods (`updateStrategy.inPlace`)
+    updated_in_place: int = 0
+    updated_by_replacement: int = 0
     template_hash: str = ""
     hash_algorithm: int = 0
     #: The label selector of the CliqueSet's pods, serialized, for the scale subresource.

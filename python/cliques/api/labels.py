@@ -68,6 +68,13 @@ ANNOTATION_POD_GROUP: Final = f"{GROUP}/pod-group"
 #: pods get and every Gang-scope one (a change of a gang's shared claim remakes the gang).
 #: The claim entries the operator adds to `spec.resourceClaims` are those it names.
 ANNOTATION_RESOURCE_CLAIMS: Final = f"{GROUP}/resource-claims"
+#: On a Clique a roll gave a new template (`controllers.inplace`): `Replace`, or with
+#: `updateStrategy.inPlace: IfPossible` and only container images changed,
+#: `InPlace:<hash>,...`, the template hashes its pods may be updated in place from.
+ANNOTATION_UPDATE: Final = f"{GROUP}/update"
+#: On a pod updated in place: the template hash it was updated to; it counts as ready
+#: for that template once its containers report the new images.
+ANNOTATION_IN_PLACE: Final = f"{GROUP}/in-place-update"
 #: On a ResourceClaim or ResourceClaimTemplate the operator made: the `spec.resourceClaims`
 #: entry it was made from.
 LABEL_CLAIM: Final = f"{GROUP}/claim"

@@ -2,9 +2,10 @@
 
 A worker decodes every pod of its buckets on every list and watch event, so this view
 holds only what the Clique controller needs (identity, labels, owner, deletion, where the
-pod runs, whether it is ready) and msgspec skips everything else in the JSON without
-building it. The operator never writes a Pod from this Struct: it creates pods from the
-Clique's template (a dict) with its labels and env added.
+pod runs, whether it is ready, its containers' images and their statuses, for in-place
+updates) and msgspec skips everything else in the JSON without building it. The operator
+never writes a Pod from this Struct: it creates pods from the Clique's template (a dict)
+with its labels and env added.
 """
 
 from typing import Final
@@ -30,12 +31,42 @@ class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="cam
     message: str = ""
 
 
+class ContainerImage(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A container of a pod's spec: its name and image (what an in-place update changes)."""
+
+    name: str = ""
+    image: str = ""
+
+
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """The three PodSpec fields the operator reads."""
+    """The PodSpec fields the operator reads."""
 
     hostname: str = ""
     subdomain: str = ""
     node_name: str = ""
+    containers: list[ContainerImage] = msgspec.field(default_factory=list)
+    init_containers: list[ContainerImage] = msgspec.field(default_factory=list)
+
+
+class Waiting(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerState(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    waiting: Waiting | None = None
+
+
+class ContainerStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """What the kubelet reports of a container: the image it runs, whether it is ready,
+    and why it waits (ImagePullBackOff, CrashLoopBackOff...)."""
+
+    name: str = ""
+    image: str = ""
+    image_id: str = msgspec.field(default="", name="imageID")
+    ready: bool = False
+    restart_count: int = 0
+    state: ContainerState = msgspec.field(default_factory=ContainerState)
 
 
 class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -44,10 +75,11 @@ class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
     phase: str = ""
     conditions: list[PodCondition] = msgspec.field(default_factory=list)
     pod_ip: str = msgspec.field(default="", name="podIP")
+    container_statuses: list[ContainerStatus] = msgspec.field(default_factory=list)
 
 
 class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """A Pod, slim: metadata, three spec fields and its readiness."""
+    """A Pod, slim: metadata, a few spec fields, its readiness and its containers."""
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodSpec = msgspec.field(default_factory=PodSpec)

@@ -10,6 +10,9 @@ Rules, in the order they are applied:
    are deleted: the CliqueSet controller decided this gang rolls now.
    Pods recording another gang restart count than the Clique (`cliques.dev/gang-restarts`)
    are deleted too: the CliqueSet controller recreates the gang whole (`gang_failures`).
+   Pods labelled with a hash the Clique may update in place from (`cliques.dev/update:
+   InPlace:...`, `inplace`) are patched to the new images instead, keeping pod, node and
+   claims; they count as ready for the new template once they run its images.
 3. Pods labelled with a previous hash are re-labelled in place, never recreated.
 4. Missing indices in 0..replicas-1 are created (lowest first), unless the Clique has not
    started yet and a clique it starts after is not Ready. A pod being deleted still holds
@@ -22,7 +25,8 @@ Rules, in the order they are applied:
 Status: replicas, readyReplicas, updatedReplicas, templateHash, gangRestarts (the gang
 restart count it reports for) and the conditions `Started` and `Ready`, `ReplicaFailure`
 while the API server refuses the Clique's pod writes (`snap.failure`, see `failures`), and
-`PodsUnschedulable` while some of its pods wait for a node.
+`PodsUnschedulable` while some of its pods wait for a node, `ContainersWaiting` while
+containers of its pods wait for what does not come by itself (ImagePullBackOff, ...).
 
 A status speaks for one *epoch* of the Clique: its template hash and its gang restart
 count. Only the pods of that epoch count as ready, and Ready=False says why:
@@ -43,6 +47,7 @@ controller may hold it back briefly) from one that carries news.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -50,7 +55,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import builders, conditions, failures, pod_backoff, start_gate
+from cliques.controllers import builders, conditions, failures, inplace, pod_backoff, start_gate
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.kube.resources import CLIQUES, PODS
 
@@ -60,6 +65,7 @@ REASON_STARTING = "Starting"
 REASON_UPDATING = "Updating"
 CONDITION_POD_BACKOFF = "PodBackOff"
 CONDITION_UNSCHEDULABLE = "PodsUnschedulable"
+CONDITION_CONTAINERS_WAITING = "ContainersWaiting"
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
         old.is_ready == new.is_ready
         and old.is_terminal == new.is_terminal
         and old.is_unschedulable == new.is_unschedulable
+        and inplace.settled(old) == inplace.settled(new)
+        and inplace.waiting_reasons(old) == inplace.waiting_reasons(new)
         and same_marks(old.metadata, new.metadata)
     )
 
@@ -146,10 +154,12 @@ def plan(snap: CliqueSnapshot) -> Plan:
             by_index[idx] = pod
 
     restarts = _restarts(meta.annotations)
+    in_place_from = set(inplace.from_hashes(clique))
     finished = pod_backoff.parse(meta.annotations.get(labels.ANNOTATION_FINISHED_PODS, ""))
     counts = {i: c for i, c in finished.items() if i < spec.replicas}
     held: dict[int, float] = {}  # finished pods waiting for their back-off: index -> seconds
     deletes: list[Delete] = []
+    in_place: list[Patch] = []  # pods updated in place (`inplace`)
     for idx in sorted(by_index, reverse=True):
         pod = by_index[idx]
         if pod.metadata.deletion_timestamp is not None:
@@ -177,6 +187,16 @@ def plan(snap: CliqueSnapshot) -> Plan:
                         "after it was created at the earliest",
                     )
                 )
+        elif _restarts(pod.metadata.annotations) != restarts and pod_hash in in_place_from:
+            reason = "GangRestart"
+        elif pod_hash in in_place_from:
+            patch = inplace.pod_patch(pod, spec.template, desired, snap.algorithm)
+            if patch is not None:
+                in_place.append(
+                    Patch(PODS, pod.metadata.name, patch, patch_type="json", reason="InPlaceUpdate")
+                )
+                continue
+            reason = "TemplateChanged"  # its containers are not the template's
         elif pod_hash != desired and pod_hash not in previous:
             reason = "TemplateChanged"
         elif _restarts(pod.metadata.annotations) != restarts:
@@ -224,6 +244,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
 
     if snap.expectations_satisfied:
         out.deletes = deletes
+        out.patches.extend(in_place)
         if counts != finished:
             value = pod_backoff.encode(counts) or None
             body = {"metadata": {"annotations": {labels.ANNOTATION_FINISHED_PODS: value}}}
@@ -344,10 +365,13 @@ def _status(
     gen = clique.metadata.generation
     live = [p for p in by_index.values() if p.metadata.deletion_timestamp is None]
     updated = [p for p in live if p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired]
-    ready = sum(1 for p in live if p.is_ready)
+    ready = sum(1 for p in live if p.is_ready and inplace.settled(p))
     restarts = _restarts(clique.metadata.annotations)
     current = [p for p in updated if _restarts(p.metadata.annotations) == restarts]
-    ready_current = sum(1 for p in current if p.is_ready)
+    ready_current = sum(1 for p in current if p.is_ready and inplace.settled(p))
+    stuck = sorted(
+        (p.metadata.name, reason) for p in current for reason in inplace.waiting_reasons(p)[:1]
+    )
     pending = sorted((p for p in current if p.is_unschedulable), key=lambda p: p.metadata.name)
     unschedulable = [p.metadata.name for p in pending]
     why = pending[0].unschedulable_why if pending else ""
@@ -391,6 +415,7 @@ def _status(
             *failures.condition(conds, snap.failure),
             *_backoff_condition(conds, held),
             *_unschedulable_condition(conds, unschedulable, why),
+            *_waiting_condition(conds, stuck),
         ],
     )
 
@@ -432,6 +457,23 @@ def _unschedulable_condition(
         cut = why if len(why) <= WHY_LENGTH else why[: WHY_LENGTH - 3] + "..."
         message += f". The scheduler of {names[0]}: {cut}"
     return [conds.set(CONDITION_UNSCHEDULABLE, "True", "Unschedulable", message)]
+
+
+def _waiting_condition(conds: conditions.Setter, stuck: list[tuple[str, str]]) -> list[Condition]:
+    """ContainersWaiting while containers of the epoch's pods wait for something that does
+    not come by itself (an image that cannot be pulled, a container that keeps crashing):
+    its reason is the first pod's, and the message names a few pods and their reasons."""
+    if not stuck:
+        return []
+    shown = ", ".join(f"{name} ({reason})" for name, reason in stuck[:3])
+    more = f" and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    message = f"{len(stuck)} pod(s) have containers that wait: {shown}{more}"
+    reason = stuck[0][1] if _REASON.fullmatch(stuck[0][1]) else CONDITION_CONTAINERS_WAITING
+    return [conds.set(CONDITION_CONTAINERS_WAITING, "True", reason, message)]
+
+
+#: What a condition reason may be (the CRD's pattern).
+_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
 
 def _backoff_condition(conds: conditions.Setter, held: dict[int, float]) -> list[Condition]:

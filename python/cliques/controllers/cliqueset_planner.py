@@ -39,7 +39,12 @@ from typing import Any
 from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, CliqueTemplate
+from cliques.api.cliqueset import (
+    IN_PLACE_IF_POSSIBLE,
+    REASON_INVALID_SPEC,
+    CliqueSet,
+    CliqueTemplate,
+)
 from cliques.api.meta import ObjectMeta
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
@@ -54,6 +59,7 @@ from cliques.controllers import (
     failures,
     gang_failures,
     gang_scheduling,
+    inplace,
     placement,
     startup,
     subdomains,
@@ -292,6 +298,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     )
     updating = set(to_update)
     touched = updating | changed
+    in_place_gangs: list[int] = []
+    replaced_gangs: list[int] = []
     for gang in sorted(touched):
         members = {
             role: clique
@@ -303,8 +311,20 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             for role, clique in members.items()
             if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]
         }
-        # A gang all of whose pods are made again moves to the PodGroup the set asks for.
-        move_to = sched.wanted.get(gang, "") if rolled and rolled == set(members) else ""
+        # With inPlace IfPossible, a gang whose rolled Cliques change only images keeps its
+        # pods (and its PodGroup); else a gang all of whose pods are made again moves to the
+        # PodGroup the set asks for.
+        in_place = (
+            strategy.in_place == IN_PLACE_IF_POSSIBLE
+            and bool(rolled)
+            and all(
+                _in_place(members[role], roles[role], snap, sched, via_group) for role in rolled
+            )
+        )
+        if rolled:
+            (in_place_gangs if in_place else replaced_gangs).append(gang)
+        whole = rolled and rolled == set(members) and not in_place
+        move_to = sched.wanted.get(gang, "") if whole else ""
         for role, clique in members.items():
             found = gangs.changes.get(clique.metadata.name)
             change = found[1] if found is not None else None
@@ -314,21 +334,32 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
                 )
                 group = move_to or clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
+                update = inplace.annotation(clique, cliqueset_rollout.hash_of(clique), in_place)
                 out.patches.append(
                     _template_patch(
-                        clique, roles[role], snap, change, packs, move_to, via_group(group, gang)
+                        clique,
+                        roles[role],
+                        snap,
+                        change,
+                        packs,
+                        move_to,
+                        via_group(group, gang),
+                        update,
                     )
                 )
             elif change is not None:
                 out.patches.append(_merge_patch(clique, change))
     set_hash = cliqueset_status.set_hash(spec, snap.hashes)
     if to_update:
+        how = ""
+        if strategy.in_place == IN_PLACE_IF_POSSIBLE:
+            how = f"; {len(in_place_gangs)} in place, {len(replaced_gangs)} replacing pods"
         out.events.append(
             Event(
                 "Normal",
                 "RollingUpdate",
                 f"updating gang(s) {', '.join(map(str, to_update))} to template "
-                f"{set_hash} ({len(gangs.outdated) - len(to_update)} more to go)",
+                f"{set_hash} ({len(gangs.outdated) - len(to_update)} more to go{how})",
             )
         )
 
@@ -368,6 +399,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         snap, failing, gangs.facts, touched, set(restart_now), out, sched.wanted
     )
     out.status.gang_restarts = restarts
+    out.status.updated_in_place, out.status.updated_by_replacement = _update_counts(
+        by_gang, snap.hashes, spec.replicas
+    )
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, meta.generation)
     ordered = spec.startup_type != "AnyOrder"
@@ -533,6 +567,53 @@ def _merge_patch(clique: Clique, change: Change) -> Patch:
     return Patch(CLIQUES, clique.metadata.name, body, reason=reason)
 
 
+def _in_place(
+    clique: Clique,
+    tmpl: CliqueTemplate,
+    snap: CliqueSetSnapshot,
+    sched: gang_scheduling.GangPlan,
+    via_group: Callable[[str, int], bool],
+) -> bool:
+    """Whether `clique`'s pods can take its new template in place (`inplace`): the
+    template it gets if it keeps its PodGroup differs from its own only in images."""
+    gang = clique.spec.gang_index
+    group = clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
+    packs = sched.scheduler_packs and bool(group)
+    new = builders.gang_template(
+        snap.cliqueset,
+        gang,
+        tmpl,
+        scheduler_packs=packs,
+        claims_via_group=via_group(group, gang),
+    )
+    try:
+        return inplace.can_update_in_place(clique.spec.template, new)
+    except ValueError:
+        return False
+
+
+def _update_counts(
+    by_gang: Mapping[int, Mapping[str, Clique]], hashes: Mapping[str, str], replicas: int
+) -> tuple[int, int]:
+    """(gangs updated in place, gangs updated by replacing their pods) to the current
+    templates: the gangs whose every Clique has its current hash and was last rolled in
+    place, or by replacement (`cliques.dev/update`)."""
+    in_place = replaced = 0
+    for gang in range(replicas):
+        members = by_gang.get(gang, {})
+        live = [c for c in members.values() if c.metadata.deletion_timestamp is None]
+        if not live or any(
+            cliqueset_rollout.hash_of(c) != hashes.get(c.spec.clique_name) for c in live
+        ):
+            continue
+        updates = [c.metadata.annotations.get(labels.ANNOTATION_UPDATE, "") for c in live]
+        if any(u == inplace.REPLACE for u in updates):
+            replaced += 1
+        elif any(u.startswith(inplace.IN_PLACE) for u in updates):
+            in_place += 1
+    return in_place, replaced
+
+
 def _claims_via_group(
     snap: CliqueSetSnapshot, wanted: Mapping[int, str]
 ) -> Callable[[str, int], bool]:
@@ -589,6 +670,7 @@ def _template_patch(
     scheduler_packs: bool = False,
     pod_group: str = "",
     claims_via_group: bool = False,
+    update: str = "",
 ) -> Patch:
     """Roll one Clique to the desired template (JSON patch). The `test` of its UID makes
     sure it is the Clique we decided about; its resourceVersion is deliberately not a
@@ -621,6 +703,9 @@ def _template_patch(
             "value": str(snap.algorithm),
         },
     ]
+    if update:
+        path = annotation + _escape(labels.ANNOTATION_UPDATE)
+        ops.append({"op": "add", "path": path, "value": update})
     if pod_group and clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP) != pod_group:
         path = annotation + _escape(labels.ANNOTATION_POD_GROUP)
         ops.append({"op": "add", "path": path, "value": pod_group})
