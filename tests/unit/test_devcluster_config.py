@@ -591,6 +591,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     stages = kwok.stages(tmp_path)
     names = [Path(n).stem for n in kwok.STAGE_FILES]
     names.insert(names.index("pod-ready") + 1, kwok.DELAYED_STAGE)
+    names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
     key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
@@ -609,12 +610,35 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     ]
     assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
-        if name not in ("pod-ready", kwok.DELAYED_STAGE):
+        if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith("pod-image"):
             assert stage["spec"]["selector"]["matchExpressions"] == [deletion], name
     # adding it twice changes nothing; the input is not modified
     again = kwok.with_start_gate(by_name["pod-ready"])
     assert again == by_name["pod-ready"] and again is not by_name["pod-ready"]
     assert kwok.stage_changes(kwok.config_text({}, stages)) == []
+
+
+def test_image_stages_act_on_running_pods_whose_images_changed() -> None:
+    import yaml
+
+    stages = {s["metadata"]["name"]: s["spec"] for s in kwok.image_stages()}
+    for name, spec in stages.items():
+        keys = [e["key"] for e in spec["selector"]["matchExpressions"]]
+        assert ".metadata.deletionTimestamp" in keys and ".status.phase" in keys, name
+        assert any("containerStatuses" in k and "sort" in k for k in keys), name
+        # the Go templates hold together as YAML once rendered (here: not rendered, but the
+        # conditions part is plain YAML around the template actions)
+        assert "containerStatuses:" in spec["next"]["statusTemplate"]
+    assert "delay" not in stages["pod-image-restart"]
+    assert stages["pod-image-ready"]["delay"]["durationMilliseconds"] == 1000
+    saved = kwok.config_text({}, [s for s in kwok.image_stages()])
+    assert "image updates" not in kwok.stage_changes(
+        saved
+        + "---\n"
+        + yaml.safe_dump({"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}})
+    )
+    old = yaml.safe_dump({"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}})
+    assert "image updates" in kwok.stage_changes(old)
 
 
 def test_stages_name_a_missing_file(tmp_path: Path) -> None:

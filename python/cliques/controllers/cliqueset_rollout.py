@@ -135,6 +135,9 @@ class GangFacts:
     unschedulable: list[str] = field(default_factory=list)
     #: the messages of those Cliques' PodsUnschedulable conditions (the scheduler's why)
     waiting_why: list[str] = field(default_factory=list)
+    #: `gang/clique (reason)` of the Cliques whose containers wait (ContainersWaiting:
+    #: ImagePullBackOff, CrashLoopBackOff, ...)
+    containers_waiting: list[str] = field(default_factory=list)
     #: when the gang became available (its Cliques' latest Ready transition), if it is
     available_since: str = ""
     #: the gang's epoch (its restart count and its Cliques' template hashes), and whether
@@ -296,6 +299,9 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         cond = find_condition(status.conditions, CONDITION_READY)
         if cond is None:
             continue
+        stuck = find_condition(status.conditions, clique_planner.CONDITION_CONTAINERS_WAITING)
+        if stuck is not None:
+            facts.containers_waiting.append(f"{gang}/{role} ({stuck.reason})")
         waiting = find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE)
         if waiting is not None:
             facts.unschedulable.append(f"{gang}/{role}")

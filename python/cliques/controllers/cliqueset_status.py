@@ -70,6 +70,10 @@ def status(
     if waiting:
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
         gangs_available += f"; pods wait for a node in {', '.join(waiting[:5])}{more}"
+    stuck = [w for f in facts for w in f.containers_waiting]
+    if stuck:
+        more = f" and {len(stuck) - 5} more" if len(stuck) > 5 else ""
+        gangs_available += f"; containers wait in {', '.join(stuck[:5])}{more}"
     if available == spec.replicas:
         avail_c = conds.set(CONDITION_AVAILABLE, "True", "AllGangsAvailable", gangs_available)
     else:

@@ -258,7 +258,7 @@ def config_text(config: Mapping[str, Any], stage_docs: list[dict[str, Any]]) -> 
 def stages(source: Path) -> list[dict[str, Any]]:
     """kwokctl's default stages read from the kwok module's source, with the start gate
     kept closed (`START_GATE_REQUIREMENT`) and the start delay (`START_DELAY`) in
-    `pod-ready`."""
+    `pod-ready`, and ours for pods whose images change (`image_stages`)."""
     import yaml
 
     out: list[dict[str, Any]] = []
@@ -283,11 +283,113 @@ def stages(source: Path) -> list[dict[str, Any]]:
         delayed = _requiring(with_start_delay(gated), "Exists")
         delayed["metadata"]["name"] = DELAYED_STAGE
         result.append(delayed)
-    return result
+    return result + image_stages()
 
 
 #: The name of the copy of `pod-ready` that pods with `START_DELAY_ANNOTATION` go through.
 DELAYED_STAGE: Final = "pod-ready-delayed"
+
+#: In-place updates as a kubelet shows them (`controllers.inplace`): KWOK on its own never
+#: looks at a running pod again, so a pod whose container images change would report the
+#: old images and stay Ready for ever. Three stages of our own, for pods Running and not
+#: being deleted whose containers' images differ from what their statuses report:
+#: `pod-image-restart` drops Ready at once (the kubelet stops the changed containers);
+#: `pod-image-ready`, 1 to 3 s later, reports the new images, one more restart of each
+#: changed container, and Ready again; `pod-image-pull-error` instead leaves a container
+#: whose image names `IMAGE_PULL_ERROR` waiting in ImagePullBackOff (an image that cannot
+#: be pulled), until its image changes again.
+IMAGE_PULL_ERROR: Final = "cliques-pull-error"
+_RUNNING: Final = [
+    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+    {
+        "key": (
+            "((.status.containerStatuses // []) | length) > 0 and "
+            "(([.spec.containers[] | [.name, .image]] | sort) != "
+            "([.status.containerStatuses[] | [.name, .image]] | sort))"
+        ),
+        "operator": "In",
+        "values": ["true"],
+    },
+]
+_READY: Final = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+_PULL_ERROR: Final = f'[.spec.containers[].image | contains("{IMAGE_PULL_ERROR}")] | any'
+_WAITING: Final = "[.status.containerStatuses[]?.state.waiting.reason // empty] | length"
+_CONDITIONS: Final = """{{ $now := Now }}
+conditions:
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: PodScheduled}
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized}
+- {lastTransitionTime: {{ $now | Quote }}, status: "%(ready)s", type: Ready}
+- {lastTransitionTime: {{ $now | Quote }}, status: "%(ready)s", type: ContainersReady}
+"""
+#: A container's status as it was, or the new image once restarted (`%(body)s`).
+_STATUSES: Final = """{{ $statuses := .status.containerStatuses }}
+containerStatuses:
+{{ range $c := .spec.containers }}
+{{ $old := dict }}{{ range $statuses }}{{ if eq .name $c.name }}{{ $old = . }}{{ end }}{{ end }}
+{{ $changed := ne (get $old "image") $c.image }}
+%(body)s
+{{ end }}
+"""
+_STOPPED: Final = """- name: {{ $c.name | Quote }}
+  image: {{ get $old "image" | Quote }}
+  ready: {{ not $changed }}
+  restartCount: {{ default 0 (get $old "restartCount") }}
+  state: {running: {startedAt: {{ $now | Quote }}}}"""
+_RESTARTED: Final = """- name: {{ $c.name | Quote }}
+  image: {{ $c.image | Quote }}
+  ready: true
+  restartCount: {{ if $changed -}}
+    {{ add1 (default 0 (get $old "restartCount")) }}
+  {{- else -}}
+    {{ default 0 (get $old "restartCount") }}
+  {{- end }}
+  state: {running: {startedAt: {{ $now | Quote }}}}"""
+_PULLING: Final = """- name: {{ $c.name | Quote }}
+  image: {{ get $old "image" | Quote }}
+  ready: false
+  restartCount: {{ default 0 (get $old "restartCount") }}
+  state:
+    waiting:
+      reason: {{ if $changed }}ImagePullBackOff{{ else }}PodInitializing{{ end }}
+      message: {{ printf "Back-off pulling image %%q" $c.image | Quote }}"""
+
+
+def _image_stage(
+    name: str, extra: list[dict[str, Any]], ready: str, body: str, delay_ms: int = 0
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": [*_RUNNING, *extra]},
+        "next": {"statusTemplate": _CONDITIONS % {"ready": ready} + _STATUSES % {"body": body}},
+    }
+    if delay_ms:
+        spec["delay"] = {
+            "durationMilliseconds": delay_ms,
+            "jitterDurationMilliseconds": 3 * delay_ms,
+        }
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def image_stages() -> list[dict[str, Any]]:
+    """The stages of `IMAGE_PULL_ERROR`'s comment: a running pod whose images change."""
+    ready = {"key": _READY, "operator": "In", "values": ["True"]}
+    not_ready = {"key": _READY, "operator": "NotIn", "values": ["True"]}
+    pullable = {"key": _PULL_ERROR, "operator": "In", "values": ["false"]}
+    unpullable = {"key": _PULL_ERROR, "operator": "In", "values": ["true"]}
+    not_waiting = {"key": _WAITING, "operator": "In", "values": ["0"]}
+    return [
+        _image_stage("pod-image-restart", [ready], "False", _STOPPED),
+        _image_stage("pod-image-ready", [not_ready, pullable], "True", _RESTARTED, 1000),
+        _image_stage(
+            "pod-image-pull-error", [not_ready, unpullable, not_waiting], "False", _PULLING, 500
+        ),
+    ]
 
 
 def _requiring(stage: dict[str, Any], operator: str) -> dict[str, Any]:
@@ -327,13 +429,15 @@ def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
 
 
 def stage_changes(config_text: str) -> list[str]:
-    """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) the Stages saved
+    """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and stages of our
+    own (`"image updates"`) the Stages saved
     in a cluster's kwok.yaml lack: a cluster created by an older version keeps its stages
     until it is recreated."""
     import yaml
 
     ready: dict[str, Any] = {}
     delayed: dict[str, Any] = {}
+    names: set[str] = set()
     try:
         docs = list(yaml.safe_load_all(config_text))
     except yaml.YAMLError:
@@ -342,6 +446,7 @@ def stage_changes(config_text: str) -> list[str]:
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             continue
         name = (doc.get("metadata") or {}).get("name")
+        names.add(str(name))
         if name == "pod-ready":
             ready = doc
         elif name == DELAYED_STAGE:
@@ -356,6 +461,8 @@ def stage_changes(config_text: str) -> list[str]:
         missing.append("start gate")
     if START_DELAY_ANNOTATION not in str((delayed.get("spec") or {}).get("delay") or ""):
         missing.append("start delay")
+    if not {s["metadata"]["name"] for s in image_stages()} <= names:
+        missing.append("image updates")
     return missing
 
 

@@ -1,0 +1,206 @@
+"""In-place updates with the operator on the dev cluster (`updateStrategy.inPlace`): an
+image-only change keeps every pod (UID, node), one gang in flight at a time, and ends
+Available with every gang updated and the containers restarted on the new image (KWOK's
+`pod-image-*` stages play the kubelet); any other change, or `inPlace: Never`, replaces the
+pods; an image that cannot be pulled leaves one gang in flight, named by its Clique and
+the set, until the image is fixed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import pytest
+
+from cliques.api import labels
+from cliques.api.pod import Pod
+from cliques.controllers import inplace
+from cliques.devcluster import kwok
+from cliques.kube.client import KubeClient
+from cliques.kube.informer import Informer
+from cliques.kube.resources import PODS
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
+
+GANGS = 3
+PODS_PER_GANG = 3
+
+
+def with_strategy(body: dict[str, Any], in_place: str) -> dict[str, Any]:
+    body["spec"]["updateStrategy"]["inPlace"] = in_place
+    return body
+
+
+def main_image(body: dict[str, Any], image: str) -> dict[str, Any]:
+    for clique in body["spec"]["template"]["cliques"]:
+        clique["template"]["spec"]["containers"][0]["image"] = image
+    return body
+
+
+class InFlight:
+    """Watches the pods and keeps the most gangs seen in flight at once: a gang is in flight
+    while one of its pods is not Ready, or runs another image than it asks for, or its
+    pods ask for different images."""
+
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        self.informer: Any = Informer(client, PODS, Pod, namespace=namespace)
+        self.most = 0
+        self.informer.add_handler(self._on)
+
+    def _on(self, kind: str, old: Any, new: Pod) -> None:
+        by_gang: dict[str, list[Pod]] = {}
+        for pod in self.informer.store.objects():
+            if pod.metadata.deletion_timestamp is None:
+                gang = pod.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
+                by_gang.setdefault(gang, []).append(pod)
+        flying = 0
+        for pods in by_gang.values():
+            images = {tuple(c.image for c in p.spec.containers) for p in pods}
+            ok = all(p.is_ready and _runs_its_images(p) for p in pods) and len(images) == 1
+            flying += 0 if ok and len(pods) == PODS_PER_GANG else 1
+        self.most = max(self.most, flying)
+
+    async def __aenter__(self) -> InFlight:
+        self._task = asyncio.create_task(self.informer.run())
+        await wait_for(self._synced, timeout=30, what="pod watch synced")
+        return self
+
+    async def _synced(self) -> bool:
+        return bool(self.informer.synced.is_set())
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+def _runs_its_images(pod: Pod) -> bool:
+    statuses = {s.name: s for s in pod.status.container_statuses}
+    return all(
+        c.name in statuses and inplace.image_matches(c.image, statuses[c.name].image)
+        for c in pod.spec.containers
+    )
+
+
+async def pods_by_name(client: KubeClient, ns: str) -> dict[str, dict[str, Any]]:
+    raw = await client.list_page(PODS, ns)
+    return {
+        p["metadata"]["name"]: p
+        for p in json.loads(raw)["items"]
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+async def rolled(cluster: Cluster, name: str, image: str, timeout: float = 120) -> Any:
+    """Wait until every gang is updated and Available and every pod runs `image`."""
+
+    async def done() -> Any:
+        cqs = await cluster.cliqueset(name)
+        st = cqs.status
+        if st is None or st.observed_generation != cqs.metadata.generation:
+            return None
+        available = any(c.type == "Available" and c.status == "True" for c in st.conditions)
+        if not available or st.updated_replicas != GANGS:
+            return None
+        pods = await pods_by_name(cluster.client, cluster.namespace)
+        images = {
+            s["image"]
+            for p in pods.values()
+            for s in p["status"].get("containerStatuses", [])
+            if s["name"] == "main"
+        }
+        return cqs if len(pods) == GANGS * PODS_PER_GANG and images == {image} else None
+
+    return await wait_for(done, timeout=timeout, what=f"every gang of {name} on {image}")
+
+
+async def test_an_image_change_keeps_every_pod_one_gang_at_a_time(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    body = with_strategy(cliqueset("inp", GANGS), "IfPossible")
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("inp", timeout=90)
+        before = await pods_by_name(cluster.client, namespace)
+        async with InFlight(cluster.client, namespace) as flight:
+            await cluster.apply(main_image(body, "busybox:1.37"))
+            cqs = await rolled(cluster, "inp", "busybox:1.37")
+        after = await pods_by_name(cluster.client, namespace)
+        assert {n: p["metadata"]["uid"] for n, p in after.items()} == {
+            n: p["metadata"]["uid"] for n, p in before.items()
+        }
+        assert {n: p["spec"]["nodeName"] for n, p in after.items()} == {
+            n: p["spec"]["nodeName"] for n, p in before.items()
+        }
+        for pod in after.values():
+            main = next(s for s in pod["status"]["containerStatuses"] if s["name"] == "main")
+            side = next(s for s in pod["status"]["containerStatuses"] if s["name"] == "sidecar")
+            assert main["restartCount"] == 1 and side["restartCount"] == 0, pod["status"]
+        assert flight.most == 1, f"{flight.most} gangs in flight at once (maxUnavailable 1)"
+        assert (cqs.status.updated_in_place, cqs.status.updated_by_replacement) == (GANGS, 0)
+
+
+@pytest.mark.parametrize("in_place", ["IfPossible", "Never"])
+async def test_other_changes_and_never_replace_the_pods(
+    cluster: Cluster, kubeconfig: str, namespace: str, in_place: str
+) -> None:
+    """With IfPossible an env change (and an image change with it) replaces the pods, one
+    gang at a time; with Never an image change alone does."""
+    body = with_strategy(cliqueset("rep", GANGS), in_place)
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("rep", timeout=90)
+        before = await pods_by_name(cluster.client, namespace)
+        changed = main_image(body, "busybox:1.37")
+        if in_place == "IfPossible":
+            for clique in changed["spec"]["template"]["cliques"]:
+                clique["template"]["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]
+        async with InFlight(cluster.client, namespace) as flight:
+            await cluster.apply(changed)
+            cqs = await rolled(cluster, "rep", "busybox:1.37")
+        after = await pods_by_name(cluster.client, namespace)
+        assert after.keys() == before.keys()
+        assert not {p["metadata"]["uid"] for p in after.values()} & {
+            p["metadata"]["uid"] for p in before.values()
+        }
+        assert flight.most == 1
+        assert (cqs.status.updated_in_place, cqs.status.updated_by_replacement) == (0, GANGS)
+
+
+async def test_an_image_that_cannot_be_pulled_holds_one_gang_and_is_named(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    body = with_strategy(cliqueset("pull", GANGS), "IfPossible")
+    bad = f"registry.example/{kwok.IMAGE_PULL_ERROR}:1"
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("pull", timeout=90)
+        before = await pods_by_name(cluster.client, namespace)
+        async with InFlight(cluster.client, namespace) as flight:
+            await cluster.apply(main_image(body, bad))
+
+            async def named() -> Any:
+                cond = await cluster.condition("pull", "Available")
+                ok = cond is not None and "ImagePullBackOff" in cond.message
+                return cond if ok else None
+
+            cond = await wait_for(named, timeout=60, what="the set naming ImagePullBackOff")
+            assert "containers wait in" in cond.message
+            # No second gang is started while the first waits (give the operator a few
+            # passes: each pod event of the stuck gang wakes the set).
+            pods = await pods_by_name(cluster.client, namespace)
+            asking = {
+                p["metadata"]["labels"][labels.LABEL_GANG_INDEX]
+                for p in pods.values()
+                if p["spec"]["containers"][0]["image"] == bad
+            }
+            assert len(asking) == 1, asking
+            # Fixing the image finishes the roll in place.
+            await cluster.apply(main_image(body, "busybox:1.37"))
+            await rolled(cluster, "pull", "busybox:1.37")
+        after = await pods_by_name(cluster.client, namespace)
+        assert {p["metadata"]["uid"] for p in after.values()} == {
+            p["metadata"]["uid"] for p in before.values()
+        }
+        assert flight.most == 1
