@@ -240,7 +240,14 @@ async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
             used = {dra.pod_claims(p).get("domain", "") for p in pods}
             return used if len(pods) == 6 and len(used) == 2 and not used & old else None
 
-        new = await wait_for(rolled, timeout=180, what="both gangs on new claims")
+        try:
+            new = await wait_for(rolled, timeout=180, what="both gangs on new claims")
+        except AssertionError:
+            k = Kubectl(kubeconfig, namespace)
+            for kind in ("cliques", "pods", "podgroups", "resourceclaims"):
+                print(k.run("get", kind, "-o", "wide").stdout)
+            print(k.run("get", "podgroups,resourceclaims,pods", "-o", "yaml").stdout[-20000:])
+            raise
         assert "" not in new
 
         async def old_gone() -> bool:

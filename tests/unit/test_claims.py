@@ -290,15 +290,51 @@ def test_where_the_server_keeps_group_claims_the_gangs_group_lists_them() -> Non
             {"name": "domain", "resourceClaimTemplateName": tmpl}
         ]
     # one template per claim, no claim per gang: the control plane makes the group's claim
-    assert [c.name for c in out.creates if c.resource == RESOURCE_CLAIM_TEMPLATES] == [
-        tmpl,
-        claims.object_name("llama", pod),
-    ]
+    # from the template, made with the group
+    assert [c.name for c in out.creates if c.resource == RESOURCE_CLAIM_TEMPLATES] == [tmpl]
     assert not [c for c in out.creates if c.resource == RESOURCE_CLAIMS]
-    assert entries(out, 1, "leader") == [{"name": "domain", "resourceClaimTemplateName": tmpl}]
     # the group's name covers its claims (the API server keeps them immutable)
     plain = podgroups.wanted_name(with_claims(backend="Workload"), 1, "v1beta1", FEATURES)
     assert groups[1].name != plain
+    # The gangs' Cliques come once their groups exist: a pod made before its group gets no
+    # share of the group's claim (Kubernetes 1.36).
+    assert not [c for c in out.creates if c.resource.kind == "Clique"]
+    made = [observed(g) for g in groups]
+    out = group_plan(cqs, pod_groups=made)
+    assert entries(out, 1, "leader") == [{"name": "domain", "resourceClaimTemplateName": tmpl}]
+    assert [c.name for c in out.creates if c.resource == RESOURCE_CLAIM_TEMPLATES] == [
+        tmpl,  # not seen yet in this test's cache: asked for again (AlreadyExists is ours)
+        claims.object_name("llama", pod),
+    ]
+
+
+def observed(create: Any) -> PodGroup:
+    """The PodGroup a plan's create makes, as the cache shows it."""
+    body = create.body
+    return msgspec.convert(
+        {**body, "metadata": {**body["metadata"], "uid": f"uid-{create.name}"}}, PodGroup
+    )
+
+
+def test_a_gang_moving_to_a_new_group_rolls_once_the_group_exists() -> None:
+    old, new = claim(), claim(cls="other")
+    cqs_old = with_claims(old, backend="Workload", replicas=1)
+    first = group_plan(cqs_old)
+    groups = [observed(c) for c in first.creates if c.resource.kind == "PodGroup"]
+    live = as_cliques(group_plan(cqs_old, pod_groups=groups))
+    cqs = with_claims(new, backend="Workload", replicas=1)
+    out = group_plan(cqs, live, pod_groups=groups)
+    target = podgroups.wanted_name(cqs, 0, "v1beta1", FEATURES)
+    assert target != groups[0].metadata.name
+    # the new group is made ahead of the roll, and the old one kept (its Cliques name it)
+    assert [c.name for c in out.creates if c.resource.kind == "PodGroup"] == [target]
+    assert not [d for d in out.deletes if d.resource.kind == "PodGroup"]
+    assert not [p for p in out.patches if p.reason == "RollingUpdate"]
+    # once it exists, the gang rolls whole onto it
+    ahead = [observed(c) for c in out.creates if c.resource.kind == "PodGroup"]
+    out = group_plan(cqs, live, pod_groups=[*groups, *ahead])
+    rolled = {p.name for p in out.patches if p.reason == "RollingUpdate"}
+    assert rolled == {"llama-0-leader", "llama-0-worker"}
 
 
 def test_a_gang_whose_group_lacks_the_claims_gets_a_claim_of_its_own() -> None:
@@ -409,3 +445,13 @@ def test_the_planner_reports_the_condition_from_its_cliques() -> None:
     assert out.status is not None
     cond = next(c for c in out.status.conditions if c.type == claims.CONDITION_CLAIMS)
     assert cond.reason == "DeviceClassNotFound" and "claim domain" in cond.message
+
+
+def test_without_gang_scheduling_gangs_are_made_at_once_with_a_claim_each() -> None:
+    gang = claim()
+    cqs = with_claims(gang, backend="None", replicas=2)
+    out = group_plan(cqs)
+    assert not [c for c in out.creates if c.resource.kind == "PodGroup"]
+    assert entries(out, 1, "worker") == [
+        {"name": "domain", "resourceClaimName": claims.gang_claim_name("llama", 1, gang)}
+    ]

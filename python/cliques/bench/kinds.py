@@ -20,6 +20,8 @@ from cliques.kube.resources import CLIQUESETS, Resource
 #: Where the harness starts and where the rolling update goes.
 FIRST_IMAGE = "busybox:1.36"
 NEXT_IMAGE = "busybox:1.37"
+#: The image of the in-place update phase (cliques with `updateStrategy.inPlace`).
+IN_PLACE_IMAGE = "busybox:1.37.1"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class _Cond(msgspec.Struct):
 
 class _PodStatus(msgspec.Struct):
     conditions: list[_Cond] = []
+    containerStatuses: list[_Ctr] = []  # the API's name
 
 
 class BenchPod(msgspec.Struct):
@@ -48,6 +49,12 @@ class BenchPod(msgspec.Struct):
 
     def image(self, container: str = "main") -> str:
         return next((c.image for c in self.spec.containers if c.name == container), "")
+
+    def runs(self, image: str, container: str = "main") -> bool:
+        """The container asks for `image` and its status reports it running (an in-place
+        update is done only then)."""
+        status = next((c.image for c in self.status.containerStatuses if c.name == container), "")
+        return self.image(container) == image and status == image
 
 
 class _CqsStatus(msgspec.Struct, rename="camel"):
@@ -103,12 +110,15 @@ class Observer:
     def live_pods(self) -> list[BenchPod]:
         return [p for p in self.pods.store.objects() if p.metadata.deletion_timestamp is None]
 
-    def count(self, *, ready: bool = False, image: str | None = None) -> int:
+    def count(self, *, ready: bool = False, image: str | None = None, running: bool = False) -> int:
+        """Live pods (Ready ones; asking for `image`; with `running`, also reporting it)."""
         n = 0
         for p in self.live_pods():
             if ready and not p.ready:
                 continue
             if image is not None and p.image() != image:
+                continue
+            if running and image is not None and not p.runs(image):
                 continue
             n += 1
         return n

@@ -16,11 +16,12 @@ PHASES = (
     "available",
     "steady-state",
     "rolling-update",
+    "in-place-update",
     "reorder-apply",
     "delete",
 )
 #: The phases `cliques bench scale --skip` may leave out; every run measures the deploy.
-SKIPPABLE = ("steady-state", "rolling-update", "reorder-apply", "delete")
+SKIPPABLE = ("steady-state", "rolling-update", "in-place-update", "reorder-apply", "delete")
 
 
 def _api_summary(api: dict[str, int]) -> tuple[int, int, int]:

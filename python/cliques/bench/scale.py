@@ -7,6 +7,9 @@ time each phase from its first API call:
 - deploy: pods-created, pods-ready, available (cumulative from the apply);
 - steady-state: bump an annotation that changes nothing, measure for `--steady` seconds;
 - rolling-update: change the image, until every pod runs it and every set is Available;
+- in-place-update (cliques only): change the image again with `updateStrategy.inPlace:
+  IfPossible`, until every pod reports the new image running and every set is Available
+  (want no pod replaced);
 - reorder-apply: apply the same desired state re-ordered and re-spelled (must replace 0);
 - delete: delete the CliqueSets, until every pod is gone.
 
@@ -77,6 +80,8 @@ class OperatorSpec:
     peer: Peer | None = None
     #: how the operator was configured (client QPS, ...), recorded in the results
     settings: dict[str, Any] = field(default_factory=dict)
+    #: it updates pods in place (`updateStrategy.inPlace`): the in-place-update phase runs
+    in_place: bool = False
 
 
 @dataclass
@@ -134,6 +139,7 @@ def cliques_operator(workers: int, extra: list[str] | None = None) -> OperatorSp
         readyz=True,
         scrape_metrics=True,
         settings={"options": " ".join(extra)} if extra else {},
+        in_place=True,
     )
 
 
@@ -303,6 +309,7 @@ async def run_operator(
             proc,
             spec.kind,
             port if spec.scrape_metrics else 0,
+            in_place=spec.in_place,
         )
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
         result.error = f"{type(exc).__name__}: {exc}"
@@ -359,8 +366,11 @@ async def _phases(
     proc: subprocess.Popen[bytes],
     kind: WorkloadKind = kinds.CLIQUESET,
     metrics_port: int = 0,
+    *,
+    in_place: bool = False,
 ) -> None:
-    """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0."""
+    """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0;
+    `in_place`: the operator updates pods in place (cliques, not a peer)."""
     shape = cfg.shape
     gang = cfg.gang_scheduling
     sub = cfg.subdomain_policy
@@ -511,6 +521,23 @@ async def _phases(
         await record("rolling-update", t0, cpu0, api0, mark, ok)
         if not ok:
             return
+    if "in-place-update" not in cfg.skip and in_place:
+        # -- in-place update: the same change of image, updateStrategy.inPlace IfPossible --
+        # (cliques only: the peers have no in-place update; their roll is rolling-update.)
+        api0, cpu0, mark, t0 = await begin()
+        new_image = kinds.IN_PLACE_IMAGE
+        await apply([_in_place(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        ok = await wait(
+            "in-place-update",
+            lambda: min(
+                obs.count(ready=True, image=new_image, running=True),
+                obs.available_sets() * (total // len(names)),
+            ),
+            total,
+        )
+        await record("in-place-update", t0, cpu0, api0, mark, ok)
+        if not ok:
+            return
     if "reorder-apply" not in cfg.skip:
         # -- re-order-only apply -----------------------------------------------------------
         api0, cpu0, mark, t0 = await begin()
@@ -534,6 +561,13 @@ async def _phases(
         await asyncio.gather(*(client.delete(kind.resource, ns, n) for n in names))
         ok = await wait("delete", lambda: total - len(obs.pods.store), total)
         await record("delete", t0, cpu0, api0, mark, ok)
+
+
+def _in_place(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A CliqueSet manifest with `updateStrategy.inPlace: IfPossible`."""
+    strategy = manifest["spec"].setdefault("updateStrategy", {})
+    strategy["inPlace"] = "IfPossible"
+    return manifest
 
 
 #: The controller-manager's name among the control-plane components.

@@ -129,7 +129,8 @@ def add_parsers(bench_sub: Any) -> None:
         default=frozenset(),
         metavar="PHASE[,PHASE]",
         help="phases to leave out, comma-separated, of steady-state, rolling-update, "
-        "reorder-apply, delete (the deploy milestones always run); e.g. the largest shapes of "
+        "in-place-update, reorder-apply, delete (the deploy milestones always run); e.g. the "
+        "largest shapes of "
         "a cost curve with --skip rolling-update,reorder-apply",
     )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")

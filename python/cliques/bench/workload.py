@@ -188,6 +188,6 @@ def judge(phase: str, added: list[str], deleted: list[str], desired: set[str]) -
             + sum(n for name, n in dels.items() if name not in desired),
             len(dels),
         )
-    if phase in ("steady-state", "reorder-apply"):
+    if phase in ("steady-state", "reorder-apply", "in-place-update"):
         return Judgement(len(added), len(deleted), len(dels))
     return Judgement(0, 0, 0)  # delete: everything goes

@@ -66,7 +66,7 @@ from cliques.controllers import (
 )
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.cliqueset_rollout import Change, Judgement
-from cliques.kube.resources import CLIQUES, SERVICES, Resource
+from cliques.kube.resources import CLIQUES, RESOURCE_CLAIM_TEMPLATES, SERVICES, Resource
 
 
 def _ports_of(svc: Service) -> list[dict[str, Any]]:
@@ -138,6 +138,14 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     except startup.StartupCycle as exc:
         return _invalid(snap, str(exc))
     bucket = str(_core.bucket_of(meta.namespace, meta.name))
+    # Where a gang's DRA claims go through its PodGroup, its pods are made only once the
+    # group exists (a pod made before its group gets no share of the group's claim on
+    # 1.36): the group of a gang that will move is made ahead of the roll.
+    group_first = (
+        "workload-claims" in snap.gang_features
+        and spec.gang_scheduling.backend != "None"
+        and bool(claims.group_claims(cqs))
+    )
     sched = gang_scheduling.plan(
         cqs,
         snap.cliques,
@@ -148,7 +156,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         version=snap.gang_version,
         groups=snap.pod_groups,
         features=snap.gang_features,
+        moving=_moving(snap) if group_first else (),
     )
+    group_first = group_first and sched.decision.backend == "Workload"
     if not sched.decision.satisfiable:
         return _invalid(snap, sched.decision.message)
     stuck = (
@@ -176,6 +186,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         )
     gated = gang_scheduling.gated(sched.decision)
     via_group = _claims_via_group(snap, sched.wanted)
+    observed_groups = {g.metadata.name for g in snap.pod_groups}
     out = CliqueSetPlan()
     if cqs.status is None or cqs.status.observed_generation != meta.generation:
         # Once per generation: keys of the operator's in the templates are left out.
@@ -220,6 +231,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         uses = gang_scheduling.gang_workload(have, sched.current)
         if uses and uses == sched.current and not sched.ready:
             continue  # its Workload first
+        if group_first and sched.pod_group(index) not in observed_groups | {""}:
+            continue  # its PodGroup first (its claims go through it)
         # A clique added to an existing gang joins the gang's DNS layout.
         layout = subdomains.gang_annotations(have.values())
         if layout is None:
@@ -325,6 +338,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             (in_place_gangs if in_place else replaced_gangs).append(gang)
         whole = rolled and rolled == set(members) and not in_place
         move_to = sched.wanted.get(gang, "") if whole else ""
+        if group_first and move_to and move_to not in observed_groups:
+            continue  # its new PodGroup first (made by this plan; the roll comes next)
         for role, clique in members.items():
             found = gangs.changes.get(clique.metadata.name)
             change = found[1] if found is not None else None
@@ -614,6 +629,19 @@ def _update_counts(
     return in_place, replaced
 
 
+def _moving(snap: CliqueSetSnapshot) -> list[int]:
+    """Gangs every live Clique of which is outdated: a roll makes them whole again, and so
+    moves them to the PodGroup the set asks for now."""
+    hashes = snap.hashes
+    out: dict[int, bool] = {}
+    for c in snap.cliques:
+        if c.metadata.deletion_timestamp is not None:
+            continue
+        outdated = cliqueset_rollout.hash_of(c) != hashes.get(c.spec.clique_name)
+        out[c.spec.gang_index] = out.get(c.spec.gang_index, True) and outdated
+    return sorted(g for g, moving in out.items() if moving)
+
+
 def _claims_via_group(
     snap: CliqueSetSnapshot, wanted: Mapping[int, str]
 ) -> Callable[[str, int], bool]:
@@ -651,6 +679,16 @@ def _claim_objects(
         if create.resource == CLIQUES:
             spec = create.body["spec"]
             refs.extend(claims.references(spec["template"], spec["gangIndex"]))
+        elif create.resource.kind == "PodGroup":  # the templates a group's claims are made from
+            of = int(create.body["metadata"]["labels"].get(labels.LABEL_GANG_INDEX, "0"))
+            for entry in create.body["spec"].get("resourceClaims") or []:
+                name = entry.get(claims.TEMPLATE_KEY)
+                if name:
+                    refs.append(claims.Ref(RESOURCE_CLAIM_TEMPLATES, name, entry["name"], of))
+    for group in snap.pod_groups:
+        if group.metadata.deletion_timestamp is None:
+            for claim_name, template in group.claim_templates:
+                refs.append(claims.Ref(RESOURCE_CLAIM_TEMPLATES, template, claim_name, 0))
     gangs = {c.metadata.name: c.spec.gang_index for c in snap.cliques}
     for patch in patches:
         gang = gangs.get(patch.name)

@@ -84,9 +84,12 @@ def plan(
     version: str = "v1alpha1",
     groups: Iterable[PodGroup] = (),
     features: frozenset[str] = frozenset(),
+    moving: Iterable[int] = (),
 ) -> GangPlan:
     """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
-    the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps."""
+    the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps;
+    `moving`: gangs about to move to their wanted group (made whole again by a roll), whose
+    wanted group is made ahead of them."""
     decision = workload.decide(cqs.spec.gang_scheduling.backend, workload_api, detail, version)
     cliques = list(cliques)
     have = {w.metadata.name: w for w in workloads}
@@ -118,6 +121,9 @@ def plan(
             for gang in range(cqs.spec.replicas):
                 wanted[gang] = podgroups.group_name(cqs.metadata.name, gang, fixed)
                 if gang not in named:
+                    keep.setdefault(wanted[gang], gang)
+            for gang in moving:
+                if gang in wanted:
                     keep.setdefault(wanted[gang], gang)
         groups_plan = podgroups.plan(cqs, version, groups, keep, latest, bucket, features)
         creates += groups_plan.creates
