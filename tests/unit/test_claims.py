@@ -455,3 +455,27 @@ def test_without_gang_scheduling_gangs_are_made_at_once_with_a_claim_each() -> N
     assert entries(out, 1, "worker") == [
         {"name": "domain", "resourceClaimName": claims.gang_claim_name("llama", 1, gang)}
     ]
+
+
+@pytest.mark.parametrize("scope", ["Gang", "Set"])
+def test_shared_claims_are_not_gang_scheduled_on_kubernetes_1_35(scope: str) -> None:
+    """The 1.35 scheduler cannot bind a gang whose pods share a claim not yet allocated:
+    Auto schedules such a set pod by pod and says why; Workload is an invalid spec."""
+    auto = plan(with_claims(claim(scope=scope), backend="Auto"), workload_api=True)
+    assert out_condition(auto, "GangScheduling") == ("False", "SharedClaimsUnsupported")
+    assert not [c for c in auto.creates if c.resource.kind == "Workload"]
+    assert [c for c in auto.creates if c.resource.kind == "Clique"]
+    explicit = plan(with_claims(claim(scope=scope), backend="Workload"), workload_api=True)
+    assert out_condition(explicit, "Degraded")[1] == "InvalidSpec"
+    assert not explicit.creates
+    # Pod-scope claims are no problem, nor are shared ones from 1.36 on
+    pod_only = plan(with_claims(claim(scope="Pod"), backend="Auto"), workload_api=True)
+    assert out_condition(pod_only, "GangScheduling")[0] == "True"
+    newer = group_plan(with_claims(claim(scope=scope), backend="Auto"))
+    assert out_condition(newer, "GangScheduling")[0] == "True"
+
+
+def out_condition(out: Any, kind: str) -> tuple[str, str]:
+    assert out.status is not None
+    cond = next(c for c in out.status.conditions if c.type == kind)
+    return cond.status, cond.reason

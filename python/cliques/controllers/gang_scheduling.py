@@ -30,7 +30,7 @@ from typing import Final, Literal
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
 from cliques.api.podgroup import PodGroup
 from cliques.api.workload import Workload
@@ -90,7 +90,10 @@ def plan(
     the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps;
     `moving`: gangs about to move to their wanted group (made whole again by a roll), whose
     wanted group is made ahead of them."""
-    decision = workload.decide(cqs.spec.gang_scheduling.backend, workload_api, detail, version)
+    shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
+    decision = workload.decide(
+        cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
+    )
     cliques = list(cliques)
     have = {w.metadata.name: w for w in workloads}
     on = decision.backend == "Workload"
@@ -194,6 +197,8 @@ def event(old: list[Condition], new: Condition) -> Event | None:
     if new.reason == workload.REASON_DISABLED:
         return None
     kind: Literal["Normal", "Warning"] = (
-        "Warning" if new.reason == workload.REASON_UNAVAILABLE else "Normal"
+        "Warning"
+        if new.reason in (workload.REASON_UNAVAILABLE, workload.REASON_SHARED_CLAIMS)
+        else "Normal"
     )
     return Event(kind, new.reason, new.message)

@@ -133,11 +133,27 @@ class Decision:
     satisfiable: bool = True
 
 
+#: Why a set whose gangs share DRA claims is not gang-scheduled on Kubernetes 1.35.
+SHARED_CLAIMS_ON_V1ALPHA1: Final = (
+    "its pods share DRA claims (resourceClaims of scope Gang or Set), and the 1.35 scheduler "
+    "(scheduling.k8s.io/v1alpha1) cannot bind a gang whose pods share a claim not yet "
+    "allocated: each pod waits for the gang while its siblings wait for the claim being "
+    "allocated (1.36 and later can)"
+)
+REASON_SHARED_CLAIMS: Final = "SharedClaimsUnsupported"
+
+
 def decide(
-    requested: str, workload_api: bool, detail: str = "", version: str = "v1alpha1"
+    requested: str,
+    workload_api: bool,
+    detail: str = "",
+    version: str = "v1alpha1",
+    *,
+    shared_claims: bool = False,
 ) -> Decision:
     """Resolve `gangScheduling.backend` given whether the cluster serves a gang API, and
-    which `version` of scheduling.k8s.io it is.
+    which `version` of scheduling.k8s.io it is; `shared_claims`: the set's pods share DRA
+    claims (`SHARED_CLAIMS_ON_V1ALPHA1`).
 
     Auto falls back to None (pod-by-pod scheduling) and says so; an explicit Workload that
     the cluster cannot serve is unsatisfiable, never quietly downgraded.
@@ -145,6 +161,20 @@ def decide(
     why = f" ({detail})" if detail else ""
     if requested == BACKEND_NONE:
         return Decision("None", REASON_DISABLED, "gangScheduling.backend is None")
+    if workload_api and shared_claims and version == "v1alpha1":
+        if requested == BACKEND_AUTO:
+            return Decision(
+                "None",
+                REASON_SHARED_CLAIMS,
+                f"gangs are scheduled pod by pod: {SHARED_CLAIMS_ON_V1ALPHA1}",
+            )
+        return Decision(
+            "None",
+            REASON_SHARED_CLAIMS,
+            f"gangScheduling.backend is Workload but {SHARED_CLAIMS_ON_V1ALPHA1}; set it to "
+            "Auto or None",
+            satisfiable=False,
+        )
     if workload_api:
         if version == "v1alpha1":
             how = f"gangs are scheduled through {API_VERSION} Workloads"
