@@ -630,7 +630,10 @@ def test_image_stages_act_on_running_pods_whose_images_changed() -> None:
         # conditions part is plain YAML around the template actions)
         assert "containerStatuses:" in spec["next"]["statusTemplate"]
     assert "delay" not in stages["pod-image-restart"]
-    assert stages["pod-image-ready"]["delay"]["durationMilliseconds"] == 1000
+    assert stages["pod-image-ready"]["delay"] == {
+        "durationMilliseconds": kwok.RESTART_MS,
+        "jitterDurationMilliseconds": 2 * kwok.RESTART_MS,
+    }
     saved = kwok.config_text({}, [s for s in kwok.image_stages()])
     assert "image updates" not in kwok.stage_changes(
         saved
