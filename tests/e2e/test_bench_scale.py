@@ -155,7 +155,12 @@ def test_skipped_phases_are_left_out_and_recorded(crds: str, tmp_path: Path) -> 
     assert doc["skipped_phases"] == ["reorder-apply", "rolling-update"]
     (run,) = doc["runs"]
     assert run["error"] == "", run
-    assert [p["phase"] for p in run["phases"]] == [*DEPLOY, "steady-state", "delete"]
+    assert [p["phase"] for p in run["phases"]] == [
+        *DEPLOY,
+        "steady-state",
+        "in-place-update",
+        "delete",
+    ]
     assert all(p["completed"] for p in run["phases"])
     assert all(p["spurious_creates"] == p["spurious_deletes"] == 0 for p in run["phases"])
 
