@@ -50,6 +50,12 @@ class Patch:
     owner_uid: str = ""
 
 
+def pointer_key(key: str) -> str:
+    """`key` as one segment of a JSON pointer (RFC 6901), for a JSON patch `path`: a label
+    or annotation key such as `cliques.dev/template-hash`."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     type: Literal["Normal", "Warning"]

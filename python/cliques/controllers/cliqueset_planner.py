@@ -64,7 +64,15 @@ from cliques.controllers import (
     startup,
     subdomains,
 )
-from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
+from cliques.controllers.actions import (
+    CREATE_BURST,
+    Create,
+    Delete,
+    Event,
+    Patch,
+    Plan,
+    pointer_key,
+)
 from cliques.controllers.cliqueset_rollout import Change, Judgement
 from cliques.kube.resources import CLIQUES, RESOURCE_CLAIM_TEMPLATES, SERVICES, Resource
 
@@ -732,24 +740,24 @@ def _template_patch(
         },
         {
             "op": "add",
-            "path": "/metadata/labels/" + _escape(labels.LABEL_TEMPLATE_HASH),
+            "path": "/metadata/labels/" + pointer_key(labels.LABEL_TEMPLATE_HASH),
             "value": snap.hashes[tmpl.name],
         },
         {
             "op": "add",
-            "path": annotation + _escape(labels.ANNOTATION_HASH_ALGORITHM),
+            "path": annotation + pointer_key(labels.ANNOTATION_HASH_ALGORITHM),
             "value": str(snap.algorithm),
         },
     ]
     if update:
-        path = annotation + _escape(labels.ANNOTATION_UPDATE)
+        path = annotation + pointer_key(labels.ANNOTATION_UPDATE)
         ops.append({"op": "add", "path": path, "value": update})
     if pod_group and clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP) != pod_group:
-        path = annotation + _escape(labels.ANNOTATION_POD_GROUP)
+        path = annotation + pointer_key(labels.ANNOTATION_POD_GROUP)
         ops.append({"op": "add", "path": path, "value": pod_group})
     if labels.ANNOTATION_PREVIOUS_HASHES in clique.metadata.annotations:
         # (a 422 if it went meanwhile: the reconcile is retried from a fresh view)
-        path = annotation + _escape(labels.ANNOTATION_PREVIOUS_HASHES)
+        path = annotation + pointer_key(labels.ANNOTATION_PREVIOUS_HASHES)
         ops.append({"op": "remove", "path": path})
     for key, value in (change.spec if change is not None else {}).items():
         ops.append({"op": "add", "path": f"/spec/{key}", "value": value})
@@ -761,7 +769,3 @@ def _template_patch(
         reason="RollingUpdate",
         expect=f"{clique.metadata.name}@{snap.hashes[tmpl.name]}",
     )
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")

@@ -28,6 +28,7 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.pod import ContainerImage, Pod
+from cliques.controllers.actions import pointer_key
 
 #: The value of `labels.ANNOTATION_UPDATE` of a Clique rolled by replacement.
 REPLACE: Final = "Replace"
@@ -98,7 +99,7 @@ def pod_patch(
     inits = _ops("initContainers", pod.spec.init_containers, _images(spec.get("initContainers")))
     if containers is None or inits is None:
         return None
-    esc = _escape
+    esc = pointer_key
     return [
         {"op": "test", "path": "/metadata/uid", "value": pod.metadata.uid},
         *containers,
@@ -119,10 +120,6 @@ def pod_patch(
             "value": desired,
         },
     ]
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _normal(ref: str) -> str:
