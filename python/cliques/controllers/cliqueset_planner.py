@@ -389,16 +389,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     made = _claim_objects(snap, bucket, creates, out.patches)
     creates[:0] = made.creates
     deletes.extend(made.deletes)
-    if made.missing:
-        out.events.append(
-            Event(
-                "Warning",
-                "ClaimMissing",
-                f"{', '.join(made.missing[:5])}: named by Cliques, made from an older "
-                "spec.resourceClaims entry, not found; their pods wait until their gang is "
-                "made again",
-            )
-        )
+    # (objects named by Cliques that the set can no longer make: the ResourceClaims
+    # condition says so, ClaimMissing)
 
     if snap.expectations_satisfied:
         out.deletes = deletes
