@@ -103,20 +103,19 @@ async def check(
     dra = await patiently(
         f"discovery of {gangapi.DRA_VERSION}", lambda: gangapi.dra_served(client), stop=stop
     )
-    if dra:
-        dra = await patiently(
-            f"list of resourceclaims {where}",
-            lambda: _may_list(client, RESOURCE_CLAIMS, namespace),
-            stop=stop,
-        )
-    if not dra:
+    allowed = dra and await patiently(
+        f"list of resourceclaims {where}",
+        lambda: _may_list(client, RESOURCE_CLAIMS, namespace),
+        stop=stop,
+    )
+    if not allowed:
         log.warning(
             "DRA claims off: %s; CliqueSets with spec.resourceClaims are reported invalid",
             "the operator may not list resourceclaims (its RBAC predates them)"
-            if dra is False and await gangapi.dra_served(client)
+            if dra
             else f"the API server does not serve {gangapi.DRA_VERSION}",
         )
-    return dataclasses.replace(found, claims=dra)
+    return dataclasses.replace(found, claims=allowed)
 
 
 async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:
