@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from cliques.kube import errors
 from cliques.kube.resources import CLIQUESETS, Resource
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
@@ -54,6 +55,18 @@ async def test_orphans_of_a_deleted_set_are_adopted_not_recreated(
             return len(found) == 4 and all(not c.metadata.owner_references for c in found)
 
         await wait_for(orphaned, timeout=60, what="the Cliques orphaned by the garbage collector")
+
+        # The set itself goes a moment after its children are orphaned (the garbage
+        # collector removes its Orphan finalizer last): an apply before that would update
+        # the dying set, not make a new one.
+        async def old_gone() -> bool:
+            try:
+                await cluster.cliqueset("llama")
+            except errors.NotFound:
+                return True
+            return False
+
+        await wait_for(old_gone, timeout=60, what="the orphaning delete of the old set done")
 
         await cluster.apply(body)
         new = await cluster.wait_available("llama")
