@@ -54,7 +54,9 @@ async def test_orphans_of_a_deleted_set_are_adopted_not_recreated(
             found = await cluster.cliques()
             return len(found) == 4 and all(not c.metadata.owner_references for c in found)
 
-        await wait_for(orphaned, timeout=60, what="the Cliques orphaned by the garbage collector")
+        # On a control plane that has just started, the garbage collector learns of the
+        # cliques.dev resources at its next discovery (every 30 s) before it orphans them.
+        await wait_for(orphaned, timeout=150, what="the Cliques orphaned by the garbage collector")
 
         # The set itself goes a moment after its children are orphaned (the garbage
         # collector removes its Orphan finalizer last): an apply before that would update
