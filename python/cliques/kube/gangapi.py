@@ -216,11 +216,17 @@ DRA_RESOURCES: Final = ("resourceclaims", "resourceclaimtemplates")
 
 async def dra_served(client: _Getter) -> bool:
     """Whether the API server serves the DRA resources the operator makes (`DRA_VERSION`)."""
-    try:
-        listed = resource_names(await client.get_path(f"/apis/{DRA_VERSION}"))
-    except errors.NotFound:
-        return False
+    listed = await served_resources(client, DRA_VERSION)
     return all(r in listed for r in DRA_RESOURCES)
+
+
+async def served_resources(client: _Getter, group_version: str) -> set[str]:
+    """The resources the API server lists for `group_version` (`group/version`), none when
+    it does not serve it."""
+    try:
+        return set(resource_names(await client.get_path(f"/apis/{group_version}")))
+    except errors.NotFound:
+        return set()
 
 
 async def detect(client: _Getter) -> GangAPI:
@@ -232,11 +238,6 @@ async def detect(client: _Getter) -> GangAPI:
     versions = [v.version for v in group.versions]
     resources: dict[str, list[str]] = {}
     for version in versions:
-        if version not in PREFERENCE:
-            continue
-        try:
-            listed = await client.get_path(f"/apis/{GROUP}/{version}")
-        except errors.NotFound:
-            continue
-        resources[version] = resource_names(listed)
+        if version in PREFERENCE:
+            resources[version] = sorted(await served_resources(client, f"{GROUP}/{version}"))
     return interpret(versions, resources)

@@ -46,11 +46,7 @@ class NotYetServed(errors.ServerError):
 async def served(client: KubeClient) -> set[str]:
     """The resources the API server serves in `cliques.dev/v1alpha1` (none if the group
     is not served)."""
-    try:
-        raw = await client.get_path(f"/apis/{labels.API_VERSION}")
-    except errors.NotFound:
-        return set()
-    return set(gangapi.resource_names(raw))
+    return await gangapi.served_resources(client, labels.API_VERSION)
 
 
 def missing_crds(have: set[str]) -> str:
