@@ -20,6 +20,7 @@ __all__ = [
     "fnv1a_64",
     "in_place",
     "plan_indices",
+    "resize_path",
     "safe_encode",
     "template_diff",
     "template_hash",
@@ -58,9 +59,13 @@ def template_diff(
     """The paths at which two templates differ in meaning, compared in their canonical
     forms (`spec.containers[name=main].image`); empty when they mean the same."""
 
-def in_place(paths: list[str]) -> bool:
+def in_place(paths: list[str], resize: bool = False) -> bool:
     """Whether a change at exactly `paths` can be made to a running pod in place (each a
-    container's or init container's image)."""
+    container's or init container's image, or with `resize` a container's CPU or memory
+    request or limit)."""
+
+def resize_path(path: str) -> bool:
+    """Whether a path of `template_diff` is a container's CPU or memory request or limit."""
 
 def safe_encode(value: int) -> str:
     """The decimal digits of `value` (0 <= value < 2**64) in Kubernetes' SafeEncodeString

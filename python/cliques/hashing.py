@@ -137,11 +137,14 @@ def changed_paths(a: Template, b: Template, kind: str = "PodTemplateSpec") -> li
     return _core.template_diff(a, b, kind)
 
 
-def in_place(paths: list[str]) -> bool:
+def in_place(paths: list[str], resize: bool = False) -> bool:
     """Whether a change at exactly `paths` (`changed_paths`) can be made to a running pod
     without replacing it: each is the image of a container or an init container, which the
-    API server lets a pod change and the kubelet applies by restarting that container."""
-    return _core.in_place(paths)
+    API server lets a pod change and the kubelet applies by restarting that container; with
+    `resize`, also a container's CPU or memory request or limit, which a server that serves
+    the `pods/resize` subresource lets a pod change (if its QoS class stays the same and no
+    request or limit is removed: the paths alone cannot tell)."""
+    return _core.in_place(paths, resize)
 
 
 # --- the walk ---------------------------------------------------------------------------

@@ -610,7 +610,9 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     ]
     assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
-        if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith("pod-image"):
+        if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith(
+            ("pod-image", "pod-resize")
+        ):
             assert stage["spec"]["selector"]["matchExpressions"] == [deletion], name
     # adding it twice changes nothing; the input is not modified
     again = kwok.with_start_gate(by_name["pod-ready"])

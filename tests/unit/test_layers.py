@@ -15,6 +15,7 @@ RANK = {
     "_core": 0,
     "api": 0,
     "hashing": 0,
+    "resize": 0,
     "argtypes": 0,
     "metrics": 0,
     "data": 0,

@@ -2,10 +2,10 @@
 
 A worker decodes every pod of its buckets on every list and watch event, so this view
 holds only what the Clique controller needs (identity, labels, owner, deletion, where the
-pod runs, whether it is ready, its containers' images and their statuses, for in-place
-updates) and msgspec skips everything else in the JSON without building it. The operator
-never writes a Pod from this Struct: it creates pods from the Clique's template (a dict)
-with its labels and env added.
+pod runs, whether it is ready, its containers' images, CPU and memory and their statuses,
+for in-place updates) and msgspec skips everything else in the JSON without building it.
+The operator never writes a Pod from this Struct: it creates pods from the Clique's
+template (a dict) with its labels and env added.
 """
 
 from typing import Final
@@ -31,11 +31,20 @@ class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="cam
     message: str = ""
 
 
+class Resources(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`corev1.ResourceRequirements` without its claims: quantities as the API spells them."""
+
+    requests: dict[str, str] = msgspec.field(default_factory=dict)
+    limits: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class ContainerImage(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """A container of a pod's spec: its name and image (what an in-place update changes)."""
+    """A container of a pod's spec: its name, image and resources (what an in-place update
+    changes)."""
 
     name: str = ""
     image: str = ""
+    resources: Resources = msgspec.field(default_factory=Resources)
 
 
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -67,6 +76,8 @@ class ContainerStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="
     ready: bool = False
     restart_count: int = 0
     state: ContainerState = msgspec.field(default_factory=ContainerState)
+    #: The requests and limits the container runs with (None: the kubelet reports none).
+    resources: Resources | None = None
 
 
 class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from cliques import hashing
+from cliques import hashing, resize
 
 # Kinds whose pod template is at spec.template.
 _WORKLOADS = frozenset(
@@ -167,6 +167,14 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
     except InputError as exc:
         return _fail(str(exc))
     in_place = hashing.in_place(paths)
+    with_resize = (
+        not in_place
+        and hashing.in_place(paths, resize=True)
+        and resize.allowed(
+            left_doc if kind == "PodTemplateSpec" else {"spec": left_doc},
+            right_doc if kind == "PodTemplateSpec" else {"spec": right_doc},
+        )
+    )
     if as_json:
         doc: dict[str, Any] = {
             "algorithm": hashing.HASH_ALGORITHM_VERSION,
@@ -176,6 +184,7 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
             "difference": None,
             "paths": paths,
             "inPlace": in_place,
+            "inPlaceWithResize": in_place or with_resize,
         }
         if difference is not None:
             doc["difference"] = {
@@ -195,12 +204,19 @@ def _run_diff(a: str, b: str, *, as_json: bool) -> int:
         print(f"  hashes: {left_hash} (A)  {right_hash} (B)")
         shown = paths[:20] + ([f"... and {len(paths) - 20} more"] if len(paths) > 20 else [])
         print(f"  {len(paths)} path(s) differ: {', '.join(shown)}")
-        print(
-            "  in place: yes (only container images differ: updateStrategy.inPlace "
-            "IfPossible keeps the pods)"
-            if in_place
-            else "  in place: no (a roll replaces the pods)"
-        )
+        if in_place:
+            print(
+                "  in place: yes (only container images differ: updateStrategy.inPlace "
+                "IfPossible keeps the pods)"
+            )
+        elif with_resize:
+            print(
+                "  in place: yes, with a resize (container images, CPU and memory differ: "
+                "updateStrategy.inPlace IfPossible keeps the pods where the API server "
+                "serves pods/resize)"
+            )
+        else:
+            print("  in place: no (a roll replaces the pods)")
     return 0 if difference is None else 1
 
 

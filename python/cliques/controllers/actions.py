@@ -48,6 +48,8 @@ class Patch:
     #: rollout decision; empty when the patch needs no expectation.
     expect: str = ""
     owner_uid: str = ""
+    #: A subresource to patch (`resize`), "" for the object itself.
+    sub: str = ""
 
 
 def pointer_key(key: str) -> str:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
@@ -96,6 +97,18 @@ def same_to_planner(old: Pod, new: Pod) -> bool:
         and inplace.waiting_reasons(old) == inplace.waiting_reasons(new)
         and same_marks(old.metadata, new.metadata)
     )
+
+
+def _in_place_patch(pod: Pod, template: Mapping[str, Any], patch: list[Any]) -> Patch:
+    """The next write of an in-place update of `pod`: its resize when its CPU or memory
+    differs from the template's, else `patch` (images, hash label); the resize goes first
+    so that a pod carries the new hash only once the server has taken every change."""
+    resize = inplace.resize_patch(pod, template)
+    if resize is not None:
+        return Patch(
+            PODS, pod.metadata.name, resize, patch_type="json", reason="InPlaceResize", sub="resize"
+        )
+    return Patch(PODS, pod.metadata.name, patch, patch_type="json", reason="InPlaceUpdate")
 
 
 def _restarts(annotations: dict[str, str]) -> str:
@@ -192,9 +205,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
         elif pod_hash in in_place_from:
             patch = inplace.pod_patch(pod, spec.template, desired, snap.algorithm)
             if patch is not None:
-                in_place.append(
-                    Patch(PODS, pod.metadata.name, patch, patch_type="json", reason="InPlaceUpdate")
-                )
+                in_place.append(_in_place_patch(pod, spec.template, patch))
                 continue
             reason = "TemplateChanged"  # its containers are not the template's
         elif pod_hash != desired and pod_hash not in previous:

@@ -316,6 +316,7 @@ class CliqueSetController:
                 else []
             ),
             claims_served=bool(self.claim_objects),
+            resize_served=self.gang_api.resize,
             claim_objects={
                 i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
                 for i in self.claim_objects

@@ -120,6 +120,8 @@ class CliqueSetSnapshot:
     #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
     #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
     claims_served: bool = True
+    #: The API server serves `pods/resize`: an in-place update may change CPU and memory.
+    resize_served: bool = False
     claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
 
 
@@ -332,9 +334,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             for role, clique in members.items()
             if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]
         }
-        # With inPlace IfPossible, a gang whose rolled Cliques change only images keeps its
-        # pods (and its PodGroup); else a gang all of whose pods are made again moves to the
-        # PodGroup the set asks for.
+        # With inPlace IfPossible, a gang whose rolled Cliques change only images (and CPU
+        # and memory, where pods resize) keeps its pods (and its PodGroup); else a gang all
+        # of whose pods are made again moves to the PodGroup the set asks for.
         in_place = (
             strategy.in_place == IN_PLACE_IF_POSSIBLE
             and bool(rolled)
@@ -590,7 +592,8 @@ def _in_place(
     via_group: Callable[[str, int], bool],
 ) -> bool:
     """Whether `clique`'s pods can take its new template in place (`inplace`): the
-    template it gets if it keeps its PodGroup differs from its own only in images."""
+    template it gets if it keeps its PodGroup differs from its own only in images (and CPU
+    and memory, where the server resizes pods)."""
     gang = clique.spec.gang_index
     group = clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
     packs = sched.scheduler_packs and bool(group)
@@ -602,7 +605,7 @@ def _in_place(
         claims_via_group=via_group(group, gang),
     )
     try:
-        return inplace.can_update_in_place(clique.spec.template, new)
+        return inplace.can_update_in_place(clique.spec.template, new, snap.resize_served)
     except ValueError:
         return False
 

@@ -333,6 +333,7 @@ class Executor:
             action.patch,
             msgspec.Raw,
             patch_type=action.patch_type,
+            sub=action.sub,
         )
         if self.written is not None:
             self.written(action.resource, bytes(raw))

@@ -258,7 +258,8 @@ def config_text(config: Mapping[str, Any], stage_docs: list[dict[str, Any]]) -> 
 def stages(source: Path) -> list[dict[str, Any]]:
     """kwokctl's default stages read from the kwok module's source, with the start gate
     kept closed (`START_GATE_REQUIREMENT`) and the start delay (`START_DELAY`) in
-    `pod-ready`, and ours for pods whose images change (`image_stages`)."""
+    `pod-ready`, which also reports each container's CPU and memory (`with_resources`), and
+    ours for pods whose images (`image_stages`) or resources (`resize_stages`) change."""
     import yaml
 
     out: list[dict[str, Any]] = []
@@ -278,12 +279,12 @@ def stages(source: Path) -> list[dict[str, Any]]:
             continue
         # Two stages, so that a pod without the annotation goes through kwok's own stage
         # exactly as before (no delay queue), and one with it through the delayed copy.
-        gated = with_start_gate(s)
+        gated = with_start_gate(with_resources(s))
         result.append(_requiring(gated, "DoesNotExist"))
         delayed = _requiring(with_start_delay(gated), "Exists")
         delayed["metadata"]["name"] = DELAYED_STAGE
         result.append(delayed)
-    return result + image_stages()
+    return result + image_stages() + resize_stages()
 
 
 #: The name of the copy of `pod-ready` that pods with `START_DELAY_ANNOTATION` go through.
@@ -337,7 +338,7 @@ _STOPPED: Final = """- name: {{ $c.name | Quote }}
   image: {{ get $old "image" | Quote }}
   ready: {{ not $changed }}
   restartCount: {{ default 0 (get $old "restartCount") }}
-  state: {running: {startedAt: {{ $now | Quote }}}}"""
+  state: {running: {startedAt: {{ $now | Quote }}}}%(resources)s"""
 _RESTARTED: Final = """- name: {{ $c.name | Quote }}
   image: {{ $c.image | Quote }}
   ready: true
@@ -346,7 +347,7 @@ _RESTARTED: Final = """- name: {{ $c.name | Quote }}
   {{- else -}}
     {{ default 0 (get $old "restartCount") }}
   {{- end }}
-  state: {running: {startedAt: {{ $now | Quote }}}}"""
+  state: {running: {startedAt: {{ $now | Quote }}}}%(resources)s"""
 _PULLING: Final = """- name: {{ $c.name | Quote }}
   image: {{ get $old "image" | Quote }}
   ready: false
@@ -354,7 +355,13 @@ _PULLING: Final = """- name: {{ $c.name | Quote }}
   state:
     waiting:
       reason: {{ if $changed }}ImagePullBackOff{{ else }}PodInitializing{{ end }}
-      message: {{ printf "Back-off pulling image %%q" $c.image | Quote }}"""
+      message: {{ printf "Back-off pulling image %%q" $c.image | Quote }}%(resources)s"""
+
+
+#: An image stage's container status keeps the resources it reported (a resize under way
+#: goes on: `resize_stages`).
+_OLD_RESOURCES: Final = """{{ with get $old "resources" }}
+  resources: {{ toJson . }}{{ end }}"""
 
 
 def _image_stage(
@@ -363,7 +370,10 @@ def _image_stage(
     spec: dict[str, Any] = {
         "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
         "selector": {"matchExpressions": [*_RUNNING, *extra]},
-        "next": {"statusTemplate": _CONDITIONS % {"ready": ready} + _STATUSES % {"body": body}},
+        "next": {
+            "statusTemplate": _CONDITIONS % {"ready": ready}
+            + _STATUSES % {"body": body % {"resources": _OLD_RESOURCES}}
+        },
     }
     if delay_ms:
         spec["delay"] = {
@@ -432,9 +442,8 @@ def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
 
 def stage_changes(config_text: str) -> list[str]:
     """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and stages of our
-    own (`"image updates"`) the Stages saved
-    in a cluster's kwok.yaml lack: a cluster created by an older version keeps its stages
-    until it is recreated."""
+    own (`"image updates"`, `"resizes"`) the Stages saved in a cluster's kwok.yaml lack: a
+    cluster created by an older version keeps its stages until it is recreated."""
     import yaml
 
     ready: dict[str, Any] = {}
@@ -465,6 +474,10 @@ def stage_changes(config_text: str) -> list[str]:
         missing.append("start delay")
     if not {s["metadata"]["name"] for s in image_stages()} <= names:
         missing.append("image updates")
+    if not {s["metadata"]["name"] for s in resize_stages()} <= names or "toJson $res" not in str(
+        spec.get("next") or ""
+    ):
+        missing.append("resizes")
     return missing
 
 
@@ -615,3 +628,145 @@ def dry_run_sources(output: str) -> list[str]:
 def remote_sources(output: str) -> list[str]:
     """Sources in a kwokctl dry run that are not local files (that is, would be fetched)."""
     return [src for src in dry_run_sources(output) if not src.startswith("/")]
+
+
+#: In-place resizes as a kubelet shows them (`controllers.inplace`): KWOK's `pod-ready`
+#: reports no resources in a container's status, and the API server refuses to resize a
+#: pod whose running containers report none ("Pod running on node without support for
+#: resize"), so `with_resources` makes `pod-ready` report each container's CPU and memory
+#: as a kubelet does; then, for a Running pod whose containers' CPU and memory differ from
+#: what their statuses report: `pod-resize-start` sets the condition PodResizeInProgress;
+#: `pod-resize-done`, `RESIZE_MS` later (0.25 to 0.75 s), reports the new values and
+#: clears it; with the annotation `RESIZE_PENDING_ANNOTATION` (`Deferred` or `Infeasible`:
+#: a node without the room) the resize waits in PodResizePending with that reason
+#: instead, until the annotation goes or the resize is undone.
+RESIZE_MS: Final = 250
+RESIZE_PENDING_ANNOTATION: Final = "resize.stage.kwok.x-k8s.io/pending"
+_CPU_MEMORY: Final = 'with_entries(select(.key == "cpu" or .key == "memory"))'
+_NORMAL: Final = (
+    f"((. // {{}}) | {{requests: ((.requests // {{}}) | {_CPU_MEMORY}), "
+    f"limits: ((.limits // {{}}) | {_CPU_MEMORY})}})"
+)
+_RESIZE_DIFFERS: Final = (
+    f"([.spec.containers[] | [.name, (.resources | {_NORMAL})]] | sort) != "
+    f"([.status.containerStatuses[]? | [.name, (.resources | {_NORMAL})]] | sort)"
+)
+_REPORTS_RESOURCES: Final = "[.status.containerStatuses[]? | .resources != null] | any"
+#: A spec container's CPU and memory as a container status reports them (`$item`).
+_SPEC_RESOURCES: Final = """{{ $res := dict }}{{ with $item.resources -}}
+{{ with .requests }}{{ $_ := set $res "requests" (pick . "cpu" "memory") }}{{ end -}}
+{{ with .limits }}{{ $_ := set $res "limits" (pick . "cpu" "memory") }}{{ end -}}
+{{ end }}"""
+_RESIZED_STATUSES: Final = (
+    """{{ $specs := .spec.containers }}
+containerStatuses:
+{{ range $s := .status.containerStatuses }}
+{{ $item := dict }}{{ range $specs }}{{ if eq .name $s.name }}{{ $item = . }}{{ end }}{{ end }}
+"""
+    + _SPEC_RESOURCES
+    + """
+- {{ toJson (set (deepCopy $s) "resources" $res) }}
+{{ end }}
+"""
+)
+
+
+def _condition_is(kind: str, operator: str) -> dict[str, Any]:
+    return {
+        "key": f'.status.conditions[]? | select(.type == "{kind}") | .status',
+        **(
+            {"operator": operator, "values": ["True"]}
+            if operator == "In"
+            else {"operator": operator}
+        ),
+    }
+
+
+def _resize_stage(
+    name: str, extra: list[dict[str, Any]], template: str, delay_ms: int = 0
+) -> dict[str, Any]:
+    selector = [
+        {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        *extra,
+    ]
+    spec: dict[str, Any] = {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": selector},
+        "next": {"statusTemplate": template},
+    }
+    if delay_ms:
+        spec["delay"] = {
+            "durationMilliseconds": delay_ms,
+            "jitterDurationMilliseconds": 2 * delay_ms,
+        }
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def resize_stages() -> list[dict[str, Any]]:
+    """The stages of `RESIZE_MS`'s comment: a running pod whose CPU or memory changes."""
+    differs = {"key": _RESIZE_DIFFERS, "operator": "In", "values": ["true"]}
+    same = {"key": _RESIZE_DIFFERS, "operator": "In", "values": ["false"]}
+    reports = {"key": _REPORTS_RESOURCES, "operator": "In", "values": ["true"]}
+    pending_key = f'.metadata.annotations["{RESIZE_PENDING_ANNOTATION}"]'
+    in_progress = "PodResizeInProgress"
+    pending = "PodResizePending"
+    now = "{{ Now | Quote }}"
+    return [
+        _resize_stage(
+            "pod-resize-start",
+            [
+                differs,
+                reports,
+                {"key": pending_key, "operator": "DoesNotExist"},
+                _condition_is(in_progress, "DoesNotExist"),
+            ],
+            f"conditions:\n- {{type: {in_progress}, status: 'True', lastTransitionTime: {now}}}"
+            f"\n- {{type: {pending}, $patch: delete}}\n",
+        ),
+        _resize_stage(
+            "pod-resize-done",
+            [_condition_is(in_progress, "In")],
+            _RESIZED_STATUSES + f"conditions:\n- {{type: {in_progress}, $patch: delete}}\n",
+            RESIZE_MS,
+        ),
+        _resize_stage(
+            "pod-resize-pending",
+            [
+                differs,
+                reports,
+                {"key": pending_key, "operator": "Exists"},
+                _condition_is(pending, "DoesNotExist"),
+            ],
+            f"conditions:\n- {{type: {pending}, status: 'True', lastTransitionTime: {now}, "
+            f'reason: {{{{ index .metadata.annotations "{RESIZE_PENDING_ANNOTATION}" '
+            "| Quote }}, message: 'Node didn''t have enough capacity'}\n",
+        ),
+        _resize_stage(
+            "pod-resize-pending-cleared",
+            [same, _condition_is(pending, "In")],
+            f"conditions:\n- {{type: {pending}, $patch: delete}}\n",
+        ),
+    ]
+
+
+def with_resources(stage: dict[str, Any]) -> dict[str, Any]:
+    """kwok's `pod-ready` (a copy) whose container statuses report the containers' CPU and
+    memory (`resources`), as a kubelet's do, so that the API server lets them be resized."""
+    import copy
+
+    out = copy.deepcopy(stage)
+    template = out["spec"]["next"]["statusTemplate"]
+    anchor = "containerStatuses:\n{{ range .spec.containers }}\n- image: {{ .image | Quote }}\n"
+    if template.count(anchor) != 1:
+        raise ValueError("kwok's pod-ready template changed: its containerStatuses not found")
+    body = "  {{ $item := . }}" + _SPEC_RESOURCES.replace("\n", "\n  ")
+    out["spec"]["next"]["statusTemplate"] = template.replace(
+        anchor, f"{anchor}{body}\n  resources: {{{{ toJson $res }}}}\n"
+    )
+    return out

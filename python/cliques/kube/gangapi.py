@@ -84,6 +84,9 @@ class GangAPI:
     #: The operator may manage DRA claims: resource.k8s.io/v1 ResourceClaims and
     #: ResourceClaimTemplates are served and it may list them (`claims_served`).
     claims: bool = False
+    #: The API server serves the `pods/resize` subresource (`resize_served`): an in-place
+    #: update may change a container's CPU and memory.
+    resize: bool = False
 
     @property
     def served(self) -> bool:
@@ -212,12 +215,22 @@ async def probe(client: _Creator, found: GangAPI, namespace: str) -> GangAPI:
 #: The DRA group version the operator makes claims in, and the resources it needs of it.
 DRA_VERSION: Final = "resource.k8s.io/v1"
 DRA_RESOURCES: Final = ("resourceclaims", "resourceclaimtemplates")
+#: The subresource that resizes a running pod's containers (core/v1).
+POD_RESIZE: Final = "pods/resize"
 
 
 async def dra_served(client: _Getter) -> bool:
     """Whether the API server serves the DRA resources the operator makes (`DRA_VERSION`)."""
     listed = await served_resources(client, DRA_VERSION)
     return all(r in listed for r in DRA_RESOURCES)
+
+
+async def resize_served(client: _Getter) -> bool:
+    """Whether the API server serves `pods/resize` (in-place resizes of CPU and memory)."""
+    try:
+        return POD_RESIZE in resource_names(await client.get_path("/api/v1"))
+    except errors.NotFound:
+        return False
 
 
 async def served_resources(client: _Getter, group_version: str) -> set[str]:

@@ -3,7 +3,8 @@ operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing
 gang-scheduling API the cluster serves and which of its gated PodGroup fields it keeps
 (`gangapi.detect`, `gangapi.probe`: dry-run creates, in the watched namespace or
 `default`), and whether it may manage DRA claims (resource.k8s.io/v1 served, and a LIST of
-resourceclaims allowed: without them the operator runs, and says so).
+resourceclaims allowed: without them the operator runs, and says so), and whether it
+resizes pods in place (`pods/resize` served).
 
 Each call waits out a struggling API server (`kube.startup.patiently`); what waiting cannot
 fix (the CRDs not installed, credentials refused, RBAC missing) raises `StartupError` with
@@ -111,7 +112,12 @@ async def check(
             if dra
             else f"the API server does not serve {gangapi.DRA_VERSION}",
         )
-    return dataclasses.replace(found, claims=allowed)
+    resize = await patiently(
+        f"discovery of {gangapi.POD_RESIZE}", lambda: gangapi.resize_served(client), stop=stop
+    )
+    if not resize:
+        log.info("in-place updates change images only: the API server does not serve pods/resize")
+    return dataclasses.replace(found, claims=allowed, resize=resize)
 
 
 async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:

@@ -50,6 +50,7 @@ WORKLOAD: Final = (
     Rule("cliques.dev", "cliques/status", ("patch",)),
     Rule("cliques.dev", "cliques/finalizers", ("update",)),
     Rule("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
+    Rule("", "pods/resize", ("patch",)),
     Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "events", ("create",)),
     Rule("scheduling.k8s.io", "workloads", ("get", "list", "watch", "create", "patch", "delete")),

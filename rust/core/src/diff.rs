@@ -10,8 +10,11 @@
 //! at its own path.
 //!
 //! A change is **in place** when every path is one the API server lets a running pod change
-//! and the kubelet applies by restarting only the containers concerned: the `image` of a
-//! container or an init container (`IN_PLACE`).
+//! and the kubelet applies without replacing the pod: the `image` of a container or an init
+//! container (`IN_PLACE`; the kubelet restarts that container), and, where the server serves
+//! the `pods/resize` subresource and the caller says so, a container's CPU or memory request
+//! or limit (`RESIZE`). Whether a resize keeps the pod's QoS class and removes no request or
+//! limit, which the API server also requires, depends on the values: the caller checks it.
 
 use serde_json::Value;
 
@@ -39,10 +42,30 @@ pub fn canonical_diff(old: &[u8], new: &[u8]) -> Result<Vec<String>, CoreError> 
     Ok(out)
 }
 
+/// The resources of a container the `pods/resize` subresource may change.
+pub const RESIZE: [&str; 2] = ["cpu", "memory"];
+
 /// Whether a change at exactly `paths` can be made to a running pod in place (and is a
-/// change at all).
-pub fn in_place(paths: &[String]) -> bool {
-    !paths.is_empty() && paths.iter().all(|p| in_place_path(p))
+/// change at all); with `resize`, CPU and memory requests and limits of containers count too.
+pub fn in_place(paths: &[String], resize: bool) -> bool {
+    !paths.is_empty()
+        && paths
+            .iter()
+            .all(|p| in_place_path(p) || (resize && resize_path(p)))
+}
+
+/// Whether `path` is a container's CPU or memory request or limit
+/// (`spec.containers[name=main].resources.limits.cpu`). Init containers are left out: the
+/// server resizes only sidecars among them, which a path does not tell apart.
+pub fn resize_path(path: &str) -> bool {
+    path.strip_prefix("spec.containers[name=")
+        .and_then(|rest| rest.split_once("].resources."))
+        .is_some_and(|(name, rest)| {
+            !name.contains(']')
+                && rest.split_once('.').is_some_and(|(kind, res)| {
+                    (kind == "requests" || kind == "limits") && RESIZE.contains(&res)
+                })
+        })
 }
 
 fn in_place_path(path: &str) -> bool {
@@ -147,7 +170,7 @@ mod tests {
             {"resources":{"limits":{"cpu":"1000m"}},"name":"main","image":"vllm:1"}]},
             "metadata":{"labels":{"app.kubernetes.io/name":"x"}}}"#;
         assert_eq!(diff(BASE, same), Vec::<String>::new());
-        assert!(!in_place(&diff(BASE, same)));
+        assert!(!in_place(&diff(BASE, same), true));
     }
 
     #[test]
@@ -155,9 +178,9 @@ mod tests {
         let new = BASE.replace("vllm:1", "vllm:2");
         let paths = diff(BASE, &new);
         assert_eq!(paths, vec!["spec.containers[name=main].image"]);
-        assert!(in_place(&paths));
+        assert!(in_place(&paths, false));
         let both = new.replace("envoy:1", "envoy:2");
-        assert!(in_place(&diff(BASE, &both)));
+        assert!(in_place(&diff(BASE, &both), false));
     }
 
     #[test]
@@ -167,23 +190,60 @@ mod tests {
             r#""image":"envoy:1","env":[{"name":"A","value":"1"}]"#,
         );
         assert_eq!(diff(BASE, &env), vec!["spec.containers[name=side].env"]);
-        assert!(!in_place(&diff(BASE, &env)));
+        assert!(!in_place(&diff(BASE, &env), true));
         let label = BASE.replace(r#""x""#, r#""y""#);
         assert_eq!(
             diff(BASE, &label),
             vec![r#"metadata.labels["app.kubernetes.io/name"]"#]
         );
         let mixed = label.replace("vllm:1", "vllm:2");
-        assert!(!in_place(&diff(BASE, &mixed)));
+        assert!(!in_place(&diff(BASE, &mixed), true));
         let cpu = BASE.replace(r#""cpu":"1""#, r#""cpu":"2""#);
         assert_eq!(
             diff(BASE, &cpu),
             vec!["spec.containers[name=main].resources.limits.cpu"]
         );
+        assert!(!in_place(&diff(BASE, &cpu), false));
         let removed = r#"{"metadata":{"labels":{"app.kubernetes.io/name":"x"}},
             "spec":{"containers":[{"name":"main","image":"vllm:1","resources":{"limits":{"cpu":"1"}}}]}}"#;
         assert_eq!(diff(BASE, removed), vec!["spec.containers[name=side]"]);
-        assert!(!in_place(&diff(BASE, removed)));
+        assert!(!in_place(&diff(BASE, removed), true));
+    }
+
+    #[test]
+    fn cpu_and_memory_are_in_place_with_a_resize() {
+        let cpu = BASE.replace(r#""cpu":"1""#, r#""cpu":"2","memory":"1Gi""#);
+        let paths = diff(BASE, &cpu);
+        assert_eq!(
+            paths,
+            vec![
+                "spec.containers[name=main].resources.limits.cpu",
+                "spec.containers[name=main].resources.limits.memory"
+            ]
+        );
+        assert!(in_place(&paths, true));
+        assert!(!in_place(&paths, false));
+        let with_image = cpu.replace("vllm:1", "vllm:2");
+        assert!(in_place(&diff(BASE, &with_image), true));
+        let gpu = BASE.replace(r#""cpu":"1""#, r#""cpu":"1","nvidia.com/gpu":"1""#);
+        assert!(!in_place(&diff(BASE, &gpu), true));
+        let side = BASE.replace(
+            r#""image":"envoy:1""#,
+            r#""image":"envoy:1","resources":{"requests":{"cpu":"1"}}"#,
+        );
+        assert_eq!(
+            diff(BASE, &side),
+            vec!["spec.containers[name=side].resources"]
+        );
+        assert!(!in_place(&diff(BASE, &side), true));
+        for path in [
+            "spec.initContainers[name=i].resources.limits.cpu",
+            "spec.containers[name=m].resources.claims",
+            "spec.containers[name=m].resources.limits.cpu.x",
+            "spec.resources.limits.cpu",
+        ] {
+            assert!(!resize_path(path), "{path}");
+        }
     }
 
     #[test]

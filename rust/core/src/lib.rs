@@ -27,7 +27,7 @@ pub mod selector;
 
 pub use bucket::bucket_of;
 pub use canonical::{canonical_json, canonical_json_bytes};
-pub use diff::{in_place, template_diff};
+pub use diff::{in_place, resize_path, template_diff};
 pub use error::CoreError;
 pub use hash::{fnv1a_32, fnv1a_64, template_hash, template_hash_bytes, HASH_ALGORITHM_VERSION};
 pub use indices::{plan_indices, Plan};

@@ -162,10 +162,19 @@ fn template_diff(
 }
 
 /// Whether a change at exactly these paths (`template_diff`) can be made to a running pod
-/// in place: each is a container's or an init container's image.
+/// in place: each is a container's or an init container's image, or with `resize` (the
+/// server serves `pods/resize`) a container's CPU or memory request or limit.
 #[pyfunction]
-fn in_place(paths: Vec<String>) -> bool {
-    cliques_core::in_place(&paths)
+#[pyo3(signature = (paths, resize = false))]
+fn in_place(paths: Vec<String>, resize: bool) -> bool {
+    cliques_core::in_place(&paths, resize)
+}
+
+/// Whether a path of `template_diff` is a container's CPU or memory request or limit, which
+/// the `pods/resize` subresource may change.
+#[pyfunction]
+fn resize_path(path: &str) -> bool {
+    cliques_core::resize_path(path)
 }
 
 /// `SafeEncodeString` of a number's decimal digits, as Kubernetes spells a hash.
@@ -256,6 +265,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(template_hash, m)?)?;
     m.add_function(wrap_pyfunction!(template_diff, m)?)?;
     m.add_function(wrap_pyfunction!(in_place, m)?)?;
+    m.add_function(wrap_pyfunction!(resize_path, m)?)?;
     m.add_function(wrap_pyfunction!(safe_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_32, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a_64, m)?)?;

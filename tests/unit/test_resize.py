@@ -1,0 +1,297 @@
+"""In-place resizes, planned: which CPU and memory changes the API server lets a running pod
+take (`cliques.resize`: no request or limit removed, the same QoS class), the set's decision
+(only where the server serves `pods/resize`), the Clique's `resize` patch that goes before
+the image and hash patch, when a resized pod counts as ready again (its statuses report the
+new values, no resize pending or in progress), and the KWOK stages that play the kubelet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques import _core, hashing, resize
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet, UpdateStrategy
+from cliques.api.pod import (
+    ContainerImage,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    Resources,
+)
+from cliques.controllers import clique_planner, cliqueset_planner, inplace
+from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.devcluster import kwok
+from tests.unit.planner_fixtures import NOW, clique, cliqueset, gangs, pod, set_snapshot
+
+
+def template(image: str = "vllm:1", **resources: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "m", "image": image, "resources": resources}]}}
+
+
+BURSTABLE = template(requests={"cpu": "1", "memory": "1Gi"})
+
+
+# --- what the server allows ------------------------------------------------------------------
+
+
+def test_quantities_compare_by_meaning() -> None:
+    assert resize.differing({"cpu": "1"}, {"cpu": "1000m"}) == []
+    assert resize.differing({"cpu": "1", "memory": "1Gi"}, {"cpu": "2"}) == ["cpu", "memory"]
+
+
+@pytest.mark.parametrize(
+    ("resources", "qos"),
+    [
+        ({}, "BestEffort"),
+        ({"requests": {"cpu": "0"}}, "BestEffort"),
+        ({"requests": {"cpu": "1"}}, "Burstable"),
+        ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+        ({"requests": {"cpu": "1000m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+        ({"requests": {"cpu": "500m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Burstable"),
+        ({"limits": {"cpu": "1"}}, "Burstable"),
+    ],
+)
+def test_the_qos_class_is_the_servers(resources: dict[str, Any], qos: str) -> None:
+    assert resize.qos_class(template(**resources)) == qos
+
+
+def test_a_resize_keeps_the_qos_class_and_removes_nothing() -> None:
+    assert resize.allowed(BURSTABLE, template(requests={"cpu": "2", "memory": "2Gi"}))
+    # a limit added keeps the pod Burstable
+    assert resize.allowed(
+        BURSTABLE, template(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "4"})
+    )
+    # a request removed, Burstable to Guaranteed, Guaranteed to Burstable: refused
+    assert not resize.allowed(BURSTABLE, template(requests={"cpu": "2"}))
+    guaranteed = template(limits={"cpu": "1", "memory": "1Gi"})
+    assert not resize.allowed(BURSTABLE, guaranteed)
+    assert resize.allowed(guaranteed, template(limits={"cpu": "2", "memory": "2Gi"}))
+    assert not resize.allowed(
+        guaranteed, template(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})
+    )
+    # pod-level resources need a gate the operator does not ask for
+    pod_level = {"spec": {**BURSTABLE["spec"], "resources": {"limits": {"cpu": "4"}}}}
+    assert not resize.allowed(pod_level, pod_level)
+
+
+def test_the_set_resizes_in_place_only_where_the_server_serves_it() -> None:
+    bigger = template(requests={"cpu": "2", "memory": "1Gi"})
+    assert not inplace.can_update_in_place(BURSTABLE, bigger)
+    assert inplace.can_update_in_place(BURSTABLE, bigger, resizes=True)
+    both = template("vllm:2", requests={"cpu": "2", "memory": "1Gi"})
+    assert inplace.can_update_in_place(BURSTABLE, both, resizes=True)
+    gpu = template(requests={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"})
+    assert not inplace.can_update_in_place(BURSTABLE, gpu, resizes=True)
+    assert not inplace.can_update_in_place(BURSTABLE, template(requests={"cpu": "2"}), True)
+
+
+def test_the_core_names_resize_paths_and_the_hashing_module_takes_them() -> None:
+    paths = hashing.changed_paths(BURSTABLE, template(requests={"cpu": "2", "memory": "1Gi"}))
+    assert paths == ["spec.containers[name=m].resources.requests.cpu"]
+    assert _core.resize_path(paths[0])
+    assert not hashing.in_place(paths) and hashing.in_place(paths, resize=True)
+
+
+def resource_set(cpu: str, in_place: str = "IfPossible") -> CliqueSet:
+    cqs = cliqueset(replicas=2)
+    cliques = []
+    for c in cqs.spec.template.cliques:
+        tmpl = dict(c.template)
+        spec = dict(tmpl["spec"])
+        spec["containers"] = [
+            {**spec["containers"][0], "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+        ]
+        tmpl["spec"] = spec
+        cliques.append(msgspec.structs.replace(c, template=tmpl))
+    spec = msgspec.structs.replace(
+        cqs.spec,
+        update_strategy=UpdateStrategy(in_place=in_place),  # type: ignore[arg-type]
+        template=msgspec.structs.replace(cqs.spec.template, cliques=cliques),
+    )
+    return msgspec.structs.replace(cqs, spec=spec)
+
+
+def live_gangs(cpu: str) -> list[Clique]:
+    out = []
+    for c in gangs(2):
+        tmpl = dict(c.spec.template)
+        spec = dict(tmpl["spec"])
+        spec["containers"] = [
+            {**spec["containers"][0], "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+        ]
+        tmpl["spec"] = spec
+        out.append(msgspec.structs.replace(c, spec=msgspec.structs.replace(c.spec, template=tmpl)))
+    return out
+
+
+@pytest.mark.parametrize(("served", "update"), [(True, "InPlace:h1"), (False, "Replace")])
+def test_a_cpu_change_rolls_in_place_where_pods_resize(served: bool, update: str) -> None:
+    snap = set_snapshot(
+        resource_set("2"),
+        live_gangs("1"),
+        hashes={"leader": "h2", "worker": "h2"},
+        resize_served=served,
+    )
+    out = cliqueset_planner.plan(snap)
+    found = {
+        p.name: op["value"]
+        for p in out.patches
+        if p.reason == "RollingUpdate"
+        for op in p.patch
+        if op["path"].endswith("cliques.dev~1update")
+    }
+    assert found == {"llama-0-leader": update, "llama-0-worker": update}
+
+
+# --- the Clique: resize first, then images and the hash ---------------------------------------
+
+
+def resized_clique(cpu: str = "2") -> Clique:
+    c = clique(0, "worker", replicas=1, hash_="h1", image="vllm:2", status_hash="h0")
+    tmpl = {
+        "spec": {
+            "containers": [
+                {"name": "m", "image": "vllm:2", "resources": {"limits": {"cpu": cpu}}},
+            ]
+        }
+    }
+    meta = msgspec.structs.replace(
+        c.metadata, annotations={**c.metadata.annotations, labels.ANNOTATION_UPDATE: "InPlace:h0"}
+    )
+    return msgspec.structs.replace(
+        c, metadata=meta, spec=msgspec.structs.replace(c.spec, template=tmpl)
+    )
+
+
+def running(c: Clique, cpu: str, *, hash_: str = "h0", image: str = "vllm:1") -> Pod:
+    p = pod(c, 0, hash_=hash_)
+    res = Resources(requests={"cpu": cpu}, limits={"cpu": cpu})
+    spec = PodSpec(containers=[ContainerImage(name="m", image=image, resources=res)])
+    status = msgspec.structs.replace(
+        p.status,
+        container_statuses=[ContainerStatus(name="m", image=image, ready=True, resources=res)],
+    )
+    return msgspec.structs.replace(p, spec=spec, status=status)
+
+
+def test_the_clique_resizes_before_it_moves_the_hash() -> None:
+    c = resized_clique("2")
+    out = clique_planner.plan(
+        CliqueSnapshot(clique=c, pods=[running(c, "1")], template_hash="h1", now=NOW)
+    )
+    (patch,) = [p for p in out.patches if p.reason.startswith("InPlace")]
+    assert (patch.reason, patch.sub, patch.patch_type) == ("InPlaceResize", "resize", "json")
+    # the limit and the request it defaults (a request left out is the limit)
+    assert {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"cpu": "2"}} in (
+        patch.patch
+    )
+    assert {
+        "op": "add",
+        "path": "/spec/containers/0/resources/requests",
+        "value": {"cpu": "2"},
+    } in patch.patch
+    assert patch.patch[0] == {"op": "test", "path": "/metadata/uid", "value": "pod-uid-0"}
+    # once the spec has the new values (`2000m` is `2`), the images and the hash
+    out = clique_planner.plan(
+        CliqueSnapshot(clique=c, pods=[running(c, "2000m")], template_hash="h1", now=NOW)
+    )
+    (patch,) = [p for p in out.patches if p.reason.startswith("InPlace")]
+    assert (patch.reason, patch.sub) == ("InPlaceUpdate", "")
+    assert not out.deletes
+
+
+def test_a_resized_pod_is_ready_once_it_runs_with_the_new_values() -> None:
+    c = resized_clique("2")
+    p = running(c, "1", hash_="h1", image="vllm:2")
+    res = Resources(requests={"cpu": "2"}, limits={"cpu": "2"})
+    meta = msgspec.structs.replace(p.metadata, annotations={labels.ANNOTATION_IN_PLACE: "h1"})
+    asked = msgspec.structs.replace(
+        p,
+        metadata=meta,
+        spec=PodSpec(containers=[ContainerImage(name="m", image="vllm:2", resources=res)]),
+    )
+    assert not inplace.settled(asked)  # the status reports cpu 1
+    status = msgspec.structs.replace(
+        asked.status,
+        container_statuses=[
+            ContainerStatus(
+                name="m",
+                image="vllm:2",
+                ready=True,
+                resources=Resources(requests={"cpu": "2000m"}, limits={"cpu": "2"}),
+            )
+        ],
+    )
+    done = msgspec.structs.replace(asked, status=status)
+    assert inplace.settled(done)
+    # a kubelet that reports no resources is not waited for (the server could not resize)
+    bare = msgspec.structs.replace(
+        asked,
+        status=msgspec.structs.replace(
+            asked.status, container_statuses=[ContainerStatus(name="m", image="vllm:2")]
+        ),
+    )
+    assert inplace.settled(bare)
+    for cond, reasons in [
+        (PodCondition(type="PodResizeInProgress", status="True"), []),
+        (
+            PodCondition(type="PodResizePending", status="True", reason="Infeasible"),
+            ["ResizeInfeasible"],
+        ),
+        (
+            PodCondition(type="PodResizePending", status="True", reason="Deferred"),
+            ["ResizeDeferred"],
+        ),
+    ]:
+        waiting = msgspec.structs.replace(
+            done, status=msgspec.structs.replace(done.status, conditions=[cond])
+        )
+        assert not inplace.settled(waiting), cond
+        assert inplace.waiting_reasons(waiting) == reasons
+
+
+# --- the dev cluster's stages ----------------------------------------------------------------
+
+
+def test_resize_stages_act_on_running_pods_whose_resources_changed() -> None:
+    stages = {s["metadata"]["name"]: s["spec"] for s in kwok.resize_stages()}
+    assert set(stages) == {
+        "pod-resize-start",
+        "pod-resize-done",
+        "pod-resize-pending",
+        "pod-resize-pending-cleared",
+    }
+    for name, spec in stages.items():
+        keys = [e["key"] for e in spec["selector"]["matchExpressions"]]
+        assert ".metadata.deletionTimestamp" in keys and ".status.phase" in keys, name
+    assert stages["pod-resize-done"]["delay"]["durationMilliseconds"] == kwok.RESIZE_MS
+    assert "$patch: delete" in stages["pod-resize-done"]["next"]["statusTemplate"]
+    assert kwok.RESIZE_PENDING_ANNOTATION in str(stages["pod-resize-pending"])
+
+
+def test_pod_ready_reports_resources_and_old_clusters_are_told() -> None:
+    ready = {
+        "kind": "Stage",
+        "metadata": {"name": "pod-ready"},
+        "spec": {
+            "next": {
+                "statusTemplate": "containerStatuses:\n{{ range .spec.containers }}\n"
+                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n{{ end }}\n"
+            }
+        },
+    }
+    out = kwok.with_resources(ready)
+    text = out["spec"]["next"]["statusTemplate"]
+    assert "resources: {{ toJson $res }}" in text and 'pick . "cpu" "memory"' in text
+    assert "resources" not in ready["spec"]["next"]["statusTemplate"]  # a copy
+    with pytest.raises(ValueError, match="pod-ready template changed"):
+        kwok.with_resources({"spec": {"next": {"statusTemplate": "x"}}})
+    assert "resizes" in kwok.stage_changes(kwok.config_text({}, [ready, *kwok.image_stages()]))
+    assert "resizes" not in kwok.stage_changes(
+        kwok.config_text({}, [out, *kwok.image_stages(), *kwok.resize_stages()])
+    )
