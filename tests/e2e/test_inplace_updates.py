@@ -3,7 +3,9 @@ image-only change keeps every pod (UID, node), one gang in flight at a time, and
 Available with every gang updated and the containers restarted on the new image (KWOK's
 `pod-image-*` stages play the kubelet); any other change, or `inPlace: Never`, replaces the
 pods; an image that cannot be pulled leaves one gang in flight, named by its Clique and
-the set, until the image is fixed."""
+the set, until the image is fixed. A CPU and memory change resizes the pods in place
+through `pods/resize` (KWOK's `pod-resize-*` stages play the kubelet), and a resize the
+node cannot take holds one gang, named, until it can."""
 
 from __future__ import annotations
 
@@ -38,10 +40,17 @@ def main_image(body: dict[str, Any], image: str) -> dict[str, Any]:
     return body
 
 
+def main_resources(body: dict[str, Any], cpu: str, memory: str) -> dict[str, Any]:
+    for clique in body["spec"]["template"]["cliques"]:
+        container = clique["template"]["spec"]["containers"][0]
+        container["resources"] = {"requests": {"cpu": cpu, "memory": memory}}
+    return body
+
+
 class InFlight:
     """Watches the pods and keeps the most gangs seen in flight at once: a gang is in flight
-    while one of its pods is not Ready, or runs another image than it asks for, or its
-    pods ask for different images."""
+    while one of its pods is not Ready, or runs another image or CPU and memory than it asks
+    for, or is resizing, or its pods ask for different images."""
 
     def __init__(self, client: KubeClient, namespace: str) -> None:
         self.informer: Any = Informer(client, PODS, Pod, namespace=namespace)
@@ -57,7 +66,8 @@ class InFlight:
         flying = 0
         for pods in by_gang.values():
             images = {tuple(c.image for c in p.spec.containers) for p in pods}
-            ok = all(p.is_ready and _runs_its_images(p) for p in pods) and len(images) == 1
+            ok = all(p.is_ready and _runs_its_images(p) and _resized(p) for p in pods)
+            ok = ok and len(images) == 1
             flying += 0 if ok and len(pods) == PODS_PER_GANG else 1
         self.most = max(self.most, flying)
 
@@ -80,6 +90,24 @@ def _runs_its_images(pod: Pod) -> bool:
     return all(
         c.name in statuses and inplace.image_matches(c.image, statuses[c.name].image)
         for c in pod.spec.containers
+    )
+
+
+def _resized(pod: Pod) -> bool:
+    """The pod's statuses report the CPU and memory its spec asks for (KWOK copies them as
+    written) and no resize is pending or in progress."""
+    statuses = {s.name: s for s in pod.status.container_statuses}
+    for c in pod.spec.containers:
+        s = statuses.get(c.name)
+        if s is None or s.resources is None:
+            return False
+        for kind in ("requests", "limits"):
+            want = {k: v for k, v in getattr(c.resources, kind).items() if k in ("cpu", "memory")}
+            if getattr(s.resources, kind) != want:
+                return False
+    return not any(
+        c.type in ("PodResizePending", "PodResizeInProgress") and c.status == "True"
+        for c in pod.status.conditions
     )
 
 
@@ -203,4 +231,81 @@ async def test_an_image_that_cannot_be_pulled_holds_one_gang_and_is_named(
         assert {p["metadata"]["uid"] for p in after.values()} == {
             p["metadata"]["uid"] for p in before.values()
         }
+        assert flight.most == 1
+
+
+def requests_of(pod: dict[str, Any], where: str = "spec") -> Any:
+    if where == "spec":
+        main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
+    else:
+        main = next(c for c in pod["status"]["containerStatuses"] if c["name"] == "main")
+    return (main.get("resources") or {}).get("requests")
+
+
+async def test_a_cpu_and_memory_change_resizes_every_pod_in_place(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    """An image and a CPU and memory change together: each pod is resized through
+    pods/resize, then restarted on the new image, and keeps its UID and node."""
+    body = with_strategy(cliqueset("rsz", GANGS), "IfPossible")
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("rsz", timeout=90)
+        before = await pods_by_name(cluster.client, namespace)
+        for pod in before.values():
+            assert requests_of(pod, "status") == {"cpu": "100m", "memory": "64Mi"}
+        async with InFlight(cluster.client, namespace) as flight:
+            await cluster.apply(main_resources(main_image(body, "busybox:1.37"), "200m", "128Mi"))
+            cqs = await rolled(cluster, "rsz", "busybox:1.37")
+        after = await pods_by_name(cluster.client, namespace)
+        assert {n: (p["metadata"]["uid"], p["spec"]["nodeName"]) for n, p in after.items()} == {
+            n: (p["metadata"]["uid"], p["spec"]["nodeName"]) for n, p in before.items()
+        }
+        for pod in after.values():
+            assert requests_of(pod) == {"cpu": "200m", "memory": "128Mi"}
+            assert requests_of(pod, "status") == {"cpu": "200m", "memory": "128Mi"}
+        assert flight.most == 1, f"{flight.most} gangs in flight at once (maxUnavailable 1)"
+        assert (cqs.status.updated_in_place, cqs.status.updated_by_replacement) == (GANGS, 0)
+
+
+async def test_a_resize_the_node_cannot_take_holds_one_gang_and_is_named(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    """Every node says Infeasible (KWOK's pending annotation on every pod): one gang is
+    resized and waits, named by the set; no second gang starts; once the nodes have the
+    room the roll ends in place."""
+    body = with_strategy(cliqueset("inf", GANGS), "IfPossible")
+    marker = {"metadata": {"annotations": {kwok.RESIZE_PENDING_ANNOTATION: "Infeasible"}}}
+    unmark = {"metadata": {"annotations": {kwok.RESIZE_PENDING_ANNOTATION: None}}}
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("inf", timeout=90)
+        before = await pods_by_name(cluster.client, namespace)
+        for name in before:
+            await cluster.client.patch(PODS, namespace, name, marker, dict)
+        async with InFlight(cluster.client, namespace) as flight:
+            await cluster.apply(main_resources(body, "300m", "64Mi"))
+
+            async def named() -> Any:
+                cond = await cluster.condition("inf", "Available")
+                ok = cond is not None and "ResizeInfeasible" in cond.message
+                return cond if ok else None
+
+            await wait_for(named, timeout=60, what="the set naming ResizeInfeasible")
+            pods = await pods_by_name(cluster.client, namespace)
+            asking = {
+                p["metadata"]["labels"][labels.LABEL_GANG_INDEX]
+                for p in pods.values()
+                if requests_of(p) == {"cpu": "300m", "memory": "64Mi"}
+            }
+            assert len(asking) == 1, asking
+            for name in before:
+                await cluster.client.patch(PODS, namespace, name, unmark, dict)
+            await rolled(cluster, "inf", "busybox:1.36")
+        after = await pods_by_name(cluster.client, namespace)
+        assert {p["metadata"]["uid"] for p in after.values()} == {
+            p["metadata"]["uid"] for p in before.values()
+        }
+        for pod in after.values():
+            assert requests_of(pod, "status") == {"cpu": "300m", "memory": "64Mi"}
         assert flight.most == 1

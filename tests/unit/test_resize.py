@@ -203,6 +203,8 @@ def test_the_clique_resizes_before_it_moves_the_hash() -> None:
     (patch,) = [p for p in out.patches if p.reason.startswith("InPlace")]
     assert (patch.reason, patch.sub) == ("InPlaceUpdate", "")
     assert not out.deletes
+    # the resize's watch event wakes the Clique for that next patch
+    assert not clique_planner.same_to_planner(running(c, "1"), running(c, "2"))
 
 
 def test_a_resized_pod_is_ready_once_it_runs_with_the_new_values() -> None:

@@ -87,10 +87,12 @@ class CliqueSnapshot:
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
     """Whether `plan` would see no difference between two versions of a pod: the same
-    metadata marks (`same_marks`), readiness and terminal state. (A scheduler binding or a
-    container status detail changes none of these.)"""
+    metadata marks (`same_marks`), readiness and terminal state, containers (a resize goes
+    on to the image patch once the cache shows it). (A scheduler binding or a container
+    status detail changes none of these.)"""
     return (
         old.is_ready == new.is_ready
+        and old.spec.containers == new.spec.containers
         and old.is_terminal == new.is_terminal
         and old.is_unschedulable == new.is_unschedulable
         and inplace.settled(old) == inplace.settled(new)

@@ -360,8 +360,8 @@ _PULLING: Final = """- name: {{ $c.name | Quote }}
 
 #: An image stage's container status keeps the resources it reported (a resize under way
 #: goes on: `resize_stages`).
-_OLD_RESOURCES: Final = """{{ with get $old "resources" }}
-  resources: {{ toJson . }}{{ end }}"""
+_OLD_RESOURCES: Final = """{{ if hasKey $old "resources" }}
+  resources: {{ toJson (get $old "resources") }}{{ end }}"""
 
 
 def _image_stage(
