@@ -567,15 +567,25 @@ def test_committed_kube_module_is_what_the_generator_makes(module: gomodules.GoM
     assert gen.module_dir(module.version()) == module.directory
 
 
+#: The part of kwok's `pod-ready` template that `kwok.with_resources` extends.
+_READY_TEMPLATE = (
+    "containerStatuses:\n{{ range .spec.containers }}\n- image: {{ .image | Quote }}\n"
+    "  name: {{ .name | Quote }}\n{{ end }}\n"
+)
+
+
 def _stage(name: str, expressions: list[dict[str, object]]) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": expressions},
+    }
+    if name == "pod-ready":
+        spec["next"] = {"statusTemplate": _READY_TEMPLATE}
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "Stage",
         "metadata": {"name": name},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {"matchExpressions": expressions},
-        },
+        "spec": spec,
     }
 
 
@@ -592,6 +602,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     names = [Path(n).stem for n in kwok.STAGE_FILES]
     names.insert(names.index("pod-ready") + 1, kwok.DELAYED_STAGE)
     names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
+    names += [s["metadata"]["name"] for s in kwok.resize_stages()]
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
     key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
