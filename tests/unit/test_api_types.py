@@ -165,7 +165,7 @@ def test_cliqueset_round_trip_keeps_what_it_models() -> None:
     del expected["spec"]["headlessService"]
     del expected["spec"]["template"]["cliques"][0]["replicas"]
     # Status Structs encode every field, zeros included.
-    expected["status"] |= {"updatedInPlace": 0, "updatedByReplacement": 0}
+    expected["status"] |= {"updatedInPlace": 0, "updatedByReplacement": 0, "queue": None}
     assert again == expected
     assert api.decode_cliqueset(api.encode(cqs)) == cqs
 
@@ -278,6 +278,7 @@ def test_status_encodes_zero_counts() -> None:
         "readyReplicas": 0,
         "updatedReplicas": 0,
         "gangRestarts": 0,
+        "queuedReplicas": 0,
         "templateHash": "",
         "hashAlgorithm": 0,
         "selector": "",
@@ -361,7 +362,9 @@ def test_a_wrong_type_names_its_path() -> None:
         api.decode_cliqueset(json.dumps(bad).encode())
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml"])
+@pytest.mark.parametrize(
+    "name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml", "kueue/cliqueset.yaml"]
+)
 def test_the_examples_decode(name: str) -> None:
     manifest = yaml.safe_load((EXAMPLES / name).read_text())
     cqs = msgspec.convert(manifest, api.CliqueSet)
@@ -385,6 +388,8 @@ def test_the_examples_decode(name: str) -> None:
         assert spec.failure_policy.restart_policy == "RecreateGang"
         assert spec.placement is not None
         assert spec.placement.pack is not None and spec.placement.exclusive is not None
+    elif name == "kueue/cliqueset.yaml":
+        assert cqs.metadata.labels["kueue.x-k8s.io/queue-name"] == "team-a"
     else:
         assert cqs.spec.startup_type == "InOrder"
         assert [c.name for c in cqs.spec.template.cliques] == ["leader", "worker"]

@@ -75,7 +75,7 @@ def controller(replicas: int = 2, *, hold: float = 10.0) -> tuple[Counted, Cliqu
     executor.statuses = []
     ctl = Counted(sets, cliques, svcs, executor, exp, Hasher(), status_hold=hold)
     cqs = cliqueset(replicas=replicas)
-    want = ctl._hashes(cqs)["leader"]
+    want = ctl._hashes(cqs)[0]["leader"]
     for c in gangs(replicas, hash_=want):
         cliques.store.upsert(c)
     for s in services(replicas):

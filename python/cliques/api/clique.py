@@ -54,6 +54,8 @@ class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     updated_replicas: int = 0
     #: The gang restart count the status reports for.
     gang_restarts: int = 0
+    #: Pods Kueue holds back (its admission scheduling gate) until their gang is admitted.
+    queued_replicas: int = 0
     template_hash: str = ""
     hash_algorithm: int = 0
     selector: str = ""

@@ -223,6 +223,27 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
         return None
 
 
+class GangAdmission(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """A gang Kueue has not admitted: `Queued` or `Evicted`, with Kueue's reason and
+    message."""
+
+    gang: int
+    state: str
+    reason: str = ""
+    message: str = ""
+
+
+class QueueStatus(msgspec.Struct, kw_only=True, rename="camel"):
+    """How Kueue admits a queued CliqueSet's gangs (`kueue.x-k8s.io/queue-name`)."""
+
+    name: str
+    priority_class: str = ""
+    #: gangs Kueue admitted (none of their pods held back by its gate)
+    admitted_gangs: int = 0
+    #: the first gangs that are not admitted, in gang order
+    gangs: list[GangAdmission] = msgspec.field(default_factory=list)
+
+
 class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
     """The observed state of a CliqueSet, computed from its Cliques by its own controller.
 
@@ -246,6 +267,8 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
     hash_algorithm: int = 0
     #: The label selector of the CliqueSet's pods, serialized, for the scale subresource.
     selector: str = ""
+    #: Kueue's admission of the gangs of a queued set (None: not queued)
+    queue: QueueStatus | None = None
     conditions: list[Condition] = msgspec.field(default_factory=list)
 
 

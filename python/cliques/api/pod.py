@@ -47,6 +47,10 @@ class ContainerImage(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     resources: Resources = msgspec.field(default_factory=Resources)
 
 
+class SchedulingGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    name: str = ""
+
+
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The PodSpec fields the operator reads."""
 
@@ -55,6 +59,9 @@ class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     node_name: str = ""
     containers: list[ContainerImage] = msgspec.field(default_factory=list)
     init_containers: list[ContainerImage] = msgspec.field(default_factory=list)
+    #: What holds the pod back from scheduling (Kueue's admission gate, until its gang
+    #: is admitted).
+    scheduling_gates: list[SchedulingGate] = msgspec.field(default_factory=list)
 
 
 class Waiting(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

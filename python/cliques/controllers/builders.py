@@ -35,7 +35,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
-from cliques.controllers import bounds, claims, placement, start_gate, workload
+from cliques.controllers import bounds, claims, kueue, placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (
@@ -92,13 +92,15 @@ def clique_body(
     layout: dict[str, str] | None = None,
     gated: bool = False,
     claims_via_group: bool = False,
+    kueue_revision: str = "",
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
     (clique template names) it starts after; `workload` the Workload its gang uses (1.35),
     `pod_group` the PodGroup (1.36 on);
     `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
     start order is enforced after placement (`startGate`); `claims_via_group`: its gang's
-    PodGroup lists the gang's DRA claims (`claims.pod_claims`)."""
+    PodGroup lists the gang's DRA claims (`claims.pod_claims`); `kueue_revision`: the
+    gang's Kueue pod group revision (`kueue`), "" for a set Kueue does not queue."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
@@ -134,6 +136,7 @@ def clique_body(
                 tmpl,
                 scheduler_packs=scheduler_packs,
                 claims_via_group=claims_via_group,
+                kueue_revision=kueue_revision,
             ),
         },
     }
@@ -146,6 +149,7 @@ def gang_template(
     *,
     scheduler_packs: bool = False,
     claims_via_group: bool = False,
+    kueue_revision: str = "",
 ) -> Any:
     """The pod template of clique template `tmpl` in gang `gang`: the user's without the
     operator's label and annotation keys (`bounds.tenant_template`), with the affinity
@@ -154,14 +158,18 @@ def gang_template(
     constraint). The template hash is still taken of the user's template as stored
     (`placement.hash_basis`), so a set stored with such keys keeps its hash: leaving them
     out never rolls its gangs. With `spec.resourceClaims`, the claim entries of the
-    clique's pods in that gang (`claims.resolve`)."""
+    clique's pods in that gang (`claims.resolve`). For a set queued by Kueue
+    (`kueue_revision`), the gang's pod group (`kueue.resolve`)."""
     where = cqs.spec.placement
     if scheduler_packs and where is not None:
         where = msgspec.structs.replace(where, pack=None)
     placed = placement.gang_template(
         bounds.tenant_template(tmpl.template), where, cqs.metadata.name, gang
     )
-    return claims.resolve(placed, cqs, tmpl.name, gang, claims_via_group)
+    resolved = claims.resolve(placed, cqs, tmpl.name, gang, claims_via_group)
+    if not kueue_revision:
+        return resolved
+    return kueue.resolve(resolved, cqs, tmpl.name, gang, kueue_revision)
 
 
 #: Protocols a Service port may carry.

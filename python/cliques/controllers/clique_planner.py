@@ -56,7 +56,15 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import builders, conditions, failures, inplace, pod_backoff, start_gate
+from cliques.controllers import (
+    builders,
+    conditions,
+    failures,
+    inplace,
+    kueue,
+    pod_backoff,
+    start_gate,
+)
 from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.kube.resources import CLIQUES, PODS
 
@@ -88,11 +96,12 @@ class CliqueSnapshot:
 def same_to_planner(old: Pod, new: Pod) -> bool:
     """Whether `plan` would see no difference between two versions of a pod: the same
     metadata marks (`same_marks`), readiness and terminal state, containers (a resize goes
-    on to the image patch once the cache shows it). (A scheduler binding or a container
-    status detail changes none of these.)"""
+    on to the image patch once the cache shows it) and scheduling gates (Kueue admits).
+    (A scheduler binding or a container status detail changes none of these.)"""
     return (
         old.is_ready == new.is_ready
         and old.spec.containers == new.spec.containers
+        and old.spec.scheduling_gates == new.spec.scheduling_gates
         and old.is_terminal == new.is_terminal
         and old.is_unschedulable == new.is_unschedulable
         and inplace.settled(old) == inplace.settled(new)
@@ -389,6 +398,7 @@ def _status(
     unschedulable = [p.metadata.name for p in pending]
     why = pending[0].unschedulable_why if pending else ""
     min_available = spec.effective_min_available
+    queued = sum(1 for p in live if any(g.name == kueue.GATE for g in p.spec.scheduling_gates))
 
     conds = conditions.Setter(old.conditions, snap.now, gen)
     if waiting:
@@ -410,6 +420,8 @@ def _status(
     else:
         reason = _not_ready_reason(old, desired, restart_count(clique), ready_current)
         short = f"{ready_current}/{spec.replicas} pods ready, minAvailable {min_available}"
+        if queued:
+            short += f"; {queued} pod(s) wait for Kueue to admit the gang"
         if unschedulable:
             short += f"; {len(unschedulable)} pod(s) wait for a node"
         ready_c = conds.set(CONDITION_READY, "False", reason, short)
@@ -418,6 +430,7 @@ def _status(
         replicas=len(live),
         ready_replicas=ready,
         updated_replicas=len(updated),
+        queued_replicas=queued,
         template_hash=desired,
         hash_algorithm=snap.algorithm,
         selector=_selector(clique),

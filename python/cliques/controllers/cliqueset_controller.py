@@ -35,6 +35,7 @@ from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
+from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
@@ -47,6 +48,7 @@ from cliques.controllers import (
     cliqueset_status,
     failures,
     gang_failures,
+    kueue,
     placement,
 )
 from cliques.controllers.executor import Executor
@@ -132,6 +134,8 @@ class CliqueSetController:
         workloads: Informer[Workload] | None = None,
         pod_groups: Informer[PodGroup] | None = None,
         claim_objects: Sequence[Informer[ClaimObject]] = (),
+        kueue_workloads: Informer[KueueWorkload] | None = None,
+        local_queues: Informer[LocalQueue] | None = None,
         status_hold: float = 0.0,
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
@@ -140,6 +144,10 @@ class CliqueSetController:
         self.pod_groups = pod_groups
         #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
         self.claim_objects = tuple(claim_objects)
+        #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
+        #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
+        self.kueue_workloads = kueue_workloads
+        self.local_queues = local_queues
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -161,7 +169,8 @@ class CliqueSetController:
         self._children: dict[str, int] = {}
         #: CliqueSet key -> what its last plan saw, when that plan had nothing to do
         self._settled: dict[str, Settled] = {}
-        self._hash_memo: dict[tuple[str, int], dict[str, str]] = {}
+        #: (UID, generation) -> the cliques' template hashes and the Kueue revision ("")
+        self._hash_memo: dict[tuple[str, int], tuple[dict[str, str], str]] = {}
         #: CliqueSet UID -> the gang verdicts of its last plan
         self._judgements: dict[str, cliqueset_rollout.Judgement] = {}
         self.runner = PlanRunner(
@@ -172,9 +181,11 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        for informer in (workloads, pod_groups, *self.claim_objects):
+        for informer in (workloads, pod_groups, *self.claim_objects, kueue_workloads):
             if informer is not None:
                 informer.add_handler(self._on_child)
+        if local_queues is not None:
+            local_queues.add_handler(self._on_local_queue)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -197,6 +208,18 @@ class CliqueSetController:
             # everything the new status says: reconciling again would find nothing to do.
             return
         self.queue.add(key_of(new))
+
+    def _on_local_queue(self, kind: EventKind, old: Any, new: LocalQueue) -> None:
+        """A LocalQueue made or deleted: the sets of its namespace queued to it (its status,
+        which Kueue rewrites on every admission, changes nothing the planner reads)."""
+        if kind == "MODIFIED":
+            return
+        ns, name = new.metadata.namespace, new.metadata.name
+        for cqs in self.cliquesets.store.objects():
+            meta = cqs.metadata
+            queued = meta.namespace == ns and meta.labels.get(kueue.QUEUE_LABEL) == name
+            if queued and self.owns(ns, meta.name):
+                self.queue.add(key_of(cqs))
 
     def _on_child(self, kind: EventKind, old: Any, new: Any) -> None:
         meta = new.metadata
@@ -232,25 +255,32 @@ class CliqueSetController:
 
     # -- reconcile --------------------------------------------------------------------------
 
-    def _hashes(self, cqs: CliqueSet) -> dict[str, str]:
+    def _hashes(self, cqs: CliqueSet) -> tuple[dict[str, str], str]:
+        """Each clique's template hash, and for a set Kueue queues the gangs' revision
+        (`kueue.revision`), which every hash then covers: a queued gang is what Kueue
+        admitted, so any change of it replaces it whole."""
         memo_key = (cqs.metadata.uid, cqs.metadata.generation)
-        hashes = self._hash_memo.get(memo_key)
-        if hashes is None:
+        found = self._hash_memo.get(memo_key)
+        if found is None:
             where, name = cqs.spec.placement, cqs.metadata.name
-            hashes = {
-                c.name: self.hasher.template_hash(
-                    dict(
-                        claims.hash_basis(
-                            placement.hash_basis(c.template, where, name), cqs, c.name
-                        )
-                    )
+            bases = {
+                c.name: claims.hash_basis(
+                    placement.hash_basis(c.template, where, name), cqs, c.name
                 )
                 for c in cqs.spec.template.cliques
             }
+            hashes = {c: self.hasher.template_hash(dict(b)) for c, b in bases.items()}
+            rev = ""
+            if kueue.queue_of(cqs) is not None:
+                rev = kueue.revision(cqs, hashes)
+                hashes = {
+                    c: self.hasher.template_hash(dict(kueue.hash_basis(b, rev)))
+                    for c, b in bases.items()
+                }
             if len(self._hash_memo) > 10_000:
                 self._hash_memo.clear()
-            self._hash_memo[memo_key] = hashes
-        return hashes
+            found = self._hash_memo[memo_key] = (hashes, rev)
+        return found
 
     def _rehashes(
         self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
@@ -266,13 +296,25 @@ class CliqueSetController:
             c.metadata.name: self.hasher.template_hash(
                 dict(
                     placement.regang(
-                        claims.unresolve(c.spec.template), where, name, c.spec.gang_index
+                        kueue.unresolve(claims.unresolve(c.spec.template)),
+                        where,
+                        name,
+                        c.spec.gang_index,
                     )
                 )
             )
             for c in cliques
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
+
+    def _local_queues(self, cqs: CliqueSet) -> frozenset[str]:
+        """The LocalQueues of `cqs`'s namespace, for a set queued by Kueue."""
+        if self.local_queues is None or kueue.queue_of(cqs) is None:
+            return frozenset()
+        ns = cqs.metadata.namespace
+        return frozenset(
+            q.metadata.name for q in self.local_queues.store.objects() if q.metadata.namespace == ns
+        )
 
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
         """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
@@ -283,10 +325,11 @@ class CliqueSetController:
         # A set whose Cliques would store too many bytes of templates, or a template the
         # canonical form refuses, is an InvalidSpec.
         hashes: dict[str, str] = {}
+        revision = ""
         invalid = bounds.template_bytes_invalid(cqs)
         if not invalid:
             try:
-                hashes = self._hashes(cqs)
+                hashes, revision = self._hashes(cqs)
             except ValueError as exc:
                 invalid = f"invalid pod template: {exc}"
         return cliqueset_planner.CliqueSetSnapshot(
@@ -317,6 +360,19 @@ class CliqueSetController:
             ),
             claims_served=bool(self.claim_objects),
             resize_served=self.gang_api.resize,
+            kueue_revision=revision,
+            kueue_served=self.kueue_workloads is not None,
+            local_queues=self._local_queues(cqs),
+            kueue_workloads=(
+                {
+                    w.metadata.name: w
+                    for w in self.kueue_workloads.store.by_index(
+                        "cliqueset", f"{cqs.metadata.namespace}/{cqs.metadata.name}"
+                    )
+                }
+                if self.kueue_workloads is not None and revision
+                else {}
+            ),
             claim_objects={
                 i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
                 for i in self.claim_objects

@@ -44,8 +44,11 @@ from cliques.api.cliqueset import (
     REASON_INVALID_SPEC,
     CliqueSet,
     CliqueTemplate,
+    GangAdmission,
+    QueueStatus,
 )
-from cliques.api.meta import ObjectMeta
+from cliques.api.kueue import KueueWorkload
+from cliques.api.meta import ConditionStatus, ObjectMeta
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -60,6 +63,7 @@ from cliques.controllers import (
     gang_failures,
     gang_scheduling,
     inplace,
+    kueue,
     placement,
     startup,
     subdomains,
@@ -122,6 +126,13 @@ class CliqueSetSnapshot:
     claims_served: bool = True
     #: The API server serves `pods/resize`: an in-place update may change CPU and memory.
     resize_served: bool = False
+    #: For a set Kueue queues (`kueue.queue_of`): the gangs' revision (`kueue.revision`);
+    #: whether the server serves Kueue's API, the LocalQueues of the set's namespace, and
+    #: the Workloads of its gangs' pod groups, by name.
+    kueue_revision: str = ""
+    kueue_served: bool = False
+    local_queues: frozenset[str] = frozenset()
+    kueue_workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
     claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
 
 
@@ -195,6 +206,12 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             "(dynamic resource allocation, Kubernetes 1.34 and later)",
         )
     gated = gang_scheduling.gated(sched.decision)
+    queue = kueue.queue_of(cqs)
+    queue_problem = (
+        kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
+        if queue is not None
+        else ""
+    )
     via_group = _claims_via_group(snap, sched.wanted)
     observed_groups = {g.metadata.name for g in snap.pod_groups}
     out = CliqueSetPlan()
@@ -243,6 +260,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             continue  # its Workload first
         if group_first and sched.pod_group(index) not in observed_groups | {""}:
             continue  # its PodGroup first (its claims go through it)
+        if queue_problem:
+            continue  # no pod of a set Kueue cannot admit
         # A clique added to an existing gang joins the gang's DNS layout.
         layout = subdomains.gang_annotations(have.values())
         if layout is None:
@@ -263,6 +282,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     layout=layout,
                     gated=gated,
                     claims_via_group=via_group(sched.pod_group(index), index),
+                    kueue_revision=snap.kueue_revision,
                 )
                 restarts = gang_failures.restarts_of(have)
                 if restarts:  # a clique added to a restarted gang joins its count
@@ -428,6 +448,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         waiting = [(g, why) for g, f in enumerate(gangs.facts) for why in f.waiting_why]
         status, reason, message = claims.condition(cqs, waiting, made.missing)
         out.status.conditions.append(setter.set(claims.CONDITION_CLAIMS, status, reason, message))
+    if queue is not None:
+        out.status.queue, verdict = _admission(snap, queue, by_gang, queue_problem)
+        out.status.conditions.append(setter.set(kueue.CONDITION_ADMITTED, *verdict))
     if spec.failure_policy.restart_policy == "RecreateGang":
         out.status.conditions += gang_failures.conditions(
             setter, out.restarting, out.failed, out.deferred
@@ -438,6 +461,43 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     if out.status == cqs.status:
         out.status = None
     return out
+
+
+def _admission(
+    snap: CliqueSetSnapshot,
+    queue: kueue.Queue,
+    by_gang: Mapping[int, Mapping[str, Clique]],
+    problem: str,
+) -> tuple[QueueStatus, tuple[ConditionStatus, str, str]]:
+    """What the set says of Kueue's admission of its gangs: a gang with a pod held by
+    Kueue's gate (its Cliques' `queuedReplicas`), or not made yet, is Queued; Kueue's
+    reasons come from the Workloads of the gangs' pod groups."""
+    cqs = snap.cliqueset
+    gangs = range(cqs.spec.replicas)
+    gated = {
+        g: sum((c.status.queued_replicas if c.status else 0) for c in by_gang.get(g, {}).values())
+        or (0 if by_gang.get(g) else 1)
+        for g in gangs
+    }
+    workloads = {
+        g: snap.kueue_workloads[name]
+        for g in gangs
+        if (name := kueue.group_name(cqs.metadata.name, g, snap.kueue_revision))
+        in snap.kueue_workloads
+    }
+    states = kueue.gang_states(gangs, gated, workloads)
+    listed = [
+        GangAdmission(gang=s.gang, state=s.state, reason=s.reason, message=s.message[:4096])
+        for s in states
+        if s.state != kueue.ADMITTED
+    ][: kueue.MAX_LISTED]
+    status = QueueStatus(
+        name=queue.name,
+        priority_class=queue.priority,
+        admitted_gangs=sum(1 for s in states if s.state == kueue.ADMITTED),
+        gangs=listed,
+    )
+    return status, kueue.verdict(queue, states, problem)
 
 
 #: Seconds before a plan looks again at a gang whose restart waits for the budget (the
@@ -603,6 +663,7 @@ def _in_place(
         tmpl,
         scheduler_packs=packs,
         claims_via_group=via_group(group, gang),
+        kueue_revision=snap.kueue_revision,
     )
     try:
         return inplace.can_update_in_place(clique.spec.template, new, snap.resize_served)
@@ -731,6 +792,7 @@ def _template_patch(
                 tmpl,
                 scheduler_packs=scheduler_packs,
                 claims_via_group=claims_via_group,
+                kueue_revision=snap.kueue_revision,
             ),
         },
         {

@@ -87,6 +87,9 @@ class GangAPI:
     #: The API server serves the `pods/resize` subresource (`resize_served`): an in-place
     #: update may change a container's CPU and memory.
     resize: bool = False
+    #: Kueue is installed (kueue.x-k8s.io/v1beta2 Workloads and LocalQueues served) and
+    #: the operator may list them: CliqueSets may be queued (`kueue_served`).
+    kueue: bool = False
 
     @property
     def served(self) -> bool:
@@ -215,6 +218,9 @@ async def probe(client: _Creator, found: GangAPI, namespace: str) -> GangAPI:
 #: The DRA group version the operator makes claims in, and the resources it needs of it.
 DRA_VERSION: Final = "resource.k8s.io/v1"
 DRA_RESOURCES: Final = ("resourceclaims", "resourceclaimtemplates")
+#: Kueue's API and the resources of it the operator reads (docs/kueue.md).
+KUEUE_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+KUEUE_RESOURCES: Final = ("workloads", "localqueues")
 #: The subresource that resizes a running pod's containers (core/v1).
 POD_RESIZE: Final = "pods/resize"
 
@@ -223,6 +229,12 @@ async def dra_served(client: _Getter) -> bool:
     """Whether the API server serves the DRA resources the operator makes (`DRA_VERSION`)."""
     listed = await served_resources(client, DRA_VERSION)
     return all(r in listed for r in DRA_RESOURCES)
+
+
+async def kueue_served(client: _Getter) -> bool:
+    """Whether the API server serves the Kueue resources the operator reads."""
+    listed = await served_resources(client, KUEUE_VERSION)
+    return all(r in listed for r in KUEUE_RESOURCES)
 
 
 async def resize_served(client: _Getter) -> bool:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
+from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.pod import Pod
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
@@ -41,6 +42,8 @@ from cliques.kube.informer import Informer, WatchFaults, short_selector
 from cliques.kube.objects import KubeObject
 from cliques.kube.resources import (
     CLIQUES,
+    KUEUE_WORKLOADS,
+    LOCAL_QUEUES,
     PODS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
@@ -195,10 +198,18 @@ class Manager:
             for resource in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
                 claim_infs.append(self._owned_informer(client, resource, ClaimObject))
             self.informers.extend(claim_infs)
+        kueue_infs = self._kueue_informers(client) if gang_api.kueue else (None, None)
+        self.informers.extend(i for i in kueue_infs if i is not None)
         self.recorder = EventRecorder(client) if cfg.events else None
         with cqs_inf.recording() as registered:
             self._controllers(
-                client, cqs_inf, cq_inf, pod_inf, svc_inf, (wl_inf, pg_inf), gang_api, claim_infs
+                client,
+                cqs_inf,
+                (cq_inf, pod_inf, svc_inf),
+                (wl_inf, pg_inf),
+                gang_api,
+                claim_infs,
+                kueue_infs,
             )
         try:
             await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
@@ -220,6 +231,30 @@ class Manager:
             indexers={"controller": store.by_controller},
             resync_period=cfg.resync_period,
         )
+
+    def _kueue_informers(
+        self, client: KubeClient
+    ) -> tuple[Informer[KueueWorkload], Informer[LocalQueue]]:
+        """Kueue's Workloads of this Manager's buckets (labelled by Kueue's labelKeysToCopy
+        from the pods, docs/kueue.md), indexed by CliqueSet, and the LocalQueues."""
+        cfg = self.config
+        workloads = Informer(
+            client,
+            KUEUE_WORKLOADS,
+            KueueWorkload,
+            namespace=cfg.namespace,
+            label_selector=cfg.buckets.selector(),
+            indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
+            resync_period=cfg.resync_period,
+        )
+        queues = Informer(
+            client,
+            LOCAL_QUEUES,
+            LocalQueue,
+            namespace=cfg.namespace,
+            resync_period=cfg.resync_period,
+        )
+        return workloads, queues
 
     def _child_informers(
         self, client: KubeClient
@@ -265,15 +300,15 @@ class Manager:
         self,
         client: KubeClient,
         cqs_inf: CliqueSetCache,
-        cq_inf: Informer[Clique],
-        pod_inf: Informer[Pod],
-        svc_inf: Informer[Service],
+        children: tuple[Informer[Clique], Informer[Pod], Informer[Service]],
         gang_informers: tuple[Informer[Workload] | None, Informer[PodGroup] | None],
         gang_api: gangapi.GangAPI,
         claim_informers: list[Informer[ClaimObject]],
+        kueue_informers: tuple[Informer[KueueWorkload] | None, Informer[LocalQueue] | None],
     ) -> None:
         """The two controllers (their handlers registered on the informers) and runners."""
         cfg = self.config
+        cq_inf, pod_inf, svc_inf = children
         hasher = Hasher(cfg.hash_algorithm)
         owns = cfg.buckets.owns
         cqs_inf.on_undecodable(undecodable.UndecodableReporter(client, self.recorder, owns))
@@ -306,6 +341,8 @@ class Manager:
             workloads=gang_informers[0],
             pod_groups=gang_informers[1],
             claim_objects=claim_informers,
+            kueue_workloads=kueue_informers[0],
+            local_queues=kueue_informers[1],
             status_hold=cfg.status_hold,
         )
         cq_ctl = clique_controller.CliqueController(

@@ -3,8 +3,9 @@ operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing
 gang-scheduling API the cluster serves and which of its gated PodGroup fields it keeps
 (`gangapi.detect`, `gangapi.probe`: dry-run creates, in the watched namespace or
 `default`), and whether it may manage DRA claims (resource.k8s.io/v1 served, and a LIST of
-resourceclaims allowed: without them the operator runs, and says so), and whether it
-resizes pods in place (`pods/resize` served).
+resourceclaims allowed: without them the operator runs, and says so), whether it
+resizes pods in place (`pods/resize` served), and whether Kueue is installed (its Workloads
+and LocalQueues served and listable).
 
 Each call waits out a struggling API server (`kube.startup.patiently`); what waiting cannot
 fix (the CRDs not installed, credentials refused, RBAC missing) raises `StartupError` with
@@ -21,7 +22,7 @@ import time
 from cliques.api import labels
 from cliques.kube import errors, gangapi
 from cliques.kube.client import KubeClient
-from cliques.kube.resources import CLIQUES, CLIQUESETS, RESOURCE_CLAIMS, Resource
+from cliques.kube.resources import CLIQUES, CLIQUESETS, KUEUE_WORKLOADS, RESOURCE_CLAIMS, Resource
 from cliques.kube.startup import StartupError, patiently
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,34 @@ async def check(
     )
     if not resize:
         log.info("in-place updates change images only: the API server does not serve pods/resize")
-    return dataclasses.replace(found, claims=allowed, resize=resize)
+    kueue = await _kueue(client, namespace, where, stop)
+    return dataclasses.replace(found, claims=allowed, resize=resize, kueue=kueue)
+
+
+async def _kueue(
+    client: KubeClient, namespace: str | None, where: str, stop: asyncio.Event | None
+) -> bool:
+    """Whether CliqueSets may be queued by Kueue: its API served and listable."""
+    served = await patiently(
+        f"discovery of {gangapi.KUEUE_VERSION}", lambda: gangapi.kueue_served(client), stop=stop
+    )
+    allowed = served and await patiently(
+        f"list of Kueue workloads {where}",
+        lambda: _may_list(client, KUEUE_WORKLOADS, namespace),
+        stop=stop,
+    )
+    if served and not allowed:
+        log.warning(
+            "Kueue off: the operator may not list %s workloads (its RBAC predates them); "
+            "CliqueSets labelled %s are reported not admitted",
+            gangapi.KUEUE_VERSION,
+            "kueue.x-k8s.io/queue-name",
+        )
+    elif allowed:
+        log.info(
+            "Kueue: %s served; queued CliqueSets are admitted gang by gang", gangapi.KUEUE_VERSION
+        )
+    return allowed
 
 
 async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:

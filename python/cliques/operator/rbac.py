@@ -63,6 +63,8 @@ WORKLOAD: Final = (
         "resourceclaimtemplates",
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
+    Rule("kueue.x-k8s.io", "workloads", ("get", "list", "watch")),
+    Rule("kueue.x-k8s.io", "localqueues", ("get", "list", "watch")),
 )
 
 #: On its Leases, in the lease namespace (a Role).

@@ -1,0 +1,248 @@
+"""Gangs admitted by Kueue (pure): what a queued CliqueSet's pods carry, and what the set
+says of each gang's admission (docs/kueue.md).
+
+A CliqueSet labelled `kueue.x-k8s.io/queue-name: <LocalQueue>` (and optionally
+`kueue.x-k8s.io/priority-class: <WorkloadPriorityClass>`) has each gang admitted by Kueue as
+one plain pod group, the integration Kueue itself uses for LeaderWorkerSet:
+
+- **Every pod of a gang carries the group** (`resolve`): the queue and priority labels, the
+  group's name (`group_name`: `<set>-<gang>-<revision>`), its size (the gang's pods), the
+  `serving` mark (the pods do not run to completion; a pod that goes is replaced in the
+  group) and the role (its clique, one pod set of the group's Workload per clique). Kueue's
+  pod webhook gates each pod (`GATE`), Kueue makes the group's Workload once all its pods
+  exist, admits it whole within the ClusterQueue's quota and in queue order, then lifts
+  the gates and adds the flavor's node selectors and tolerations. A gang it evicts or
+  preempts loses all its pods; the Cliques make them again, gated, and the group queues
+  again whole.
+- **A gang is what Kueue admitted** (`revision`): a hash of the queue, the priority, and
+  every clique's template and replicas. It is part of each clique's template hash
+  (`hash_basis`), so any change to a queued set (an image, a clique's size, the queue)
+  replaces whole gangs, each as a new group queued again, within `maxUnavailable`:
+  Kueue admitted a fixed pod set and cannot grow one.
+- **What the set says** (`gang_states`, `condition`): per gang, Queued (some pod still
+  gated), Admitted, or Evicted, with Kueue's reason and message from the group's
+  Workload where the operator sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cliques import _core
+from cliques.api import labels
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.kueue import KueueWorkload
+from cliques.api.meta import ConditionStatus
+
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+GROUP_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
+TOTAL_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
+SERVING_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-serving"
+ROLE_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
+#: The scheduling gate Kueue's pod webhook puts on each pod until its group is admitted.
+GATE: Final = "kueue.x-k8s.io/admission"
+#: The pod condition Kueue sets on a pod it stops (evicted, preempted) before deleting it.
+TERMINATION_TARGET: Final = "TerminationTarget"
+#: The annotation that carries the gang's revision into each clique's template hash.
+REVISION_ANNOTATION: Final = f"{labels.GROUP}/kueue"
+
+CONDITION_ADMITTED: Final = "Admitted"
+QUEUED: Final = "Queued"
+ADMITTED: Final = "Admitted"
+EVICTED: Final = "Evicted"
+#: At most this many gangs are listed one by one in the set's status.
+MAX_LISTED: Final = 20
+
+_MAX_LABEL: Final = 63
+_KEYS: Final = (QUEUE_LABEL, PRIORITY_LABEL, GROUP_LABEL)
+_ANNOTATIONS: Final = (TOTAL_ANNOTATION, SERVING_ANNOTATION, ROLE_ANNOTATION)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The LocalQueue a CliqueSet's gangs are admitted through, and their priority class."""
+
+    name: str
+    priority: str = ""
+
+
+@dataclass(frozen=True)
+class GangState:
+    """One gang's admission: `QUEUED`, `ADMITTED` or `EVICTED`, with Kueue's reason and
+    message (from the group's Workload, when seen)."""
+
+    gang: int
+    state: str
+    reason: str = ""
+    message: str = ""
+
+
+def queue_of(cqs: CliqueSet) -> Queue | None:
+    """The queue of a CliqueSet labelled for Kueue, None for one that is not."""
+    meta_labels = cqs.metadata.labels
+    name = meta_labels.get(QUEUE_LABEL, "")
+    if not name:
+        return None
+    return Queue(name, meta_labels.get(PRIORITY_LABEL, ""))
+
+
+def gang_size(cqs: CliqueSet) -> int:
+    """The pods of one gang: the sum of its cliques' replicas."""
+    return sum(c.replicas for c in cqs.spec.template.cliques)
+
+
+def revision(cqs: CliqueSet, base_hashes: Mapping[str, str]) -> str:
+    """What Kueue admits of each gang, hashed (10 label-safe characters): the queue, the
+    priority class, and each clique's name, template hash (`base_hashes`, taken without
+    this revision) and replicas."""
+    queue = queue_of(cqs)
+    doc = {
+        "queue": queue.name if queue else "",
+        "priority": queue.priority if queue else "",
+        "cliques": [
+            [c.name, base_hashes.get(c.name, ""), c.replicas] for c in cqs.spec.template.cliques
+        ],
+    }
+    text = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+    return _core.safe_encode(_core.fnv1a_64(text))[:10]
+
+
+def hash_basis(template: Mapping[str, Any], rev: str) -> Mapping[str, Any]:
+    """A clique's hash basis with the gang's revision in its annotations."""
+    out = dict(template)
+    meta = dict(out.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), REVISION_ANNOTATION: rev}
+    out["metadata"] = meta
+    return out
+
+
+def group_name(cliqueset: str, gang: int, rev: str) -> str:
+    """The pod group (and Kueue Workload) of gang `gang`: `<set>-<gang>-<revision>`, the
+    set's name cut so that the whole is a label value (63 characters at most)."""
+    suffix = f"-{gang}-{rev}"
+    head = cliqueset[: _MAX_LABEL - len(suffix)].rstrip("-.")
+    return f"{head}{suffix}"
+
+
+def resolve(
+    template: Mapping[str, Any], cqs: CliqueSet, clique: str, gang: int, rev: str
+) -> Mapping[str, Any]:
+    """The pod template of `clique` in gang `gang` of a queued set: the hash basis's
+    revision annotation, and the group's labels and annotations Kueue reads."""
+    queue = queue_of(cqs)
+    if queue is None:
+        return template
+    out = dict(hash_basis(template, rev))
+    meta = dict(out["metadata"])
+    meta_labels = {**(meta.get("labels") or {}), QUEUE_LABEL: queue.name}
+    meta_labels[GROUP_LABEL] = group_name(cqs.metadata.name, gang, rev)
+    if queue.priority:
+        meta_labels[PRIORITY_LABEL] = queue.priority
+    meta["labels"] = meta_labels
+    meta["annotations"] = {
+        **meta["annotations"],
+        TOTAL_ANNOTATION: str(gang_size(cqs)),
+        SERVING_ANNOTATION: "true",
+        ROLE_ANNOTATION: clique,
+    }
+    out["metadata"] = meta
+    return out
+
+
+def unresolve(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Clique's template without the group's labels and annotations (the revision
+    annotation kept): what `hash_basis` made, for a rehash."""
+    meta = template.get("metadata") or {}
+    meta_labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    if not any(k in meta_labels for k in _KEYS) and not any(k in annotations for k in _ANNOTATIONS):
+        return template
+    out = dict(template)
+    new_meta = dict(meta)
+    kept = {k: v for k, v in meta_labels.items() if k not in _KEYS}
+    if kept:
+        new_meta["labels"] = kept
+    else:
+        new_meta.pop("labels", None)
+    new_meta["annotations"] = {k: v for k, v in annotations.items() if k not in _ANNOTATIONS}
+    out["metadata"] = new_meta
+    return out
+
+
+def _workload_state(workload: KueueWorkload) -> tuple[str, str, str] | None:
+    """(state, reason, message) a group's Workload tells, None when it tells nothing yet."""
+    conds = {c.type: c for c in workload.status.conditions}
+    evicted = conds.get("Evicted")
+    admitted = conds.get("Admitted")
+    if evicted is not None and evicted.status == "True":
+        return EVICTED, evicted.reason, evicted.message
+    if admitted is not None and admitted.status == "True":
+        return ADMITTED, admitted.reason, admitted.message
+    reserved = conds.get("QuotaReserved")
+    if reserved is not None and reserved.status != "True":
+        return QUEUED, reserved.reason, reserved.message
+    return None
+
+
+def gang_states(
+    gangs: Iterable[int],
+    gated: Mapping[int, int],
+    workloads: Mapping[int, KueueWorkload],
+) -> list[GangState]:
+    """Each gang's admission: Queued while any of its pods is gated by Kueue (`gated`:
+    gang -> pods still gated), else Admitted; the group's Workload (`workloads`, by gang)
+    names why it waits, and that it was evicted while its pods are being made again."""
+    out = []
+    for gang in sorted(gangs):
+        told = _workload_state(workloads[gang]) if gang in workloads else None
+        waiting = gated.get(gang, 0) > 0
+        if told is not None and told[0] == EVICTED:
+            out.append(GangState(gang, EVICTED, told[1], told[2]))
+        elif waiting:
+            reason, message = (told[1], told[2]) if told and told[0] == QUEUED else ("", "")
+            out.append(GangState(gang, QUEUED, reason or "Pending", message))
+        else:
+            out.append(GangState(gang, ADMITTED))
+    return out
+
+
+def problem(queue: Queue, served: bool, local_queues: frozenset[str], namespace: str) -> str:
+    """Why no gang of a queued set can be admitted ("Reason: message"), "" when it can."""
+    if not served:
+        return (
+            "KueueNotInstalled: the API server does not serve kueue.x-k8s.io/v1beta2 (Kueue "
+            "is not installed, or the operator may not list its Workloads and LocalQueues)"
+        )
+    if queue.name not in local_queues:
+        return (
+            f"LocalQueueNotFound: LocalQueue {queue.name} does not exist in namespace {namespace}"
+        )
+    return ""
+
+
+def verdict(
+    queue: Queue, states: Sequence[GangState], why: str = ""
+) -> tuple[ConditionStatus, str, str]:
+    """The set's `Admitted` condition (status, reason, message): True when Kueue admitted
+    every gang; False naming the first gang that waits or was evicted (with Kueue's
+    message), or `why` (`problem`)."""
+    where = f"queue {queue.name}" + (f", priority class {queue.priority}" if queue.priority else "")
+    if why:
+        reason, _, message = why.partition(": ")
+        return "False", reason, f"{message} ({where}); no pod is created until it does"
+    waiting = [s for s in states if s.state != ADMITTED]
+    if not waiting:
+        return "True", "AllGangsAdmitted", f"Kueue admitted all {len(states)} gang(s) ({where})"
+    evicted = [s for s in waiting if s.state == EVICTED]
+    first = (evicted or waiting)[0]
+    message = (
+        f"{len(waiting)} of {len(states)} gang(s) not admitted by Kueue ({where}); "
+        f"gang {first.gang} {first.state.lower()}"
+        + (f" ({first.reason})" if first.reason else "")
+        + (f": {first.message}" if first.message else "")
+    )
+    return "False", EVICTED if evicted else QUEUED, message

@@ -1,0 +1,181 @@
+"""Gangs admitted by Kueue, planned: the pod group each gang's pods carry (names, sizes,
+roles), the revision that makes any change of a queued set a new group, what the set says
+of each gang (Queued while a pod is gated, Admitted, Evicted, with Kueue's message), and
+that a set whose queue does not exist, or whose cluster has no Kueue, creates nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from cliques.api.clique import Clique, CliqueStatus
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.kueue import KueueCondition, KueueWorkload, KueueWorkloadStatus
+from cliques.api.meta import ObjectMeta
+from cliques.api.pod import Pod, PodSpec, SchedulingGate
+from cliques.controllers import builders, cliqueset_planner, kueue
+from cliques.controllers.clique_planner import same_to_planner
+from tests.unit.planner_fixtures import HASHES, cliqueset, gangs, set_snapshot
+
+
+def queued(cqs: CliqueSet, queue: str = "team-a", priority: str = "") -> CliqueSet:
+    extra = {kueue.QUEUE_LABEL: queue}
+    if priority:
+        extra[kueue.PRIORITY_LABEL] = priority
+    meta = msgspec.structs.replace(cqs.metadata, labels={**cqs.metadata.labels, **extra})
+    return msgspec.structs.replace(cqs, metadata=meta)
+
+
+def with_replicas(cqs: CliqueSet, role: str, n: int) -> CliqueSet:
+    cliques = [
+        msgspec.structs.replace(c, replicas=n) if c.name == role else c
+        for c in cqs.spec.template.cliques
+    ]
+    spec = msgspec.structs.replace(
+        cqs.spec, template=msgspec.structs.replace(cqs.spec.template, cliques=cliques)
+    )
+    return msgspec.structs.replace(cqs, spec=spec)
+
+
+def test_only_a_labelled_set_is_queued() -> None:
+    assert kueue.queue_of(cliqueset()) is None
+    assert kueue.queue_of(queued(cliqueset(), priority="high")) == kueue.Queue("team-a", "high")
+
+
+def test_every_pod_of_a_gang_carries_its_group() -> None:
+    cqs = queued(cliqueset(replicas=2), priority="high")
+    tmpl = cqs.spec.template.cliques[1]
+    body = builders.gang_template(cqs, 1, tmpl, kueue_revision="rev0000001")
+    meta = body["metadata"]
+    assert meta["labels"][kueue.QUEUE_LABEL] == "team-a"
+    assert meta["labels"][kueue.PRIORITY_LABEL] == "high"
+    assert meta["labels"][kueue.GROUP_LABEL] == "llama-1-rev0000001"
+    assert meta["annotations"][kueue.TOTAL_ANNOTATION] == str(kueue.gang_size(cqs))
+    assert meta["annotations"][kueue.SERVING_ANNOTATION] == "true"
+    assert meta["annotations"][kueue.ROLE_ANNOTATION] == tmpl.name
+    assert meta["annotations"][kueue.REVISION_ANNOTATION] == "rev0000001"
+    # the revision annotation alone survives `unresolve`, as `hash_basis` adds it
+    plain = builders.gang_template(cqs, 1, tmpl)
+    assert kueue.unresolve(body) == kueue.hash_basis(plain, "rev0000001")
+    # a set Kueue does not queue: nothing added
+    assert builders.gang_template(cliqueset(), 1, tmpl, kueue_revision="x") == plain
+
+
+def test_a_group_name_is_a_label_value() -> None:
+    name = kueue.group_name("x" * 80, 12345, "abcdefghij")
+    assert len(name) <= 63 and name.endswith("-12345-abcdefghij")
+    assert kueue.group_name("a-b", 0, "r") == "a-b-0-r"
+
+
+def test_the_revision_covers_the_queue_the_templates_and_the_sizes() -> None:
+    cqs = queued(cliqueset())
+    base = kueue.revision(cqs, HASHES)
+    assert kueue.revision(queued(cliqueset()), dict(HASHES)) == base
+    assert kueue.revision(queued(cliqueset(), queue="team-b"), HASHES) != base
+    assert kueue.revision(queued(cliqueset(), priority="high"), HASHES) != base
+    assert kueue.revision(cqs, {**HASHES, "worker": "other"}) != base
+    assert kueue.revision(with_replicas(cqs, "worker", 3), HASHES) != base
+    assert len(base) == 10
+
+
+def workload(*conds: tuple[str, str, str, str]) -> KueueWorkload:
+    return KueueWorkload(
+        metadata=ObjectMeta(name="w"),
+        status=KueueWorkloadStatus(
+            conditions=[
+                KueueCondition(type=t, status=s, reason=r, message=m) for t, s, r, m in conds
+            ]
+        ),
+    )
+
+
+QUOTA = "couldn't assign flavors to pod set leader: insufficient quota for cpu in flavor default"
+
+
+def test_gang_states_come_from_the_gates_and_the_workloads() -> None:
+    pending = workload(("QuotaReserved", "False", "Pending", QUOTA))
+    admitted = workload(
+        ("QuotaReserved", "True", "QuotaReserved", ""), ("Admitted", "True", "Admitted", "")
+    )
+    evicted = workload(("Evicted", "True", "Preempted", "Preempted to accommodate a workload"))
+    states = kueue.gang_states(
+        range(4), {0: 2, 1: 0, 2: 3, 3: 0}, {0: pending, 1: admitted, 2: evicted}
+    )
+    assert [(s.gang, s.state, s.reason) for s in states] == [
+        (0, "Queued", "Pending"),
+        (1, "Admitted", ""),
+        (2, "Evicted", "Preempted"),
+        (3, "Admitted", ""),  # no pod gated: admitted, whatever its Workload was not seen
+    ]
+    assert states[0].message == QUOTA
+    status, reason, message = kueue.verdict(kueue.Queue("team-a"), states)
+    assert (status, reason) == ("False", "Evicted")
+    assert "2 of 4 gang(s) not admitted" in message and "gang 2 evicted (Preempted)" in message
+    status, reason, message = kueue.verdict(kueue.Queue("team-a"), states[1:2])
+    assert (status, reason) == ("True", "AllGangsAdmitted")
+
+
+def gated_pod(gates: list[str]) -> Pod:
+    return Pod(spec=PodSpec(scheduling_gates=[SchedulingGate(name=g) for g in gates]))
+
+
+def test_kueue_lifting_its_gate_wakes_the_clique() -> None:
+    assert not same_to_planner(gated_pod([kueue.GATE]), gated_pod([]))
+
+
+def plan(cqs: CliqueSet, cliques: list[Clique], **kw: Any) -> cliqueset_planner.CliqueSetPlan:
+    kw.setdefault("kueue_revision", "rev0000001")
+    return cliqueset_planner.plan(set_snapshot(cqs, cliques, **kw))
+
+
+@pytest.mark.parametrize(
+    ("served", "queues", "reason"),
+    [
+        (False, frozenset({"team-a"}), "KueueNotInstalled"),
+        (True, frozenset({"other"}), "LocalQueueNotFound"),
+    ],
+)
+def test_a_set_kueue_cannot_admit_creates_no_clique(
+    served: bool, queues: frozenset[str], reason: str
+) -> None:
+    out = plan(queued(cliqueset(replicas=2)), [], kueue_served=served, local_queues=queues)
+    assert not [c for c in out.creates if c.resource.plural == "cliques"]
+    assert out.status is not None
+    cond = next(c for c in out.status.conditions if c.type == "Admitted")
+    assert (cond.status, cond.reason) == ("False", reason)
+    assert "no pod is created" in cond.message
+    # with the queue there, the gangs' Cliques are made, each template carrying the group
+    out = plan(queued(cliqueset(replicas=2)), [], kueue_served=True, local_queues={"team-a"})
+    made = [c for c in out.creates if c.resource.plural == "cliques"]
+    assert made
+    labels_ = made[0].body["spec"]["template"]["metadata"]["labels"]
+    assert labels_[kueue.GROUP_LABEL].endswith("-rev0000001")
+
+
+def test_the_set_lists_gangs_that_wait() -> None:
+    cqs = queued(cliqueset(replicas=2))
+    live = gangs(2)
+    waiting = [
+        msgspec.structs.replace(
+            c, status=msgspec.structs.replace(c.status or CliqueStatus(), queued_replicas=1)
+        )
+        if c.spec.gang_index == 1
+        else c
+        for c in live
+    ]
+    name = kueue.group_name(cqs.metadata.name, 1, "rev0000001")
+    out = plan(
+        cqs,
+        waiting,
+        kueue_served=True,
+        local_queues={"team-a"},
+        kueue_workloads={name: workload(("QuotaReserved", "False", "Pending", QUOTA))},
+    )
+    assert out.status is not None and out.status.queue is not None
+    assert out.status.queue.admitted_gangs == 1
+    (entry,) = out.status.queue.gangs
+    assert (entry.gang, entry.state, entry.reason, entry.message) == (1, "Queued", "Pending", QUOTA)
+    cond = next(c for c in out.status.conditions if c.type == "Admitted")
+    assert cond.status == "False" and QUOTA in cond.message
