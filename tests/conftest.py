@@ -14,6 +14,10 @@ Fixtures (any test directory can use them; unit tests simply never ask):
 - `helm` (session): the path of a `helm` binary: `$CLIQUES_HELM`, else the one built from
   `gomod/helm` into the cache (built, if missing, before the first test, like the cluster).
 
+Tests marked `addons("kueue", ...)` run a dev cluster of their own with those add-ons
+(tests/support/addon_cluster.py); the add-ons and the cluster's binaries are built, if
+missing, before the first test too (`addon_build_error` tells a failed build).
+
 For the whole session `KUBECONFIG`, `KUBECACHEDIR` and `PATH` (kubectl first) point at the
 test cluster, so that a stray `kubectl` in a test can never reach another cluster.
 
@@ -59,6 +63,7 @@ import pytest
 
 CLUSTER_FIXTURE = "kube_cluster"
 HELM_FIXTURE = "helm"
+ADDONS_MARKER = "addons"
 DEFAULT_TEST_CLUSTER = "cliques-test"
 KUBECTL_TIMEOUT = 60.0
 NAMESPACE_READY_TIMEOUT = 60.0
@@ -106,6 +111,7 @@ class KubeCluster:
 _CLUSTER_KEY = pytest.StashKey[KubeCluster]()
 _BUILD_ERROR_KEY = pytest.StashKey[str]()
 _HELM_ERROR_KEY = pytest.StashKey[str]()
+_ADDONS_ERROR_KEY = pytest.StashKey[str]()
 _LOGS_KEY = pytest.StashKey[Path]()
 
 
@@ -123,6 +129,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     needs them."""
     if not os.environ.get("CLIQUES_HELM") and _needs(HELM_FIXTURE, session.items):
         _build_helm(session)
+    addons = [
+        name for item in session.items for m in item.iter_markers(ADDONS_MARKER) for name in m.args
+    ]
+    if addons:
+        _build_addons(session, addons)
     if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
         return
     from cliques.devcluster import build, gomodules, progress
@@ -163,6 +174,34 @@ def _build_helm(session: pytest.Session) -> None:
     except DevClusterError as exc:
         session.config.stash[_HELM_ERROR_KEY] = str(exc)
         print(f"helm build failed:\n{exc}", file=stream, flush=True)
+
+
+def _build_addons(session: pytest.Session, names: list[str]) -> None:
+    """Build what the `addons(...)` tests' own clusters run: the cluster's binaries (of
+    $CLIQUES_KUBE_VERSION) and each add-on's module."""
+    from cliques.devcluster import addons, build, progress
+    from cliques.devcluster.errors import DevClusterError
+
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    reporter = progress.PlainReporter(stream)
+    try:
+        wanted = addons.parse(names)
+        if build.installed_binaries() is None:
+            build.ensure_binaries(reporter)
+        for name in wanted:
+            if build.installed_tool(addons.ADDONS[name].module) is None:
+                print(
+                    f"\nbuilding the {name} add-on before the tests (once per machine)", file=stream
+                )
+                build.ensure_tool(addons.ADDONS[name].module, reporter)
+    except (DevClusterError, ValueError) as exc:
+        session.config.stash[_ADDONS_ERROR_KEY] = str(exc)
+        print(f"add-on build failed:\n{exc}", file=stream, flush=True)
+
+
+def addon_build_error(config: pytest.Config) -> str | None:
+    """Why the add-ons of the `addons(...)` tests could not be built (None: they were)."""
+    return config.stash.get(_ADDONS_ERROR_KEY, None)
 
 
 @pytest.fixture(scope="session")

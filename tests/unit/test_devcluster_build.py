@@ -32,6 +32,7 @@ if [ "$cmd" = "$FAKE_GO_FAIL" ]; then
 fi
 case "$cmd" in
 env) echo "${FAKE_GO_VERSION:-go1.26.8}"; echo "${FAKE_GO_TOOLCHAIN:-auto}" ;;
+version) printf '%s: go1.26.8\n\tmod\texample.com/m\tv0.17.0\n' "$3" ;;
 mod) echo "{\"Dir\": \"$FAKE_GO_MODDIR\"}" ;;
 list)
     echo "go: downloading example.com/dep v1.0.0" >&2
@@ -175,6 +176,24 @@ def test_lws_manager_is_built_only_when_asked_under_its_own_name(
     assert len(builds) == 1
     assert f"lws/pkg/version.GitVersion={gomodules.LWS.version()}" in builds[0]
     assert build.installed_tool(gomodules.LWS, root) == lws
+
+
+def test_kueue_without_a_version_flag_is_checked_by_help_and_its_build_info(
+    fake_go: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "cache"
+    kueue = build.ensure_tool(gomodules.KUEUE, root=root)
+    assert gomodules.KUEUE.binaries() == {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}
+    log = kueue.log_path.read_text()
+    assert "/kueue --help\n" in log  # it runs (exit status 0)
+    assert "version -m " in log and "v0.17.0" in log
+    # Built from the patched copy: the metrics certificate directory comes from the environment.
+    assert "patched cmd/kueue/main.go" in log
+    builds = [c for c in calls(tmp_path) if c.startswith("build") and "sigs.k8s.io/kueue" in c]
+    assert len(builds) == 1 and "kueue/pkg/version.GitVersion=v0.17.0" in builds[0]
+    ms = build.ensure_tool(gomodules.METRICS_SERVER, root=root)
+    assert os.access(ms.binary("metrics-server"), os.X_OK)
+    assert "/metrics-server --version\nversions" in ms.log_path.read_text()
 
 
 def test_patched_modules_build_from_a_patched_copy(fake_go: Path, tmp_path: Path) -> None:

@@ -108,7 +108,12 @@ def test_helm_and_lws_are_tools_a_cluster_does_not_wait_for() -> None:
     cluster_modules = gomodules.cluster_modules(gomodules.DEFAULT_KUBE_VERSION)
     assert gomodules.HELM not in cluster_modules
     assert gomodules.LWS not in cluster_modules
-    assert gomodules.TOOLS == (gomodules.HELM, gomodules.LWS)
+    assert gomodules.TOOLS == (
+        gomodules.HELM,
+        gomodules.LWS,
+        gomodules.KUEUE,
+        gomodules.METRICS_SERVER,
+    )
     assert gomodules.LWS.version() == "v0.9.0"
     assert gomodules.ldflags_for(gomodules.LWS, "v0.9.0").split() == [
         "-s",
@@ -603,6 +608,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     names.insert(names.index("pod-ready") + 1, kwok.DELAYED_STAGE)
     names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
     names += [s["metadata"]["name"] for s in kwok.resize_stages()]
+    names.append(kwok.TERMINATION_STAGE)
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
     key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
@@ -622,9 +628,10 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
         if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith(
-            ("pod-image", "pod-resize")
+            ("pod-image", "pod-resize", kwok.TERMINATION_STAGE)
         ):
-            assert stage["spec"]["selector"]["matchExpressions"] == [deletion], name
+            extra = [dict(kwok._NO_FINALIZERS)] if name == "pod-delete" else []
+            assert stage["spec"]["selector"]["matchExpressions"] == [deletion, *extra], name
     # adding it twice changes nothing; the input is not modified
     again = kwok.with_start_gate(by_name["pod-ready"])
     assert again == by_name["pod-ready"] and again is not by_name["pod-ready"]

@@ -1,19 +1,22 @@
 """`cliques dev-cluster`: a local real Kubernetes control plane, no Docker.
 
     cliques dev-cluster up [--name N] [--nodes K] [--kube-version V] [--feature-gates K=V,...]
-                           [--disable-qps-limits] [--no-gang-scheduling] [--dry-run]
+                           [--with ADDON]... [--disable-qps-limits] [--no-gang-scheduling]
+                           [--dry-run]
     cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
     cliques dev-cluster env [--name N]            `eval "$(cliques dev-cluster env)"`
-    cliques dev-cluster build [--kube-version V] [--force] [--helm] [--lws]
+    cliques dev-cluster build [--kube-version V] [--force] [--helm] [--lws] [--with ADDON]...
                                                   only build (or check) the binaries
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
 modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
-machine and Kubernetes version). `--kube-version` picks one of `gomodules.KUBE_VERSIONS`
-(default `$CLIQUES_KUBE_VERSION`, else `gomodules.DEFAULT_KUBE_VERSION`); a version
-outside them is refused in one line naming the supported ones. Every error the dev
+machine and Kubernetes version); `--with kueue` / `--with metrics-server` also build and
+run those add-ons (`cliques.devcluster.addons`). `--kube-version` picks one of
+`gomodules.KUBE_VERSIONS` (default `$CLIQUES_KUBE_VERSION`, else
+`gomodules.DEFAULT_KUBE_VERSION`); a version outside them is refused in one line naming the
+supported ones. Every error the dev
 cluster knows about (`DevClusterError`: no Go, a failed build step, a component that does
 not come up, an existing cluster of another version) is printed as its message with exit
 status 1.
@@ -29,7 +32,7 @@ import textwrap
 from typing import Any
 
 from cliques import argtypes
-from cliques.devcluster import build, cluster, gomodules, kwok, progress
+from cliques.devcluster import addons, build, cluster, gomodules, kwok, progress
 from cliques.devcluster.errors import DevClusterError
 
 
@@ -81,6 +84,12 @@ def register(subparsers: Any) -> None:
         help="feature gates set on top of the version's gang gates (K=false turns one off); "
         "they go to the API server, the controller-manager and the scheduler, and a gate "
         "the version does not know stops the API server",
+    )
+    _with_option(
+        up,
+        "run an add-on too ({}; repeat or comma-separate for more; see below). An existing "
+        "cluster keeps its add-ons and gets kueue added; metrics-server only comes with a "
+        "new cluster",
     )
     up.add_argument(
         "--disable-qps-limits",
@@ -139,7 +148,20 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also build lws-manager (LeaderWorkerSet, for `cliques bench scale --operators lws`)",
     )
+    _with_option(build_p, "also build an add-on ({}; repeatable)")
     build_p.set_defaults(func=_build)
+
+
+def _with_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--with ADDON` (repeatable), whose help names the add-ons in place of `{}`."""
+    parser.add_argument(
+        "--with",
+        dest="addons",
+        metavar="ADDON",
+        action="append",
+        default=None,
+        help=help_text.format(", ".join(addons.ADDONS)),
+    )
 
 
 def _supported() -> str:
@@ -157,6 +179,8 @@ def _up_epilog() -> str:
             text = textwrap.wrap(", ".join(items[version]), 76)
             lead = f"  {version:<8}" if i == 0 else " " * 10
             lines += [lead + text[0], *(" " * 10 + more for more in text[1:])]
+    lines += ["", "add-ons (--with; their processes' logs are beside the control plane's):"]
+    lines += [f"  {a.name:<16}{a.summary}" for a in addons.ADDONS.values()]
     lines += [
         "",
         "environment:",
@@ -199,6 +223,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         version = _kube_version(args.kube_version)
         gates = None if args.feature_gates is None else kwok.parse_feature_gates(args.feature_gates)
+        wanted = None if args.addons is None else addons.parse(args.addons)
     except ValueError as exc:
         return _fail(exc)
     reporter = progress.make_reporter()
@@ -211,6 +236,7 @@ def _up(args: argparse.Namespace) -> int:
                     gang_scheduling=args.gang_scheduling,
                     kube_version=version,
                     feature_gates=gates,
+                    addons=wanted,
                     reporter=reporter,
                 )
             else:
@@ -222,6 +248,7 @@ def _up(args: argparse.Namespace) -> int:
                     gang_scheduling=args.gang_scheduling,
                     kube_version=version,
                     feature_gates=gates,
+                    addons=wanted,
                     reporter=reporter,
                     timeout=args.timeout,
                 )
@@ -238,21 +265,27 @@ def _up(args: argparse.Namespace) -> int:
             "nothing would be downloaded"
         )
         return 0
+    _report_up(args.name, result)
+    return 0
+
+
+def _report_up(name: str, result: cluster.UpResult) -> None:
     what = {
-        "reused": f"dev cluster '{args.name}' is already running; reusing it",
-        "restarted": f"dev cluster '{args.name}' was not (fully) running; restarted it",
-        "created": f"dev cluster '{args.name}' created",
+        "reused": f"dev cluster '{name}' is already running; reusing it",
+        "restarted": f"dev cluster '{name}' was not (fully) running; restarted it",
+        "created": f"dev cluster '{name}' created",
     }[result.action]
     _say(f"{what} ({len(result.nodes)} nodes Ready, {result.seconds:.1f}s)")
     for note in result.notes:
         _say(f"note: {note}")
     _say(f"  Kubernetes: {result.kube_version}")
     _say(f"  gates:      {kwok.gates_text(result.feature_gates) or 'none'}")
+    if result.addons:
+        _say(f"  add-ons:    {', '.join(result.addons)} (logs in {result.info.logs_dir})")
     _say(f"  API server: {result.info.server}")
     _say(f"  kubeconfig: {result.info.kubeconfig}")
-    _say(f'  use it:     eval "$(cliques dev-cluster env --name {args.name})"')
-    _say(f"  stop it:    cliques dev-cluster down --name {args.name}")
-    return 0
+    _say(f'  use it:     eval "$(cliques dev-cluster env --name {name})"')
+    _say(f"  stop it:    cliques dev-cluster down --name {name}")
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -304,6 +337,7 @@ def _print_status(st: cluster.ClusterStatus) -> None:
     print(f"{st.name}: {st.state}  server {st.server}  QPS limits {qps}  gang scheduling {gangs}")
     print(f"  Kubernetes {st.kube_version or 'unknown'}")
     print(f"  feature gates {kwok.gates_text(st.feature_gates) or 'none'}")
+    print(f"  add-ons {', '.join(st.addons) or 'none'}")
     print(f"  kubeconfig {st.kubeconfig}")
     for c in st.components:
         pid = c.pid if c.pid is not None else "-"
@@ -334,12 +368,17 @@ def _env(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     try:
         version = _kube_version(args.kube_version)
+        wanted = addons.parse(args.addons or ())
     except ValueError as exc:
         return _fail(exc)
     reporter = progress.make_reporter()
     try:
         with progress.ReporterScope(reporter):
             binaries = build.ensure_binaries(reporter, force=args.force, kube_version=version)
+            extra = [
+                build.ensure_tool(addons.ADDONS[name].module, reporter, force=args.force)
+                for name in wanted
+            ]
             helm = (
                 build.ensure_tool(gomodules.HELM, reporter, force=args.force) if args.helm else None
             )
@@ -360,4 +399,6 @@ def _build(args: argparse.Namespace) -> int:
         print(helm.binary("helm"))
     if lws is not None:
         print(lws.binary("lws-manager"))
+    for tool in extra:
+        print(*(tool.binary(name) for name in tool.module.binaries()), sep="\n")
     return 0

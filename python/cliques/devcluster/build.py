@@ -14,8 +14,10 @@ failure names the failing step and that log.
 `ensure_binaries(kube_version=...)` is the entry point (used by `cluster.up`, the test
 fixture and `cliques dev-cluster build`); `installed_binaries()` only looks; both default
 to `gomodules.kube_version()` ($CLIQUES_KUBE_VERSION, else the default). `ensure_tool()` and
-`installed_tool()` do the same for one module of `gomodules.TOOLS` (helm), which a dev
-cluster does not need and is built only when asked for.
+`installed_tool()` do the same for one module of `gomodules.TOOLS` (helm, lws-manager, the
+add-ons kueue and metrics-server), which a dev cluster does not need and is built only when
+asked for. A binary without a version flag (kueue) is checked by `--help` and by the version
+`go version -m` reads from it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ _PACKAGE_LINE = re.compile(r"^[A-Za-z0-9_.~\-]+(/[A-Za-z0-9_.~\-+]+)*$")
 _LOG_TAIL_LINES = 25
 # How each binary reports its version (default: `--version`).
 _VERSION_ARGS = {"kubectl": ("version", "--client"), "helm": ("version", "--short")}
+# Binaries without a version flag: they must answer `--help` (exit status 0), and the
+# version is looked for in what `go version -m` reads from them (the -ldflags that stamp it).
+_NO_VERSION_FLAG = frozenset({"kueue"})
 
 
 def cache_root() -> Path:
@@ -455,7 +460,7 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
 
     report.step(build.label, "checking the binaries run")
     for name in build.module.binaries():
-        _verify_binary(build, staging / name, log)
+        _verify_binary(build, staging / name, log, go)
 
 
 def _patched_source(
@@ -560,8 +565,23 @@ def _stream(
         raise BuildError(build.label, step, build.log_path, _tail(build.log_path))
 
 
-def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str]) -> None:
-    argv = [str(binary), *_VERSION_ARGS.get(binary.name, ("--version",))]
+def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str], go: Path) -> None:
+    if binary.name in _NO_VERSION_FLAG:
+        code, _ = _run_logged(build, binary, [str(binary), "--help"], log)
+        _, output = _run_logged(build, binary, [str(go), "version", "-m", str(binary)], log)
+    else:
+        argv = [str(binary), *_VERSION_ARGS.get(binary.name, ("--version",))]
+        code, output = _run_logged(build, binary, argv, log)
+    version = build.version.removeprefix("v")
+    if code != 0 or version not in output:
+        log.write(f"# expected exit 0 and version {version} in the output\n")
+        log.flush()
+        raise BuildError(build.label, f"run {binary.name}", build.log_path, _tail(build.log_path))
+
+
+def _run_logged(build: ModuleBuild, binary: Path, argv: list[str], log: IO[str]) -> tuple[int, str]:
+    """Run `argv` on a freshly built `binary` (it, or `go version -m` on it): its exit
+    status and output, which go to the log too."""
     log.write(f"$ {' '.join(argv)}\n")
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
@@ -574,11 +594,7 @@ def _verify_binary(build: ModuleBuild, binary: Path, log: IO[str]) -> None:
     output = (result.stdout + result.stderr).strip()
     log.write(output + "\n")
     log.flush()
-    version = build.version.removeprefix("v")
-    if result.returncode != 0 or version not in output:
-        log.write(f"# expected exit 0 and version {version} in the output\n")
-        log.flush()
-        raise BuildError(build.label, f"run {binary.name}", build.log_path, _tail(build.log_path))
+    return result.returncode, output
 
 
 def _install(build: ModuleBuild, staging: Path, go: Path, seconds: float) -> None:

@@ -7,8 +7,9 @@ cache directory, never in the repository or ~/.kube / ~/.kwok:
 
     <cache>/kwok/clusters/<name>/   kwokctl's work dir (kubeconfig.yaml, pki, etcd data,
                                     logs/<component>.log, pids/<component>.pid)
-    <cache>/run/<name>/             ours: the kwokctl configuration, kwokctl's own log and
-                                    kubectl's discovery cache
+    <cache>/run/<name>/             ours: the kwokctl configuration, kwokctl's own log,
+                                    kubectl's discovery cache, the add-ons (addons.json)
+                                    and their files (kueue/: configuration, certificates)
     <cache>/run/<name>.lock         serialises up/down of one cluster
 
 `up` reuses a running cluster, restarts a stopped one (after a reboot) and otherwise creates
@@ -23,11 +24,18 @@ controller-manager hold their leader leases, the default ServiceAccount exists a
 is Ready, so that a pod created right after `up` schedules and runs. `down` stops every
 process it finds in the pid files (waiting for them, killing stragglers by pid) and removes
 every file above. The pure parts (configuration, node objects, command lines) are in `kwok`.
+
+Add-ons (`addons`: `up(addons=...)`, `--with`) are recorded with the cluster: a new cluster
+gets those asked for; an existing one keeps its own and gets those asked for that can be
+added later (kueue), while one that only a new cluster can have (metrics-server, a kwokctl
+component) is refused as other gates are. `addons_up` builds and starts them; their
+processes count among the cluster's components in `status` and `down`.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -35,15 +43,16 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cliques.devcluster import gomodules, kwok, processes
+from cliques.devcluster import addons, addons_up, gomodules, kwok, processes
 from cliques.devcluster.build import (
     Binaries,
+    ModuleBuild,
     cache_root,
     ensure_binaries,
     installed_binaries,
@@ -112,6 +121,10 @@ class ClusterPaths:
         return self.state_dir / "kube-cache"
 
     @property
+    def addons_record(self) -> Path:
+        return self.state_dir / addons.RECORD_FILE
+
+    @property
     def logs_dir(self) -> Path:
         return self.workdir / "logs"
 
@@ -174,6 +187,8 @@ class ClusterStatus:
     kube_version: str | None = None
     #: The feature gates it was created with, as kwokctl recorded them.
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: Its add-ons (`addons.ADDONS`), as recorded when they were added.
+    addons: tuple[str, ...] = ()
 
     @property
     def rss_bytes(self) -> int:
@@ -187,9 +202,10 @@ class UpResult:
     seconds: float
     nodes: list[str]
     notes: list[str] = field(default_factory=list)
-    #: The Kubernetes version the cluster runs (`v1.37.2`) and its feature gates.
+    #: The Kubernetes version the cluster runs (`v1.37.2`), its feature gates and add-ons.
     kube_version: str = ""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    addons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,8 +224,17 @@ def _is_ours(proc: processes.Proc, paths: ClusterPaths, component: str) -> bool:
     return component in proc.args and f"{paths.workdir}{os.sep}" in proc.args
 
 
-def _component_states(paths: ClusterPaths) -> list[ComponentState]:
-    pids = {c: processes.read_pid(paths.pid_file(c)) for c in kwok.COMPONENTS}
+def _components(paths: ClusterPaths, *, host_addons: bool = True) -> tuple[str, ...]:
+    """The cluster's processes: the control plane, then those of its add-ons that kwokctl
+    starts, then (with `host_addons`) those cliques starts after the cluster is usable."""
+    recorded = addons.read_record(paths.addons_record)
+    extra = addons.components(recorded, by_kwokctl=None if host_addons else True)
+    return (*kwok.COMPONENTS, *extra)
+
+
+def _component_states(paths: ClusterPaths, *, host_addons: bool = True) -> list[ComponentState]:
+    components = _components(paths, host_addons=host_addons)
+    pids = {c: processes.read_pid(paths.pid_file(c)) for c in components}
     live = processes.ps(p for p in pids.values() if p is not None)
     states: list[ComponentState] = []
     for component, pid in pids.items():
@@ -259,6 +284,7 @@ def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterSt
         kwok.has_gang_scheduling(kube_version or "", gates),
         kube_version,
         gates,
+        addons.read_record(paths.addons_record),
     )
 
 
@@ -407,6 +433,7 @@ def up(
     gang_scheduling: bool = True,
     kube_version: str | None = None,
     feature_gates: Mapping[str, bool] | None = None,
+    addons: Sequence[str] | None = None,
     reporter: Reporter | None = None,
     timeout: float = 120.0,
     root: Path | None = None,
@@ -415,73 +442,40 @@ def up(
 
     `nodes=None` means the default for a new cluster and "leave as is" for an existing one.
     `kube_version` (`1.37.2` or `v1.37.2`) picks the Kubernetes release of a new cluster;
-    None means the existing cluster's, else `gomodules.kube_version()`
-    ($CLIQUES_KUBE_VERSION, else the default). `gang_scheduling` turns on the gang gates
-    of that release (`kwok.GANG_FEATURE_GATES`) and `feature_gates` are set on top
-    (`K=False` turns one off). An existing cluster keeps what it was made with: asked for
-    another version or other gates (`kube_version` or `feature_gates` given), `up` raises
-    DevClusterError naming the command that removes it; asked for neither, it reuses the
-    cluster with a note. Builds the binaries first if they are missing (reported through
-    `reporter`).
+    None means the existing cluster's, else `gomodules.kube_version()`. `gang_scheduling`
+    turns on the gang gates of that release (`kwok.GANG_FEATURE_GATES`), `feature_gates`
+    are set on top (`K=False` turns one off). An existing cluster keeps what it was made
+    with: asked for another version or other gates, `up` raises DevClusterError naming the
+    command that removes it; asked for neither, it reuses the cluster with a note.
+    `addons` (None: a new cluster has none, an existing one keeps its own) start last; an
+    existing cluster gets those it lacks if they can be added (`addons.plan`). Builds what
+    is missing first (reported through `reporter`).
     """
     paths = paths_for(name, root)
     if nodes is not None:
         kwok.validate_nodes(nodes)
-    explicit = kube_version is not None or feature_gates is not None
-    if kube_version is not None:
-        version = gomodules.kube_version(kube_version)
-    else:
-        version = _recorded_version(paths) or gomodules.kube_version()
-    wanted_gates = kwok.feature_gates(
-        version, gang_scheduling=gang_scheduling, overrides=feature_gates
-    )
+    want = _wanted(paths, kube_version, feature_gates, gang_scheduling, disable_qps_limits, addons)
     before = status(name, paths.root)
-    if before.state != "absent":  # refuse before building a version that will not be used
-        _reuse_notes(before, version, wanted_gates, gang_scheduling, explicit)
-    binaries = ensure_binaries(reporter, root=paths.root, kube_version=version)
+    if before.state != "absent":  # refuse before building what will not be used
+        _reuse_notes(before, want.version, want.gates, gang_scheduling, want.explicit)
+        _addon_plan(before, want.addons)
+    binaries = ensure_binaries(reporter, root=paths.root, kube_version=want.version)
+    builds = addons_up.ensure_built(_addons_after(before, want.addons), reporter, paths.root)
     started = time.monotonic()
-    notes: list[str] = []
     with _locked(paths.lock_file):
-        current = status(name, paths.root)
-        if current.state != "absent":
-            notes += _reuse_notes(current, version, wanted_gates, gang_scheduling, explicit)
-        if current.state == "running":
-            action: Literal["reused", "restarted", "created"] = "reused"
-            if current.disable_qps_limits != disable_qps_limits:
-                notes.append(
-                    "QPS limits are "
-                    + ("off" if current.disable_qps_limits else "on")
-                    + " in the running cluster; `down` it first to change that"
-                )
-            if current.gang_scheduling != gang_scheduling:
-                notes.append(
-                    "gang scheduling (Workload API) is "
-                    + ("on" if current.gang_scheduling else "off")
-                    + " in the running cluster; `down` it first to change that"
-                )
-        elif current.state in ("stopped", "degraded"):
-            action = "restarted"
-            # kwokctl starts a component unless its pid file names a live process; a dead
-            # one may linger as a zombie where nothing reaps it, so drop stale pid files.
-            for component in current.components:
-                if not component.running:
-                    paths.pid_file(component.name).unlink(missing_ok=True)
-            _kwokctl(paths, kwok.start_command(binaries.kwokctl, name), "start cluster", watch=True)
-        else:
-            action = "created"
-            _create(paths, binaries, disable_qps_limits, gang_scheduling, feature_gates)
-        if action != "created":
-            notes += _stale_stages(paths)
+        action, notes = _start_or_create(paths, binaries, builds, want)
         deadline = started + timeout
         kubectl = _Kubectl(binaries.kubectl, paths)
         _wait_for_apiserver(paths, kubectl, deadline, timeout)
         if action == "created":
             _restart_apiserver(paths, binaries, kubectl, deadline, timeout)
-        wanted = (
-            nodes if nodes is not None else (kwok.DEFAULT_NODES if action == "created" else None)
-        )
-        node_names = _scale_nodes(kubectl, wanted, paths)
+        if nodes is None and action == "created":
+            nodes = kwok.DEFAULT_NODES
+        node_names = _scale_nodes(kubectl, nodes, paths)
         _wait_until_usable(paths, kubectl, node_names, deadline, timeout)
+        live = _recorded_builds(paths, builds)
+        alive = functools.partial(_running, paths)
+        addons_up.start(paths, kubectl, live, alive, timeout=timeout, reporter=reporter)
     made = status(name, paths.root)
     return UpResult(
         info(name, paths.root, binaries),
@@ -491,7 +485,132 @@ def up(
         notes,
         made.kube_version or binaries.kube_version,
         made.feature_gates,
+        made.addons,
     )
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What `up` was asked for, resolved: a new cluster's version, gates and add-ons."""
+
+    version: str
+    gates: Mapping[str, bool]
+    feature_gates: Mapping[str, bool] | None
+    gang_scheduling: bool
+    disable_qps_limits: bool
+    explicit: bool  # a version or gates were asked for
+    addons: tuple[str, ...] | None  # None: not asked for
+
+
+def _wanted(
+    paths: ClusterPaths,
+    kube_version: str | None,
+    feature_gates: Mapping[str, bool] | None,
+    gang_scheduling: bool,
+    disable_qps_limits: bool,
+    addon_names: Sequence[str] | None,
+) -> _Wanted:
+    if kube_version is not None:
+        version = gomodules.kube_version(kube_version)
+    else:
+        version = _recorded_version(paths) or gomodules.kube_version()
+    return _Wanted(
+        version=version,
+        gates=kwok.feature_gates(version, gang_scheduling=gang_scheduling, overrides=feature_gates),
+        feature_gates=feature_gates,
+        gang_scheduling=gang_scheduling,
+        disable_qps_limits=disable_qps_limits,
+        explicit=kube_version is not None or feature_gates is not None,
+        addons=None if addon_names is None else addons.parse(addon_names),
+    )
+
+
+def _start_or_create(
+    paths: ClusterPaths,
+    binaries: Binaries,
+    builds: Mapping[str, ModuleBuild],
+    want: _Wanted,
+) -> tuple[Literal["reused", "restarted", "created"], list[str]]:
+    """Reuse, restart or create the cluster (under its lock); the action and the notes."""
+    current = status(paths.name, paths.root)
+    notes: list[str] = []
+    if current.state != "absent":
+        notes += _reuse_notes(
+            current, want.version, want.gates, want.gang_scheduling, want.explicit
+        )
+        plan = _addon_plan(current, want.addons)
+        notes += plan.notes()
+        if plan.add:
+            _record_addons(paths, [*current.addons, *plan.add])
+    if current.state == "running":
+        notes += _running_notes(current, want)
+        return "reused", notes + _stale_stages(paths)
+    if current.state in ("stopped", "degraded"):
+        # kwokctl starts a component unless its pid file names a live process; a dead
+        # one may linger as a zombie where nothing reaps it, so drop stale pid files.
+        for component in current.components:
+            if not component.running:
+                paths.pid_file(component.name).unlink(missing_ok=True)
+        _kwokctl(
+            paths, kwok.start_command(binaries.kwokctl, paths.name), "start cluster", watch=True
+        )
+        return "restarted", notes + _stale_stages(paths)
+    _create(paths, binaries, want, builds)
+    return "created", notes
+
+
+def _running_notes(current: ClusterStatus, want: _Wanted) -> list[str]:
+    """What a running cluster, reused as it is, has that differs from what was asked."""
+    notes = []
+    if current.disable_qps_limits != want.disable_qps_limits:
+        notes.append(
+            "QPS limits are "
+            + ("off" if current.disable_qps_limits else "on")
+            + " in the running cluster; `down` it first to change that"
+        )
+    if current.gang_scheduling != want.gang_scheduling:
+        notes.append(
+            "gang scheduling (Workload API) is "
+            + ("on" if current.gang_scheduling else "off")
+            + " in the running cluster; `down` it first to change that"
+        )
+    return notes
+
+
+def _addon_plan(current: ClusterStatus, wanted: Sequence[str] | None) -> addons.Plan:
+    """What to do with the add-ons of an existing cluster; DevClusterError for one asked for
+    that only a new cluster can have."""
+    plan = addons.plan(current.addons, wanted)
+    if plan.refused:
+        raise DevClusterError(plan.refusal(current.name))
+    return plan
+
+
+def _addons_after(current: ClusterStatus, wanted: Sequence[str] | None) -> tuple[str, ...]:
+    """The add-ons the cluster will have once `up` is done (those to build)."""
+    if current.state == "absent":
+        return addons.parse(wanted or ())
+    return addons.parse([*current.addons, *addons.plan(current.addons, wanted).add])
+
+
+def _record_addons(paths: ClusterPaths, names: Sequence[str]) -> None:
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    paths.addons_record.write_text(addons.record_text(names), encoding="utf-8")
+
+
+def _recorded_builds(
+    paths: ClusterPaths, builds: Mapping[str, ModuleBuild]
+) -> dict[str, ModuleBuild]:
+    """The builds of the add-ons the cluster has now (another `up` may have added one
+    while this one waited for the lock: it is built by then)."""
+    recorded = addons.read_record(paths.addons_record)
+    missing = [n for n in recorded if n not in builds]
+    found = {**builds, **addons_up.ensure_built(missing, None, paths.root)}
+    return {n: found[n] for n in recorded}
+
+
+def _running(paths: ClusterPaths, component: str) -> bool:
+    return any(c.running for c in _component_states(paths) if c.name == component)
 
 
 def _reuse_notes(
@@ -549,19 +668,10 @@ def _stale_stages(paths: ClusterPaths) -> list[str]:
 
 
 def _create(
-    paths: ClusterPaths,
-    binaries: Binaries,
-    disable_qps_limits: bool,
-    gang_scheduling: bool,
-    feature_gates: Mapping[str, bool] | None,
+    paths: ClusterPaths, binaries: Binaries, want: _Wanted, builds: Mapping[str, ModuleBuild]
 ) -> None:
-    paths.state_dir.mkdir(parents=True, exist_ok=True)
-    config = kwok.kwokctl_configuration(
-        binaries,
-        disable_qps_limits=disable_qps_limits,
-        gang_scheduling=gang_scheduling,
-        gate_overrides=feature_gates,
-    )
+    _record_addons(paths, list(builds))  # first: a failed creation is removed with them
+    config = _configuration(binaries, want, builds)
     stage_docs = kwok.stages(module_source(gomodules.KWOK))
     paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
     # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
@@ -575,6 +685,19 @@ def _create(
         )
 
 
+def _configuration(
+    binaries: Binaries, want: _Wanted, builds: Mapping[str, ModuleBuild]
+) -> dict[str, Any]:
+    """The KwokctlConfiguration of a new cluster, with the add-ons kwokctl runs."""
+    config = kwok.kwokctl_configuration(
+        binaries,
+        disable_qps_limits=want.disable_qps_limits,
+        gang_scheduling=want.gang_scheduling,
+        gate_overrides=want.feature_gates,
+    )
+    return addons_up.kwokctl_config(config, builds)
+
+
 def dry_run(
     name: str = kwok.DEFAULT_NAME,
     *,
@@ -582,27 +705,20 @@ def dry_run(
     gang_scheduling: bool = True,
     kube_version: str | None = None,
     feature_gates: Mapping[str, bool] | None = None,
+    addons: Sequence[str] | None = None,
     reporter: Reporter | None = None,
     root: Path | None = None,
 ) -> str:
     """kwokctl's dry run of creating cluster `name` (of `kube_version`, None:
-    `gomodules.kube_version()`), in a scratch work dir (nothing stays)."""
+    `gomodules.kube_version()`, with `addons`), in a scratch work dir (nothing stays)."""
     paths = paths_for(name, root)
-    version = gomodules.kube_version(kube_version)
-    binaries = ensure_binaries(reporter, root=paths.root, kube_version=version)
+    version = gomodules.kube_version(kube_version)  # not the existing cluster's
+    want = _wanted(paths, version, feature_gates, gang_scheduling, disable_qps_limits, addons)
+    binaries = ensure_binaries(reporter, root=paths.root, kube_version=want.version)
+    builds = addons_up.ensure_built(want.addons or (), reporter, paths.root)
     with tempfile.TemporaryDirectory(prefix="cliques-dry-run-") as scratch:
         config = Path(scratch) / "kwokctl.json"
-        config.write_text(
-            json.dumps(
-                kwok.kwokctl_configuration(
-                    binaries,
-                    disable_qps_limits=disable_qps_limits,
-                    gang_scheduling=gang_scheduling,
-                    gate_overrides=feature_gates,
-                )
-            ),
-            encoding="utf-8",
-        )
+        config.write_text(json.dumps(_configuration(binaries, want, builds)), encoding="utf-8")
         done = subprocess.run(
             kwok.create_command(binaries.kwokctl, name, config, dry_run=True),
             capture_output=True,
@@ -618,8 +734,9 @@ def dry_run(
 
 def _check_components(paths: ClusterPaths, *, started_only: bool = False) -> None:
     """Fail with the log tail of the first component that is not running (`started_only`:
-    of those kwokctl has started so far, that is, that have a pid file)."""
-    for component in _component_states(paths):
+    of those kwokctl has started so far, that is, that have a pid file). The processes of
+    add-ons that cliques starts are not among them: they start once the cluster is usable."""
+    for component in _component_states(paths, host_addons=False):
         if not component.running and (component.pid is not None or not started_only):
             raise ComponentError(
                 paths.name, component.name, "exited", component.log, processes.tail(component.log)

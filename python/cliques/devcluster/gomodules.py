@@ -14,11 +14,16 @@ commands to build), so the versions live in one place and `go get -tool` updates
 - `gomod/helm`: helm.sh/helm/v4: helm.
 - `gomod/lws`: sigs.k8s.io/lws: lws-manager (LeaderWorkerSet's controller manager, whose
   command is `sigs.k8s.io/lws/cmd`).
+- `gomod/kueue`: sigs.k8s.io/kueue: kueue (Kueue's controller manager, for
+  `cliques dev-cluster up --with kueue`), with one source patch (`KUEUE_METRICS_CERT_DIR`).
+- `gomod/metrics-server`: sigs.k8s.io/metrics-server: metrics-server (which kwokctl runs
+  for `cliques dev-cluster up --with metrics-server`).
 
 `cluster_modules(version)` are what a dev cluster of one Kubernetes version runs (that
 version's kube module, etcd and kwok; only the chosen version is ever built); `TOOLS` are
 built only when asked for (helm, for the Helm chart's tests and
-`cliques dev-cluster build --helm`; lws-manager, for `cliques bench scale --operators lws`).
+`cliques dev-cluster build --helm`; lws-manager, for `cliques bench scale --operators lws`;
+kueue and metrics-server, for the dev cluster's add-ons, `cliques.devcluster.addons`).
 `kube_version()` turns what a person typed (`1.37.2`, `v1.37.2`, `$CLIQUES_KUBE_VERSION`)
 into a key of `KUBE_VERSIONS`, or refuses it with the supported ones.
 """
@@ -148,7 +153,28 @@ KWOK_DELETE_BY_UID = SourcePatch(
 KWOK = GoModule(key="kwok", version_module="sigs.k8s.io/kwok", patches=(KWOK_DELETE_BY_UID,))
 HELM = GoModule(key="helm", version_module="helm.sh/helm/v4")
 LWS = GoModule(key="lws", version_module="sigs.k8s.io/lws", renames=(("cmd", "lws-manager"),))
-TOOLS: tuple[GoModule, ...] = (HELM, LWS)
+#: The environment variable the patched Kueue reads its metrics server's certificate
+#: directory from (`tls.crt`, `tls.key`).
+KUEUE_METRICS_CERT_ENV = "KUEUE_METRICS_CERT_DIR"
+KUEUE_METRICS_CERT_DIR = SourcePatch(
+    file="cmd/kueue/main.go",
+    old='metricsCertPath := "/etc/kueue/metrics/certs"',
+    new=(
+        'metricsCertPath := "/etc/kueue/metrics/certs"\n'
+        f'\t\tif dir := os.Getenv("{KUEUE_METRICS_CERT_ENV}"); dir != "" {{\n'
+        "\t\t\tmetricsCertPath = dir\n"
+        "\t\t}"
+    ),
+    why=(
+        "kueue 0.17.0 reads its metrics certificate from the fixed in-container path "
+        "/etc/kueue/metrics/certs whenever internal certificate management is off, and "
+        "exits when it is missing; run as a host process it takes the directory from "
+        f"${KUEUE_METRICS_CERT_ENV} instead (unset: the upstream path)."
+    ),
+)
+KUEUE = GoModule(key="kueue", version_module="sigs.k8s.io/kueue", patches=(KUEUE_METRICS_CERT_DIR,))
+METRICS_SERVER = GoModule(key="metrics-server", version_module="sigs.k8s.io/metrics-server")
+TOOLS: tuple[GoModule, ...] = (HELM, LWS, KUEUE, METRICS_SERVER)
 
 
 def kube_version(text: str | None = None) -> str:
@@ -275,4 +301,9 @@ def ldflags_for(module: GoModule, version: str) -> str:
         flags.append("-X helm.sh/helm/v4/internal/version.gitTreeState=clean")
     elif module.key == LWS.key:
         flags.append(f"-X sigs.k8s.io/lws/pkg/version.GitVersion={version}")
+    elif module.key == KUEUE.key:
+        flags.append(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={version}")
+    elif module.key == METRICS_SERVER.key:
+        # metrics-server's Makefile stamps client-go's version; kwokctl reads it back
+        flags.append(f"-X k8s.io/client-go/pkg/version.gitVersion={version}")
     return " ".join(flags)

@@ -259,7 +259,8 @@ def stages(source: Path) -> list[dict[str, Any]]:
     """kwokctl's default stages read from the kwok module's source, with the start gate
     kept closed (`START_GATE_REQUIREMENT`) and the start delay (`START_DELAY`) in
     `pod-ready`, which also reports each container's CPU and memory (`with_resources`), and
-    ours for pods whose images (`image_stages`) or resources (`resize_stages`) change."""
+    ours for pods whose images (`image_stages`) or resources (`resize_stages`) change, and
+    for deleted pods that finalizers keep (`termination_stage`)."""
     import yaml
 
     out: list[dict[str, Any]] = []
@@ -274,6 +275,8 @@ def stages(source: Path) -> list[dict[str, Any]]:
         out.append(doc)
     result: list[dict[str, Any]] = []
     for s in out:
+        if s["metadata"]["name"] == "pod-delete":
+            s["spec"]["selector"]["matchExpressions"].append(dict(_NO_FINALIZERS))
         if s["metadata"]["name"] != "pod-ready":
             result.append(s)
             continue
@@ -284,7 +287,7 @@ def stages(source: Path) -> list[dict[str, Any]]:
         delayed = _requiring(with_start_delay(gated), "Exists")
         delayed["metadata"]["name"] = DELAYED_STAGE
         result.append(delayed)
-    return result + image_stages() + resize_stages()
+    return result + image_stages() + resize_stages() + [termination_stage()]
 
 
 #: The name of the copy of `pod-ready` that pods with `START_DELAY_ANNOTATION` go through.
@@ -442,7 +445,8 @@ def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
 
 def stage_changes(config_text: str) -> list[str]:
     """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and stages of our
-    own (`"image updates"`, `"resizes"`) the Stages saved in a cluster's kwok.yaml lack: a
+    own (`"image updates"`, `"resizes"`, `"terminations"`) the Stages saved in a cluster's
+    kwok.yaml lack: a
     cluster created by an older version keeps its stages until it is recreated."""
     import yaml
 
@@ -474,6 +478,8 @@ def stage_changes(config_text: str) -> list[str]:
         missing.append("start delay")
     if not {s["metadata"]["name"] for s in image_stages()} <= names:
         missing.append("image updates")
+    if TERMINATION_STAGE not in names:
+        missing.append("terminations")
     if not {s["metadata"]["name"] for s in resize_stages()} <= names or "toJson $res" not in str(
         spec.get("next") or ""
     ):
@@ -770,3 +776,52 @@ def with_resources(stage: dict[str, Any]) -> dict[str, Any]:
         anchor, f"{anchor}{body}\n  resources: {{{{ toJson $res }}}}\n"
     )
     return out
+
+
+#: A deleted pod that a finalizer keeps (Kueue's `kueue.x-k8s.io/managed`, say) as a kubelet
+#: leaves it: its containers stopped and the pod in a terminal phase (Failed), which is
+#: what such a finalizer's owner waits for before it lets the pod go. KWOK's own
+#: `pod-delete` only deletes, so without this the pod stayed Running and Ready for ever.
+TERMINATION_STAGE: Final = "pod-terminate"
+#: KWOK's `pod-delete` waits for a pod's finalizers to go (as the kubelet's final delete
+#: does), so that `pod-terminate` is the one stage a kept pod goes through first.
+_NO_FINALIZERS: Final = {
+    "key": "(.metadata.finalizers // []) | length == 0",
+    "operator": "In",
+    "values": ["true"],
+}
+_TERMINATED: Final = """{{ $now := Now }}
+phase: Failed
+conditions:
+- {lastTransitionTime: {{ $now | Quote }}, status: "False", type: Ready}
+- {lastTransitionTime: {{ $now | Quote }}, status: "False", type: ContainersReady}
+containerStatuses:
+{{ range .status.containerStatuses }}
+- {{ toJson (set (set (deepCopy .) "ready" false) "state" (dict "terminated" (dict
+    "exitCode" 137 "reason" "Error" "finishedAt" $now))) }}
+{{ end }}
+"""
+
+
+def termination_stage() -> dict[str, Any]:
+    """The stage of `TERMINATION_STAGE`'s comment."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": TERMINATION_STAGE},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                    {
+                        "key": "(.metadata.finalizers // []) | length > 0",
+                        "operator": "In",
+                        "values": ["true"],
+                    },
+                    {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
+                ]
+            },
+            "next": {"statusTemplate": _TERMINATED},
+        },
+    }

@@ -4,7 +4,8 @@ kwokctl starts each control-plane component detached and records its pid in a fi
 `cluster` uses these helpers to tell which of them still run (a zombie does not count, and
 neither does a recycled pid whose command line is not the component's), how much memory they
 use, what their logs last said, and to stop them - politely, then by SIGKILL - by pid only.
-Portable to Linux and macOS (`ps -o`).
+`spawn` starts a process of an add-on the same way (detached, its pid in a file, its output
+in a log). Portable to Linux and macOS (`ps -o`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,41 @@ def tail(path: Path, lines: int = 30) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
+def spawn(argv: list[str], log: Path, pid_file: Path, *, env: dict[str, str]) -> int:
+    """Start `argv` detached, as kwokctl starts a component: in a session of its own (a ^C
+    of whoever started it does not reach it), stdin from /dev/null, stdout and stderr
+    appended to `log`; its pid is written to `pid_file` and returned."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        pid = os.posix_spawn(
+            argv[0],
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, null, 0),
+                (os.POSIX_SPAWN_DUP2, out, 1),
+                (os.POSIX_SPAWN_DUP2, out, 2),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(out)
+        os.close(null)
+    pid_file.write_text(f"{pid}\n", encoding="utf-8")
+    return pid
+
+
+def reap(pids: Iterable[int]) -> None:
+    """Collect the exit status of those of `pids` that are our own exited children (a
+    process that spawned them and lives on leaves no zombies behind)."""
+    for pid in pids:
+        with suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
 def send(pid: int, sig: signal.Signals) -> None:
     with suppress(ProcessLookupError):
         os.kill(pid, sig)
@@ -97,4 +133,5 @@ def stop(pids: Iterable[int], is_ours: Callable[[Proc], bool], timeout: float) -
     end = time.monotonic() + 10
     while alive() and time.monotonic() < end:
         time.sleep(POLL_SECONDS)
+    reap(candidates)
     return left
