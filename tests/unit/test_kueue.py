@@ -179,3 +179,32 @@ def test_the_set_lists_gangs_that_wait() -> None:
     assert (entry.gang, entry.state, entry.reason, entry.message) == (1, "Queued", "Pending", QUOTA)
     cond = next(c for c in out.status.conditions if c.type == "Admitted")
     assert cond.status == "False" and QUOTA in cond.message
+
+
+def test_a_pod_being_deleted_is_released_from_kueues_finalizer() -> None:
+    from cliques.controllers import clique_planner
+    from cliques.controllers.clique_planner import CliqueSnapshot
+    from tests.unit.planner_fixtures import NOW, clique, pod
+
+    c = clique(0, "worker", replicas=1)
+    p = pod(c, 0)
+    meta = msgspec.structs.replace(
+        p.metadata,
+        deletion_timestamp=NOW,
+        finalizers=["example.com/keep", kueue.FINALIZER],
+    )
+    going = msgspec.structs.replace(p, metadata=meta)
+    out = clique_planner.plan(CliqueSnapshot(clique=c, pods=[going], template_hash="h1", now=NOW))
+    (patch,) = [x for x in out.patches if x.reason == "KueueRelease"]
+    assert patch.patch_type == "json" and patch.name == p.metadata.name
+    assert patch.patch[1:] == [
+        {"op": "test", "path": "/metadata/finalizers/1", "value": kueue.FINALIZER},
+        {"op": "remove", "path": "/metadata/finalizers/1"},
+    ]
+    # a pod that is not being deleted, or has no such finalizer, is left alone
+    assert kueue.release_patch(p) is None
+    kept = msgspec.structs.replace(
+        p, metadata=msgspec.structs.replace(p.metadata, finalizers=[kueue.FINALIZER])
+    )
+    out = clique_planner.plan(CliqueSnapshot(clique=c, pods=[kept], template_hash="h1", now=NOW))
+    assert not [x for x in out.patches if x.reason == "KueueRelease"]

@@ -24,21 +24,24 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
-from cliques.controllers import clique_planner
-from cliques.controllers.actions import Plan
+from cliques.controllers import clique_planner, kueue
+from cliques.controllers.actions import Patch, Plan
 from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
 from cliques.controllers.status_hold import StatusHold
 from cliques.kube import store
+from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
-from cliques.kube.resources import CLIQUES
+from cliques.kube.resources import CLIQUES, PODS
 from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "clique"
+#: Work-queue keys of pods to release from Kueue's finalizer (`_release`), not Cliques.
+RELEASE = "release:"
 #: The status hold stretches up to this multiple of `status_hold` while pods are slow to
 #: turn Ready (`StatusHold`).
 HOLD_STRETCH = 12.0
@@ -130,9 +133,13 @@ class CliqueController:
         if ref is not None and ref.kind == labels.KIND_CLIQUE and self._owned(new):
             key = f"{meta.namespace}/{ref.name}"
             clique = self.cliques.store.get(key)
-            if clique is None:
+            if clique is None or clique.metadata.deletion_timestamp is not None:
                 # Its Clique is gone (a deletion cascading) or not seen yet (its ADDED event
-                # enqueues it): a reconcile would find nothing to do.
+                # enqueues it): a reconcile would find nothing to do, but a pod going with
+                # its Clique is still released from Kueue's finalizer (`kueue`).
+                going = kind != "DELETED" and meta.deletion_timestamp is not None
+                if going and kueue.release_patch(new) is not None:
+                    self.queue.add(RELEASE + key_of(new))
                 return
             if own_create and self._only_progress(key, clique, new):
                 return
@@ -183,7 +190,25 @@ class CliqueController:
     def _plan(self, clique: Clique) -> Plan:
         return clique_planner.plan(self.snapshot(clique))
 
+    async def _release(self, pod_key: str) -> Result:
+        """Take Kueue's finalizer off a pod that goes with its Clique (`kueue.release_patch`):
+        nothing else of the operator looks at it any more, and Kueue waits for a replacement
+        that will not come before it lets the pod go."""
+        pod = self.pods.store.get(pod_key)
+        if pod is None or pod.metadata.deletion_timestamp is None:
+            return Result()
+        patch = kueue.release_patch(pod)
+        if patch is None:
+            return Result()
+        meta = pod.metadata
+        release = Patch(PODS, meta.name, patch, patch_type="json", reason="KueueRelease")
+        ref = ObjectRef("v1", "Pod", meta.namespace, meta.name, meta.uid)
+        await self.runner.executor.execute(Plan(patches=[release]), ref)
+        return Result()
+
     async def reconcile(self, key: str) -> Result:
+        if key.startswith(RELEASE):
+            return await self._release(key.removeprefix(RELEASE))
         clique = self.cliques.store.get(key)
         if clique is None or clique.metadata.deletion_timestamp is not None:
             return Result()

@@ -187,6 +187,13 @@ def plan(snap: CliqueSnapshot) -> Plan:
     for idx in sorted(by_index, reverse=True):
         pod = by_index[idx]
         if pod.metadata.deletion_timestamp is not None:
+            release = kueue.release_patch(pod)
+            if release is not None:
+                out.patches.append(
+                    Patch(
+                        PODS, pod.metadata.name, release, patch_type="json", reason="KueueRelease"
+                    )
+                )
             continue
         pod_hash = pod.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
         reason = ""

@@ -19,7 +19,9 @@ one plain pod group, the integration Kueue itself uses for LeaderWorkerSet:
   (`hash_basis`), so any change to a queued set (an image, a clique's size, the queue)
   replaces whole gangs, each as a new group queued again, within `maxUnavailable`:
   Kueue admitted a fixed pod set and cannot grow one.
-- **What the set says** (`gang_states`, `condition`): per gang, Queued (some pod still
+- **A pod being deleted is released** (`release_patch`): the Clique takes Kueue's
+  finalizer off it, so that its replacement, under the same name, can be made.
+- **What the set says** (`gang_states`, `verdict`): per gang, Queued (some pod still
   gated), Admitted, or Evicted, with Kueue's reason and message from the group's
   Workload where the operator sees it.
 """
@@ -36,6 +38,7 @@ from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.kueue import KueueWorkload
 from cliques.api.meta import ConditionStatus
+from cliques.api.pod import Pod
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
@@ -47,6 +50,8 @@ ROLE_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
 GATE: Final = "kueue.x-k8s.io/admission"
 #: The pod condition Kueue sets on a pod it stops (evicted, preempted) before deleting it.
 TERMINATION_TARGET: Final = "TerminationTarget"
+#: The finalizer Kueue's pod webhook puts on each pod of a group it manages.
+FINALIZER: Final = "kueue.x-k8s.io/managed"
 #: The annotation that carries the gang's revision into each clique's template hash.
 REVISION_ANNOTATION: Final = f"{labels.GROUP}/kueue"
 
@@ -171,6 +176,23 @@ def unresolve(template: Mapping[str, Any]) -> Mapping[str, Any]:
     new_meta["annotations"] = {k: v for k, v in annotations.items() if k not in _ANNOTATIONS}
     out["metadata"] = new_meta
     return out
+
+
+def release_patch(pod: Pod) -> list[Any] | None:
+    """The JSON patch that takes Kueue's finalizer off a pod being deleted, None when it has
+    none. Kueue lets a deleted pod of a group go only once a replacement has joined the
+    group, and a Clique makes the replacement, under the same name, only once the old pod
+    is gone: the owner of pods with stable names releases them itself, as Kueue's own
+    StatefulSet and LeaderWorkerSet integrations do."""
+    finalizers = pod.metadata.finalizers
+    if FINALIZER not in finalizers:
+        return None
+    i = finalizers.index(FINALIZER)
+    return [
+        {"op": "test", "path": "/metadata/uid", "value": pod.metadata.uid},
+        {"op": "test", "path": f"/metadata/finalizers/{i}", "value": FINALIZER},
+        {"op": "remove", "path": f"/metadata/finalizers/{i}"},
+    ]
 
 
 def _workload_state(workload: KueueWorkload) -> tuple[str, str, str] | None:
