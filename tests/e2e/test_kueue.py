@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -330,3 +331,36 @@ async def test_an_admitted_gang_the_nodes_cannot_hold_blocks_nothing_else(
         await admitted(cluster, "elsewhere", "True")
         available = await cluster.condition("nowhere", "Available")
         assert available is not None and available.status == "False", available
+
+
+async def test_the_example_queues_one_gang_of_two(kube: KubeCluster, cluster: Cluster) -> None:
+    """deploy/examples/kueue: the ClusterQueue's 8 GPUs hold one of the queued set's two
+    gangs of 7 GPUs; the other waits, and the set says so."""
+    import yaml
+
+    examples = Path(__file__).resolve().parents[2] / "deploy" / "examples" / "kueue"
+    queues = list(yaml.safe_load_all((examples / "queues.yaml").read_text()))
+    for doc in queues:
+        if doc["kind"] == "LocalQueue":
+            doc["metadata"]["namespace"] = cluster.namespace
+    scoped = [
+        (d["kind"].lower(), d["metadata"]["name"]) for d in queues if d["kind"] != "LocalQueue"
+    ]
+    kube.kubectl_run("apply", "-f", "-", stdin=_as_list(queues))
+    body = yaml.safe_load((examples / "cliqueset.yaml").read_text())
+    try:
+        async with running_operator(str(kube.kubeconfig), cluster.namespace):
+            await cluster.apply(body)
+            cond = await admitted(cluster, "queued-trainer", "False", "Queued", timeout=90)
+
+            async def one_runs() -> Any:
+                cqs = await cluster.cliqueset("queued-trainer")
+                st = cqs.status
+                ok = st is not None and st.queue is not None and st.queue.admitted_gangs == 1
+                return st if ok and st.available_replicas == 1 else None
+
+            st = await wait_for(one_runs, timeout=90, what="one gang admitted and available")
+            assert [g.state for g in st.queue.gangs] == ["Queued"], cond.message
+    finally:
+        for kind, name in scoped:
+            kube.kubectl_run("delete", kind, name, "--wait=false", check=False)

@@ -52,6 +52,7 @@ QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 POD_GROUP_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
 SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
+MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
 
 CRD_DIR: Final = "config/components/crd/bases"
 WEBHOOK_DIR: Final = "config/components/webhook"
