@@ -305,7 +305,7 @@ DELAYED_STAGE: Final = "pod-ready-delayed"
 #: image that cannot be pulled), until its image changes again.
 IMAGE_PULL_ERROR: Final = "cliques-pull-error"
 RESTART_MS: Final = 250
-_RUNNING: Final = [
+_RUNNING: Final[list[dict[str, Any]]] = [
     {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
     {"key": ".status.phase", "operator": "In", "values": ["Running"]},
     {
@@ -367,16 +367,15 @@ _OLD_RESOURCES: Final = """{{ if hasKey $old "resources" }}
   resources: {{ toJson (get $old "resources") }}{{ end }}"""
 
 
-def _image_stage(
-    name: str, extra: list[dict[str, Any]], ready: str, body: str, delay_ms: int = 0
+def _pod_stage(
+    name: str, selector: list[dict[str, Any]], template: str, delay_ms: int = 0
 ) -> dict[str, Any]:
+    """A Stage of ours for pods: `selector`'s expressions, then `template` as the status,
+    `delay_ms` (with twice that of jitter) after the pod matches."""
     spec: dict[str, Any] = {
         "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {"matchExpressions": [*_RUNNING, *extra]},
-        "next": {
-            "statusTemplate": _CONDITIONS % {"ready": ready}
-            + _STATUSES % {"body": body % {"resources": _OLD_RESOURCES}}
-        },
+        "selector": {"matchExpressions": selector},
+        "next": {"statusTemplate": template},
     }
     if delay_ms:
         spec["delay"] = {
@@ -389,6 +388,15 @@ def _image_stage(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def _image_stage(
+    name: str, extra: list[dict[str, Any]], ready: str, body: str, delay_ms: int = 0
+) -> dict[str, Any]:
+    template = _CONDITIONS % {"ready": ready} + _STATUSES % {
+        "body": body % {"resources": _OLD_RESOURCES}
+    }
+    return _pod_stage(name, [*_RUNNING, *extra], template, delay_ms)
 
 
 def image_stages() -> list[dict[str, Any]]:
@@ -691,27 +699,12 @@ def _condition_is(kind: str, operator: str) -> dict[str, Any]:
 def _resize_stage(
     name: str, extra: list[dict[str, Any]], template: str, delay_ms: int = 0
 ) -> dict[str, Any]:
-    selector = [
+    selector: list[dict[str, Any]] = [
         {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
         {"key": ".status.phase", "operator": "In", "values": ["Running"]},
         *extra,
     ]
-    spec: dict[str, Any] = {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {"matchExpressions": selector},
-        "next": {"statusTemplate": template},
-    }
-    if delay_ms:
-        spec["delay"] = {
-            "durationMilliseconds": delay_ms,
-            "jitterDurationMilliseconds": 2 * delay_ms,
-        }
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return _pod_stage(name, selector, template, delay_ms)
 
 
 def resize_stages() -> list[dict[str, Any]]:
@@ -805,23 +798,9 @@ containerStatuses:
 
 def termination_stage() -> dict[str, Any]:
     """The stage of `TERMINATION_STAGE`'s comment."""
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": TERMINATION_STAGE},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                    {
-                        "key": "(.metadata.finalizers // []) | length > 0",
-                        "operator": "In",
-                        "values": ["true"],
-                    },
-                    {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
-                ]
-            },
-            "next": {"statusTemplate": _TERMINATED},
-        },
-    }
+    selector: list[dict[str, Any]] = [
+        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+        {"key": "(.metadata.finalizers // []) | length > 0", "operator": "In", "values": ["true"]},
+        {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
+    ]
+    return _pod_stage(TERMINATION_STAGE, selector, _TERMINATED)
