@@ -104,6 +104,12 @@ async def connect(cfg: Config) -> KubeClient:
     )
 
 
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a finished future's exception as seen (a cancelled gather's CancelledError)."""
+    if not future.cancelled():
+        future.exception()
+
+
 class Manager:
     def __init__(
         self,
@@ -423,7 +429,11 @@ class Manager:
                     exc = dead[0].exception() if not dead[0].cancelled() else None
                     raise RuntimeError(f"informer {dead[0].get_name()} stopped: {exc!r}")
             else:
+                # Stopped before the caches synced (a shard handed over at start): the
+                # cancelled gather ends with a CancelledError as its exception, retrieved
+                # here, or asyncio logs its traceback when the future is collected.
                 synced.cancel()
+                synced.add_done_callback(_retrieve)
             stop.cancel()
         finally:
             log.info("draining work queues")
