@@ -299,6 +299,10 @@ OUT_OF_REACH = [
     "roles.rbac.authorization.k8s.io",
     "clusterroles.rbac.authorization.k8s.io",
     "rolebindings.rbac.authorization.k8s.io",
+    # The HPA controller scales CliqueScalingGroups (scale) and reports (HPA status) with its
+    # own rights; the operator writes neither.
+    "cliquescalinggroups.cliques.dev/scale",
+    "horizontalpodautoscalers.autoscaling/status",
 ]
 
 
@@ -325,6 +329,11 @@ def test_the_shipped_rbac_is_least_privilege(
     # Sanity: the list holds the finalizers the owner references need.
     assert ("update", "cliques.cliques.dev/finalizers") in workload
     assert ("update", "cliquesets.cliques.dev/finalizers") in workload
+    # And the scaling groups and HPAs it keeps for spec.template.scalingGroups and autoscaling.
+    for verb in ("get", "list", "watch", "create", "patch", "delete"):
+        assert (verb, "cliquescalinggroups.cliques.dev") in workload
+        assert (verb, "horizontalpodautoscalers.autoscaling") in workload
+    assert ("patch", "cliquescalinggroups.cliques.dev/status") in workload
 
 
 def test_block_owner_deletion_needs_update_on_the_owners_finalizers(

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from cliques import api
+from cliques.api import scalinggroup
 from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
@@ -38,6 +39,7 @@ def kubectl(kubeconfig: str) -> Iterator[Kubectl]:
         "--timeout=60s",
         "crd/cliquesets.cliques.dev",
         "crd/cliques.cliques.dev",
+        "crd/cliquescalinggroups.cliques.dev",
     )
     yield k
 
@@ -89,6 +91,33 @@ def claim(name: str, *, scope: str = "Gang", cliques: list[str] | None = None) -
     return out
 
 
+def group(
+    name: str = "pair", cliques: tuple[str, ...] = ("worker",), **fields: Any
+) -> dict[str, Any]:
+    """A `spec.template.scalingGroups` entry (of the worker clique, unless told)."""
+    return {"name": name, "cliques": list(cliques), **fields}
+
+
+def with_groups(
+    *groups: dict[str, Any], cliques: tuple[dict[str, Any], ...] = (), **spec: Any
+) -> dict[str, Any]:
+    """with_cliques(*cliques, **spec) with `groups` as spec.template.scalingGroups."""
+    body = with_cliques(*cliques, **spec)
+    body["spec"]["template"]["scalingGroups"] = list(groups)
+    return body
+
+
+def numbered_cliques(count: int) -> list[dict[str, Any]]:
+    """Clique templates c0, c1, ... of one pod each."""
+    pod = {"spec": {"containers": [{"name": "m", "image": "x"}]}}
+    return [{"name": f"c{i}", "template": deepcopy(pod)} for i in range(count)]
+
+
+CPU = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+}
+
 GANG_RESTARTS = "cliques.dev/gang-restarts"
 HASH = "cliques.dev/template-hash"
 
@@ -104,7 +133,9 @@ def with_metadata(**metadata: dict[str, str]) -> dict[str, Any]:
 # ---- The CRDs ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("crd", ["cliquesets.cliques.dev", "cliques.cliques.dev"])
+@pytest.mark.parametrize(
+    "crd", ["cliquesets.cliques.dev", "cliques.cliques.dev", "cliquescalinggroups.cliques.dev"]
+)
 def test_crds_are_established_and_structural(kubectl: Kubectl, crd: str) -> None:
     status = kubectl.json("get", "crd", crd)["status"]
     conditions = {c["type"]: c["status"] for c in status["conditions"]}
@@ -125,15 +156,25 @@ def test_discovery_lists_short_names_and_category(kubectl: Kubectl) -> None:
     assert {"cliquesets/status", "cliquesets/scale", "cliques/status", "cliques/scale"} <= set(
         by_name
     )
+    groups = by_name["cliquescalinggroups"]
+    assert (groups["kind"], groups["shortNames"]) == ("CliqueScalingGroup", ["cqsg"])
+    assert (groups["categories"], groups["namespaced"]) == (["cliques"], True)
+    assert {"cliquescalinggroups/status", "cliquescalinggroups/scale"} <= set(by_name)
 
 
-def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str) -> None:
+def test_the_cliques_category_lists_every_kind(kubectl: Kubectl, namespace: str) -> None:
     kubectl.ok("apply", "--server-side", "-n", namespace, "-f", str(EXAMPLES / "llama.yaml"))
     kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(clique_body()))
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(scaling_group_body()))
     # kubectl expands a category before it looks up a resource, so `get cliques` (the
-    # category, and also the Clique plural) lists CliqueSets and Cliques together.
+    # category, and also the Clique plural) lists CliqueSets, Cliques and
+    # CliqueScalingGroups together.
     listed = kubectl.ok("get", "cliques", "-n", namespace, "-o", "name").split()
-    assert sorted(listed) == ["clique.cliques.dev/llama-0-worker", "cliqueset.cliques.dev/llama"]
+    assert sorted(listed) == [
+        "clique.cliques.dev/llama-0-worker",
+        "cliquescalinggroup.cliques.dev/llama-0-pair",
+        "cliqueset.cliques.dev/llama",
+    ]
     assert kubectl.ok("get", "cq", "-n", namespace, "-o", "name").split() == [
         "clique.cliques.dev/llama-0-worker"
     ]
@@ -142,7 +183,9 @@ def test_the_cliques_category_lists_both_kinds(kubectl: Kubectl, namespace: str)
 # ---- The examples --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml"])
+@pytest.mark.parametrize(
+    "name", ["llama.yaml", "explicit.yaml", "gang.yaml", "domains.yaml", "disaggregated.yaml"]
+)
 def test_examples_apply_and_read_back_defaulted(
     kubectl: Kubectl, namespace: str, name: str
 ) -> None:
@@ -535,6 +578,168 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
             "spec.template.cliques[].replicas is 101 x 1000 = 101000",
         ],
     ),
+    # ---- autoscaling and scaling groups
+    (
+        "a clique's autoscaling minReplicas above maxReplicas",
+        with_cliques({}, {"autoscaling": {"minReplicas": 5, "maxReplicas": 3}}),
+        [
+            "spec.template.cliques[1].autoscaling.minReplicas",
+            "autoscaling.minReplicas must be less than or equal to autoscaling.maxReplicas",
+        ],
+    ),
+    (
+        "a clique's autoscaling without maxReplicas",
+        with_cliques({}, {"autoscaling": {"minReplicas": 1}}),
+        ["spec.template.cliques[1].autoscaling.maxReplicas", "Required value"],
+    ),
+    (
+        "a clique's autoscaling maxReplicas of 0",
+        with_cliques({}, {"autoscaling": {"maxReplicas": 0}}),
+        ["spec.template.cliques[1].autoscaling.maxReplicas", "greater than or equal to 1"],
+    ),
+    (
+        "a clique's autoscaling negative minReplicas",
+        with_cliques({}, {"autoscaling": {"minReplicas": -1, "maxReplicas": 2}}),
+        ["spec.template.cliques[1].autoscaling.minReplicas", "greater than or equal to 0"],
+    ),
+    (
+        "a clique's autoscaling past the pods of a clique",
+        with_cliques({}, {"autoscaling": {"maxReplicas": 1_001}}),
+        ["spec.template.cliques[1].autoscaling.maxReplicas", "less than or equal to 1000"],
+    ),
+    (
+        "more autoscaling metrics than the maximum",
+        with_cliques({}, {"autoscaling": {"maxReplicas": 4, "metrics": [CPU] * 17}}),
+        ["spec.template.cliques[1].autoscaling.metrics", "must have at most 16 items"],
+    ),
+    (
+        "a group's autoscaling minReplicas above maxReplicas",
+        with_groups(group(autoscaling={"minReplicas": 3, "maxReplicas": 2})),
+        [
+            "spec.template.scalingGroups[0].autoscaling.minReplicas",
+            "autoscaling.minReplicas must be less than or equal to autoscaling.maxReplicas",
+        ],
+    ),
+    (
+        "a group's autoscaling past the instances of a group",
+        with_groups(group(autoscaling={"maxReplicas": 101})),
+        ["spec.template.scalingGroups[0].autoscaling.maxReplicas", "less than or equal to 100"],
+    ),
+    (
+        "more instances of a group than the maximum",
+        with_groups(group(replicas=101)),
+        ["spec.template.scalingGroups[0].replicas", "less than or equal to 100"],
+    ),
+    (
+        "a negative count of instances",
+        with_groups(group(replicas=-1, minAvailable=0)),
+        ["spec.template.scalingGroups[0].replicas", "greater than or equal to 0"],
+    ),
+    (
+        "a group's minAvailable above its replicas",
+        with_groups(group(replicas=2, minAvailable=3)),
+        [
+            "spec.template.scalingGroups[0].minAvailable",
+            "minAvailable must be less than or equal to replicas in scaling group pair",
+        ],
+    ),
+    (
+        "a group's minAvailable above the defaulted replicas",
+        with_groups(group(minAvailable=2)),
+        ["spec.template.scalingGroups[0].minAvailable", "in scaling group pair"],
+    ),
+    (
+        "no instances and the defaulted minAvailable",
+        with_groups(group(replicas=0)),
+        ["spec.template.scalingGroups[0].minAvailable", "in scaling group pair"],
+    ),
+    (
+        "a clique in two scaling groups",
+        with_groups(group("a", ("leader", "worker")), group("b", ("worker",))),
+        [
+            "spec.template.scalingGroups",
+            "a clique may be in at most one scaling group (spec.template.scalingGroups[].cliques)",
+            'cliques ["worker"] are in more than one',
+        ],
+    ),
+    (
+        "a group naming a clique the template lacks",
+        with_groups(group("pair", ("worker", "decode")), group("solo", ("leader",))),
+        [
+            "spec.template.scalingGroups",
+            "every spec.template.scalingGroups[].cliques entry must name a clique of",
+            'scaling groups ["pair"] name cliques the template lacks',
+        ],
+    ),
+    (
+        "a group of no cliques",
+        with_groups(group(cliques=())),
+        ["spec.template.scalingGroups[0].cliques", "should have at least 1 items"],
+    ),
+    (
+        "a group naming a clique twice",
+        with_groups(group(cliques=("worker", "worker"))),
+        ["spec.template.scalingGroups[0].cliques[1]", "Duplicate value"],
+    ),
+    (
+        "two groups of one name",
+        with_groups(group("pair", ("leader",)), group("pair", ("worker",))),
+        ["spec.template.scalingGroups[1]", "Duplicate value"],
+    ),
+    (
+        "more scaling groups than the maximum",
+        cliqueset(
+            template={
+                "cliques": numbered_cliques(9),
+                "scalingGroups": [group(f"g{i}", (f"c{i}",)) for i in range(9)],
+            }
+        ),
+        ["spec.template.scalingGroups", "must have at most 8 items"],
+    ),
+    (
+        "a group named as a clique (HPA names would collide)",
+        with_groups(group("worker")),
+        [
+            "spec.template.scalingGroups",
+            'spec.template.scalingGroups[].name ["worker"] must not be the name of a clique',
+        ],
+    ),
+    (
+        "autoscaling on a clique of a group",
+        with_groups(group(), cliques=({}, {"autoscaling": {"maxReplicas": 4}})),
+        [
+            "spec.template.cliques",
+            "spec.template.cliques[].autoscaling is not allowed on a clique of a scaling group",
+            '["worker"]',
+        ],
+    ),
+    (
+        "with scaling groups, a clique name ending in a dash and digits",
+        with_groups(group(cliques=("leader",)), cliques=({}, {"name": "worker-2"})),
+        [
+            "spec.template.cliques",
+            "with spec.template.scalingGroups, a spec.template.cliques[].name must not end in",
+            '["worker-2"]',
+        ],
+    ),
+    (
+        "a group name that is no DNS label",
+        with_groups(group("Pair_1")),
+        ["spec.template.scalingGroups[0].name", "should match"],
+    ),
+    (
+        "a group name too long",
+        with_groups(group("g" * 21)),
+        ["spec.template.scalingGroups[0].name", "may not be more than 20"],
+    ),
+    (
+        "a group name with a digits-only part (ambiguous CliqueScalingGroup names)",
+        with_groups(group("a-1-b")),
+        [
+            "spec.template.scalingGroups[0].name",
+            "scaling group name a-1-b must not have a part made only of digits before a dash",
+        ],
+    ),
 ]
 
 
@@ -664,6 +869,91 @@ def test_keys_outside_the_operators_prefix_are_accepted(kubectl: Kubectl, namesp
     kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
     stored = kubectl.json("get", "cqs", "-n", namespace, "tenant")
     assert stored["spec"]["template"]["cliques"][0]["template"]["metadata"]["annotations"] == keys
+
+
+def test_scaling_groups_and_autoscaling_are_accepted_and_decode(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    leader = {
+        "minReplicas": 0,
+        "maxReplicas": 1_000,
+        "metrics": [CPU],
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+    }
+    pair = group(
+        "pair",
+        ("worker",),
+        replicas=3,
+        minAvailable=2,
+        autoscaling={"minReplicas": 2, "maxReplicas": 100, "metrics": [CPU]},
+    )
+    body = with_groups(pair, cliques=({"autoscaling": leader}, {}))
+    body["metadata"]["name"] = "scaled"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "scaled")
+    template = stored["spec"]["template"]
+    # Pruning kept the HPA's metrics and behavior whole (preserve-unknown-fields).
+    assert template["cliques"][0]["autoscaling"] == leader
+    assert template["scalingGroups"] == [pair]
+    cqs = api.decode_cliqueset(json.dumps(stored).encode())
+    assert cqs.spec == msgspec.convert(body, api.CliqueSet).spec
+    (decoded,) = cqs.spec.template.scaling_groups
+    assert decoded.autoscaling is not None and decoded.autoscaling.metrics == [CPU]
+    # Left out, the counts read back at their defaults, from the server and the Structs.
+    body = with_groups(
+        group("pair", ("worker",), autoscaling={"maxReplicas": 4}),
+        cliques=({"autoscaling": {"maxReplicas": 2}}, {}),
+    )
+    body["metadata"]["name"] = "defaulted"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    stored = kubectl.json("get", "cqs", "-n", namespace, "defaulted")
+    template = stored["spec"]["template"]
+    assert template["scalingGroups"] == [
+        {
+            "name": "pair",
+            "cliques": ["worker"],
+            "replicas": 1,
+            "minAvailable": 1,
+            "autoscaling": {"minReplicas": 1, "maxReplicas": 4},
+        }
+    ]
+    assert template["cliques"][0]["autoscaling"] == {"minReplicas": 1, "maxReplicas": 2}
+    cqs = api.decode_cliqueset(json.dumps(stored).encode())
+    assert cqs.spec == msgspec.convert(body, api.CliqueSet).spec
+
+
+def test_the_most_scaling_groups_are_accepted(kubectl: Kubectl, namespace: str) -> None:
+    """8 groups of 2 cliques, each at 100 instances and autoscaled up to 100."""
+    groups = [
+        group(
+            f"g{i}",
+            (f"c{2 * i}", f"c{2 * i + 1}"),
+            replicas=100,
+            minAvailable=100,
+            autoscaling={"minReplicas": 100, "maxReplicas": 100},
+        )
+        for i in range(8)
+    ]
+    body = cliqueset(template={"cliques": numbered_cliques(16), "scalingGroups": groups})
+    body["metadata"]["name"] = "most"
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    ("groups", "clique"),
+    [
+        ([], "worker-2"),  # no scaling group: no instance Clique to meet
+        ([group(cliques=("leader",))], "worker2"),
+        ([group(cliques=("leader",))], "worker-2a"),
+        ([group(cliques=("leader",))], "gpu2-worker"),
+        ([group(cliques=("leader", "w"))], "w"),
+    ],
+)
+def test_clique_names_that_no_instance_meets_are_accepted(
+    kubectl: Kubectl, namespace: str, groups: list[dict[str, Any]], clique: str
+) -> None:
+    body = with_groups(*groups, cliques=({}, {"name": clique}))
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
 
 
 def test_a_set_of_many_empty_gangs_is_refused_at_admission(
@@ -858,6 +1148,155 @@ def test_clique_identity_is_immutable(kubectl: Kubectl, namespace: str) -> None:
             "-n",
             namespace,
             "cq/llama-0-worker",
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": patch}),
+        )
+        assert f"spec.{field} is immutable" in error, error
+
+
+# ---- CliqueScalingGroup -------------------------------------------------------------------
+
+
+def scaling_group_body(name: str = "llama-0-pair", **spec: Any) -> dict[str, Any]:
+    """A CliqueScalingGroup as the Structs encode it (2 instances, minAvailable defaulted),
+    with `spec` fields replaced (None: left out)."""
+    group = scalinggroup.CliqueScalingGroup(
+        metadata=api.ObjectMeta(name=name),
+        spec=scalinggroup.CliqueScalingGroupSpec(group_name="pair", gang_index=0, replicas=2),
+    )
+    body = api.to_dict(group)
+    body["spec"].update(spec)
+    body["spec"] = {k: v for k, v in body["spec"].items() if v is not None}
+    return body
+
+
+def scale_path(namespace: str, name: str) -> str:
+    return f"/apis/cliques.dev/v1alpha1/namespaces/{namespace}/cliquescalinggroups/{name}/scale"
+
+
+def test_a_scaling_group_scales_through_the_scale_subresource(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(scaling_group_body()))
+    header = kubectl.ok("get", "cqsg", "-n", namespace).splitlines()[0].split()
+    assert header == ["NAME", "REPLICAS", "READY", "AGE"]
+    kubectl.ok("scale", "-n", namespace, "cqsg/llama-0-pair", "--replicas=5")
+    scale = json.loads(kubectl.ok("get", "--raw", scale_path(namespace, "llama-0-pair")))
+    assert (scale["kind"], scale["spec"]["replicas"]) == ("Scale", 5)
+    # A PUT of the Scale, as an HPA writes it.
+    scale["spec"]["replicas"] = 7
+    kubectl.ok(
+        "replace",
+        "--raw",
+        scale_path(namespace, "llama-0-pair"),
+        "-f",
+        "-",
+        stdin=json.dumps(scale),
+    )
+    stored = msgspec.convert(
+        kubectl.json("get", "-n", namespace, "cqsg/llama-0-pair"), scalinggroup.CliqueScalingGroup
+    )
+    assert stored.spec == scalinggroup.CliqueScalingGroupSpec(
+        group_name="pair", gang_index=0, replicas=7, min_available=1
+    )
+    # The status the Structs encode is accepted, and the scale subresource reads it.
+    status = scalinggroup.CliqueScalingGroupStatus(
+        observed_generation=3,
+        replicas=7,
+        ready_replicas=6,
+        updated_replicas=0,
+        selector=(
+            "cliques.dev/cliqueset=llama,cliques.dev/gang-index=0,cliques.dev/scaling-group=pair"
+        ),
+    )
+    patch = json.dumps({"status": api.to_dict(status)})
+    kubectl.ok(
+        "patch",
+        "-n",
+        namespace,
+        "cqsg/llama-0-pair",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        patch,
+    )
+    stored = msgspec.convert(
+        kubectl.json("get", "-n", namespace, "cqsg/llama-0-pair"), scalinggroup.CliqueScalingGroup
+    )
+    assert stored.status == status
+    scale = json.loads(kubectl.ok("get", "--raw", scale_path(namespace, "llama-0-pair")))
+    assert scale["status"] == {"replicas": 7, "selector": status.selector}
+    row = kubectl.ok("get", "cqsg", "-n", namespace, "--no-headers").split()
+    assert row[:3] == ["llama-0-pair", "7", "6"]
+
+
+def test_a_scaling_group_cannot_be_scaled_below_min_available(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    body = scaling_group_body(replicas=3, minAvailable=2)
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    kubectl.ok("scale", "-n", namespace, "cqsg/llama-0-pair", "--replicas=2")
+    error = kubectl.refused("scale", "-n", namespace, "cqsg/llama-0-pair", "--replicas=1")
+    assert "spec.replicas" in error, error
+    assert "spec.replicas must be at least spec.minAvailable (2)" in error, error
+    assert "kubectl scale (the scale subresource) cannot go below minAvailable" in error, error
+    # A PUT of the Scale (what an HPA sends) is checked the same way.
+    scale = json.loads(kubectl.ok("get", "--raw", scale_path(namespace, "llama-0-pair")))
+    scale["spec"]["replicas"] = 0
+    error = kubectl.refused(
+        "replace",
+        "--raw",
+        scale_path(namespace, "llama-0-pair"),
+        "-f",
+        "-",
+        stdin=json.dumps(scale),
+    )
+    assert "must be at least spec.minAvailable (2)" in error, error
+    # And so is a count past the maximum of instances.
+    error = kubectl.refused("scale", "-n", namespace, "cqsg/llama-0-pair", "--replicas=101")
+    assert "spec.replicas" in error and "less than or equal to 100" in error, error
+    assert (
+        kubectl.ok("get", "-n", namespace, "cqsg/llama-0-pair", "-o", "jsonpath={.spec.replicas}")
+        == "2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {"minAvailable": 3},
+            ["spec.replicas", "must be at least spec.minAvailable (3)", "kubectl scale"],
+        ),
+        ({"replicas": 0}, ["spec.replicas", "must be at least spec.minAvailable (1)"]),
+        ({"replicas": -1, "minAvailable": 0}, ["spec.replicas", "greater than or equal to 0"]),
+        ({"replicas": 101}, ["spec.replicas", "less than or equal to 100"]),
+        ({"minAvailable": -1}, ["spec.minAvailable", "greater than or equal to 0"]),
+        ({"gangIndex": -1}, ["spec.gangIndex", "greater than or equal to 0"]),
+        ({"gangIndex": None}, ["spec.gangIndex", "Required value"]),
+        ({"groupName": None}, ["spec.groupName", "Required value"]),
+        ({"groupName": "Pair_1"}, ["spec.groupName", "should match"]),
+        ({"groupName": "g" * 21}, ["spec.groupName", "may not be more than 20"]),
+    ],
+)
+def test_invalid_scaling_group_is_refused(
+    kubectl: Kubectl, namespace: str, spec: dict[str, Any], expected: list[str]
+) -> None:
+    body = scaling_group_body(**spec)
+    error = kubectl.refused("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    for fragment in expected:
+        assert fragment in error, f"{fragment!r} not in:\n{error}"
+
+
+def test_scaling_group_identity_is_immutable(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.ok("create", "-n", namespace, "-f", "-", stdin=json.dumps(scaling_group_body()))
+    for patch, field in (({"gangIndex": 1}, "gangIndex"), ({"groupName": "x"}, "groupName")):
+        error = kubectl.refused(
+            "patch",
+            "-n",
+            namespace,
+            "cqsg/llama-0-pair",
             "--type=merge",
             "-p",
             json.dumps({"spec": patch}),

@@ -171,6 +171,7 @@ def test_default_render_is_accepted_by_the_api_server(
         "ClusterRoleBinding",
         "CustomResourceDefinition",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "Deployment",
         "PodDisruptionBudget",
         "Role",

@@ -144,6 +144,7 @@ def kubectl(kubeconfig: str, namespace: str) -> Kubectl:
         "--timeout=60s",
         "crd/cliquesets.cliques.dev",
         "crd/cliques.cliques.dev",
+        "crd/cliquescalinggroups.cliques.dev",
     )
     return ctl
 

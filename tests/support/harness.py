@@ -67,6 +67,7 @@ def install_crds(kubeconfig: str) -> None:
             "--timeout=60s",
             "crd/cliquesets.cliques.dev",
             "crd/cliques.cliques.dev",
+            "crd/cliquescalinggroups.cliques.dev",
         ],
         check=True,
         env=env,

@@ -2,6 +2,7 @@
 the msgspec Structs of cliques.api (field names, defaults). The API server's own verdict on
 them is in tests/integration/test_crd_validation.py."""
 
+import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from cliques import api
-from cliques.api import labels
+from cliques.api import labels, scalinggroup
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 Schema = dict[str, Any]
@@ -26,7 +27,10 @@ def load(name: str) -> dict[str, Any]:
 
 CLIQUESET = load("cliquesets.cliques.dev.yaml")
 CLIQUE = load("cliques.cliques.dev.yaml")
-BOTH = pytest.mark.parametrize("crd", [CLIQUESET, CLIQUE], ids=["CliqueSet", "Clique"])
+SCALING_GROUP = load("cliquescalinggroups.cliques.dev.yaml")
+ALL = pytest.mark.parametrize(
+    "crd", [CLIQUESET, CLIQUE, SCALING_GROUP], ids=["CliqueSet", "Clique", "CliqueScalingGroup"]
+)
 
 
 def version(crd: dict[str, Any]) -> dict[str, Any]:
@@ -59,16 +63,21 @@ def node(crd: dict[str, Any], path: str) -> Schema:
     raise KeyError(path)
 
 
-def test_the_directory_holds_exactly_the_two_crds() -> None:
+def test_the_directory_holds_exactly_the_three_crds() -> None:
     assert sorted(p.name for p in CRDS.glob("*.yaml")) == [
         "cliques.cliques.dev.yaml",
+        "cliquescalinggroups.cliques.dev.yaml",
         "cliquesets.cliques.dev.yaml",
     ]
 
 
 @pytest.mark.parametrize(
     ("crd", "kind", "plural", "short"),
-    [(CLIQUESET, "CliqueSet", "cliquesets", "cqs"), (CLIQUE, "Clique", "cliques", "cq")],
+    [
+        (CLIQUESET, "CliqueSet", "cliquesets", "cqs"),
+        (CLIQUE, "Clique", "cliques", "cq"),
+        (SCALING_GROUP, scalinggroup.KIND, "cliquescalinggroups", "cqsg"),
+    ],
 )
 def test_names_scope_and_subresources(
     crd: dict[str, Any], kind: str, plural: str, short: str
@@ -95,7 +104,7 @@ def test_names_scope_and_subresources(
     }
 
 
-@BOTH
+@ALL
 def test_every_node_is_structural(crd: dict[str, Any]) -> None:
     for path, schema in walk(root(crd)):
         assert schema.get("type") in {"object", "array", "string", "integer", "boolean"}, path
@@ -113,8 +122,12 @@ def test_every_node_is_structural(crd: dict[str, Any]) -> None:
     assert root(crd)["properties"]["metadata"] == {"type": "object"}
 
 
-@BOTH
-def test_map_lists_are_keyed_by_required_fields(crd: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("crd", "maps"),
+    [(CLIQUESET, 5), (CLIQUE, 2), (SCALING_GROUP, 0)],
+    ids=["CliqueSet", "Clique", "CliqueScalingGroup"],
+)
+def test_map_lists_are_keyed_by_required_fields(crd: dict[str, Any], maps: int) -> None:
     found = 0
     for path, schema in walk(root(crd)):
         if schema.get("x-kubernetes-list-type") == "map":
@@ -125,10 +138,12 @@ def test_map_lists_are_keyed_by_required_fields(crd: dict[str, Any]) -> None:
                 assert key in items.get("required", []) or "default" in items["properties"][key]
         elif "x-kubernetes-list-map-keys" in schema:
             pytest.fail(f"{path}: list-map-keys without listType map")
-    assert found >= 2  # cliques or containers, and conditions
+    # CliqueSet: cliques, containers, resourceClaims, scalingGroups, conditions; Clique:
+    # containers, conditions.
+    assert found == maps
 
 
-@BOTH
+@ALL
 def test_cel_rules_are_well_formed_and_bounded(crd: dict[str, Any]) -> None:
     rules = 0
     for path, schema in walk(root(crd)):
@@ -147,6 +162,8 @@ def test_cel_rules_are_well_formed_and_bounded(crd: dict[str, Any]) -> None:
     for path in (
         ".spec.template.cliques",
         ".spec.template.cliques[].startsAfter",
+        ".spec.template.scalingGroups",
+        ".spec.template.scalingGroups[].cliques",
         ".spec.startsAfter",
     ):
         try:
@@ -212,6 +229,86 @@ def test_a_cliqueset_is_bounded_as_a_whole() -> None:
         # string(int) in a concatenation has no size bound for the cost estimator; format
         # has one.
         assert "string(" not in rule["messageExpression"]
+
+
+def autoscaling_shape(schema: Schema) -> Schema:
+    """An autoscaling schema without its descriptions and the bound on maxReplicas."""
+    out = copy.deepcopy(schema)
+    for _, below in walk(out):
+        below.pop("description", None)
+    del out["properties"]["maxReplicas"]["maximum"]
+    return out
+
+
+def test_scaling_groups_are_bounded_as_the_api_says() -> None:
+    groups = node(CLIQUESET, ".spec.template.scalingGroups")
+    assert groups["maxItems"] == api.cliqueset.MAX_SCALING_GROUPS
+    assert groups["x-kubernetes-list-type"] == "map"
+    assert groups["x-kubernetes-list-map-keys"] == ["name"]
+    assert "default" not in groups  # absent and empty read the same; no default to store
+    clique_name = node(CLIQUESET, ".spec.template.cliques[].name")
+    for crd, path in (
+        (CLIQUESET, ".spec.template.scalingGroups[].name"),
+        (SCALING_GROUP, ".spec.groupName"),
+    ):
+        name = node(crd, path)
+        assert name["maxLength"] == labels.MAX_CLIQUE_NAME_LENGTH, path
+        assert (name["minLength"], name["pattern"]) == (1, clique_name["pattern"]), path
+    members = node(CLIQUESET, ".spec.template.scalingGroups[].cliques")
+    cliques = node(CLIQUESET, ".spec.template.cliques")
+    assert (members["minItems"], members["maxItems"]) == (1, cliques["maxItems"])
+    assert members["x-kubernetes-list-type"] == "set"
+    assert members["items"]["maxLength"] == labels.MAX_CLIQUE_NAME_LENGTH
+    for crd, path in (
+        (CLIQUESET, ".spec.template.scalingGroups[].replicas"),
+        (SCALING_GROUP, ".spec.replicas"),
+    ):
+        schema = node(crd, path)
+        assert (schema["minimum"], schema["maximum"]) == (0, api.cliqueset.MAX_GROUP_INSTANCES)
+        assert (schema["format"], schema["default"]) == ("int32", 1), path
+    for crd, path in (
+        (CLIQUESET, ".spec.template.scalingGroups[].minAvailable"),
+        (SCALING_GROUP, ".spec.minAvailable"),
+        (SCALING_GROUP, ".spec.gangIndex"),
+    ):
+        assert (node(crd, path)["minimum"], node(crd, path)["format"]) == (0, "int32"), path
+
+
+@pytest.mark.parametrize(
+    ("path", "most"),
+    [
+        (".spec.template.cliques[].autoscaling", api.cliqueset.MAX_CLIQUE_PODS),
+        (".spec.template.scalingGroups[].autoscaling", api.cliqueset.MAX_GROUP_INSTANCES),
+    ],
+)
+def test_autoscaling_is_bounded_as_the_api_says(path: str, most: int) -> None:
+    schema = node(CLIQUESET, path)
+    assert schema["required"] == ["maxReplicas"]
+    high = schema["properties"]["maxReplicas"]
+    assert (high["minimum"], high["maximum"], high["format"]) == (1, most, "int32")
+    low = schema["properties"]["minReplicas"]
+    assert (low["minimum"], low["default"], low["format"]) == (0, 1, "int32")
+    metrics = schema["properties"]["metrics"]
+    assert metrics["maxItems"] == 16
+    assert metrics["items"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert schema["properties"]["behavior"]["x-kubernetes-preserve-unknown-fields"] is True
+    (rule,) = schema["x-kubernetes-validations"]
+    assert rule["fieldPath"] == ".minReplicas"
+    assert "autoscaling.minReplicas" in rule["message"]
+    # The clique's and the group's are the same schema but for the bound on maxReplicas.
+    assert autoscaling_shape(schema) == autoscaling_shape(
+        node(CLIQUESET, ".spec.template.scalingGroups[].autoscaling")
+    )
+
+
+def test_a_scaling_group_cannot_be_scaled_below_min_available() -> None:
+    """On `spec`, so that a write through the scale subresource is checked too."""
+    (rule,) = node(SCALING_GROUP, ".spec")["x-kubernetes-validations"]
+    assert "self.replicas" in rule["rule"] and "self.minAvailable" in rule["rule"]
+    assert rule["fieldPath"] == ".replicas"
+    assert "kubectl scale" in rule["message"] and "minAvailable" in rule["message"]
+    assert "string(" not in rule["messageExpression"]
+    assert node(SCALING_GROUP, ".spec")["required"] == ["groupName", "gangIndex"]
 
 
 @pytest.mark.parametrize(
@@ -334,11 +431,16 @@ def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]
         (CLIQUESET, ".spec.placement.exclusive", api.ExclusivePolicy),
         (CLIQUESET, ".spec.template", api.CliqueSetTemplate),
         (CLIQUESET, ".spec.template.cliques[]", api.CliqueTemplate),
+        (CLIQUESET, ".spec.template.cliques[].autoscaling", api.cliqueset.Autoscaling),
+        (CLIQUESET, ".spec.template.scalingGroups[]", api.cliqueset.ScalingGroup),
+        (CLIQUESET, ".spec.template.scalingGroups[].autoscaling", api.cliqueset.Autoscaling),
         (CLIQUESET, ".status", api.CliqueSetStatus),
         (CLIQUESET, ".status.conditions[]", api.Condition),
         (CLIQUE, ".spec", api.CliqueSpec),
         (CLIQUE, ".status", api.CliqueStatus),
         (CLIQUE, ".status.conditions[]", api.Condition),
+        (SCALING_GROUP, ".spec", scalinggroup.CliqueScalingGroupSpec),
+        (SCALING_GROUP, ".status", scalinggroup.CliqueScalingGroupStatus),
     ],
 )
 def test_structs_match_the_schema(
@@ -374,11 +476,19 @@ def test_structs_match_the_schema(
             assert set(literal.values) == set(prop["enum"]), where
 
 
-@pytest.mark.parametrize("crd", [CLIQUESET, CLIQUE], ids=["CliqueSet", "Clique"])
-def test_printer_columns_point_at_schema_fields(crd: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("crd", "first"),
+    [
+        (CLIQUESET, ["Replicas", "Ready", "Updated"]),
+        (CLIQUE, ["Replicas", "Ready", "Updated"]),
+        (SCALING_GROUP, ["Replicas", "Ready"]),
+    ],
+    ids=["CliqueSet", "Clique", "CliqueScalingGroup"],
+)
+def test_printer_columns_point_at_schema_fields(crd: dict[str, Any], first: list[str]) -> None:
     columns = version(crd)["additionalPrinterColumns"]
     names = [c["name"] for c in columns]
-    assert names[:3] == ["Replicas", "Ready", "Updated"]
+    assert names[: len(first)] == first
     assert names[-1] == "Age"
     for column in columns:
         path = column["jsonPath"]

@@ -231,9 +231,9 @@ def test_only_changed_gangs_are_judged_again(monkeypatch) -> None:  # type: igno
     judged: list[int] = []
     judge = cliqueset_rollout.judge
 
-    def counting(gang, members, ctx, rehashes):  # type: ignore[no-untyped-def]
+    def counting(gang, members, ctx, rehashes, counts=None):  # type: ignore[no-untyped-def]
         judged.append(gang)
-        return judge(gang, members, ctx, rehashes)
+        return judge(gang, members, ctx, rehashes, counts)
 
     monkeypatch.setattr(cliqueset_rollout, "judge", counting)
     first = cliqueset_planner.plan(snap(cqs, cl, services=services(5)))

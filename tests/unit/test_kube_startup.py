@@ -4,6 +4,7 @@ fix (`kube.startup.patiently`, `operator.preflight`)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -90,11 +91,14 @@ def test_a_bug_is_raised_as_it_is() -> None:
 
 
 def test_missing_crds_say_what_to_install() -> None:
-    assert preflight.missing_crds({"cliquesets", "cliques", "cliquesets/status"}) == ""
+    served = {"cliquesets", "cliques", "cliquesets/status", "cliquescalinggroups"}
+    assert preflight.missing_crds(served) == ""
     message = preflight.missing_crds({"cliquesets"})
     assert "cliques.cliques.dev" in message and "kubectl apply -f deploy/crds/" in message
+    assert "cliquescalinggroups.cliques.dev" in message
     assert "cliquesets.cliques.dev" not in message
-    assert "cliquesets.cliques.dev, cliques.cliques.dev" in preflight.missing_crds(set())
+    everything = preflight.missing_crds(set())
+    assert "cliquesets.cliques.dev, cliques.cliques.dev, cliquescalinggroups" in everything
 
 
 class Discovery:
@@ -110,7 +114,8 @@ class Discovery:
             self.calls += 1
             if self.after is None or self.calls < self.after:
                 raise errors.from_response(404, b"404 page not found", verb="get", path=path)
-            return b'{"resources": [{"name": "cliquesets"}, {"name": "cliques"}]}'
+            names = ("cliquesets", "cliques", "cliquescalinggroups")
+            return json.dumps({"resources": [{"name": n} for n in names]}).encode()
         raise errors.from_response(404, b"404 page not found", verb="get", path=path)
 
     async def list_page(self, *args: object, **kwargs: object) -> bytes:

@@ -87,6 +87,9 @@ MAX_GANG_RESTARTS: Final = 10_000
 #: `MaxPodGroupResourceClaims` in scheduling.k8s.io/v1beta1).
 MAX_SET_CLAIMS: Final = 16
 MAX_GANG_CLAIMS: Final = 4
+#: Scaling groups in one gang template, and instances of one group in one gang.
+MAX_SCALING_GROUPS: Final = 8
+MAX_GROUP_INSTANCES: Final = 100
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -154,6 +157,19 @@ class Placement(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
     exclusive: ExclusivePolicy | None = None
 
 
+class Autoscaling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """An `autoscaling/v2` HorizontalPodAutoscaler the operator keeps for each gang's clique
+    or scaling group (docs/scaling.md): between `min_replicas` and `max_replicas`, on
+    `metrics` (MetricSpecs as in an HPA; none means the HPA's default, 80% average CPU
+    utilization) with `behavior` (an HPA's, or its defaults). While it is set, the
+    template's `replicas` is the initial value only: the HPA's choice stands."""
+
+    min_replicas: int = 1
+    max_replicas: int
+    metrics: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    behavior: dict[str, Any] | None = None
+
+
 class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """One clique (role) of every gang: its pod count, readiness bar and pod template."""
 
@@ -165,11 +181,30 @@ class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     starts_after: list[str] = msgspec.field(default_factory=list)
     #: A PodTemplateSpec (`metadata`, `spec`), kept as the JSON the user wrote.
     template: dict[str, Any]
+    #: An HPA per gang on this clique's Clique (not for a clique in a scaling group).
+    autoscaling: Autoscaling | None = None
 
     @property
     def effective_min_available(self) -> int:
         """`min_available`, or `replicas` where it is not set."""
         return self.replicas if self.min_available is None else self.min_available
+
+
+class ScalingGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Cliques replicated together inside each gang (docs/scaling.md): every gang has
+    `replicas` instances of them, each a sub-gang with its own index, Cliques, pods and
+    leader. Each gang's instance count is its CliqueScalingGroup's `spec.replicas` (the
+    scale subresource: `kubectl scale`, an HPA); `replicas` here is what a new gang starts
+    with, and what the gangs follow when it changes (unless `autoscaling` is set)."""
+
+    name: str
+    #: the clique templates of each instance, in the order the template lists them
+    cliques: list[str]
+    replicas: int = 1
+    #: instances a gang needs available to be available
+    min_available: int = 1
+    #: An HPA per gang on its CliqueScalingGroup.
+    autoscaling: Autoscaling | None = None
 
 
 class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -191,9 +226,11 @@ class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
 
 
 class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """The gang template: its cliques, in the order `InOrder` starts them."""
+    """The gang template: its cliques, in the order `InOrder` starts them, and the scaling
+    groups that replicate some of them inside each gang."""
 
     cliques: list[CliqueTemplate]
+    scaling_groups: list[ScalingGroup] = msgspec.field(default_factory=list)
 
 
 class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

@@ -12,6 +12,15 @@ and refuse, with a `ValueError` naming the piece at fault, a name Kubernetes wou
     Service  <cliqueset>                                DNS-1035 label, <= 63 (Shared)
              <cliqueset>-<gang index>                   DNS-1035 label, <= 63 (UniquePerGang)
 
+A clique in a scaling group has one Clique per instance of the group in each gang; the
+instance index follows the clique name (the CRD refuses clique names ending in `-<digits>`
+in a set with scaling groups, so no two names meet):
+
+    Clique   <cliqueset>-<gang index>-<clique name>-<instance>
+    hostname <clique name>-<gang index>-<instance>-<pod index>   (Shared)
+             <clique name>-<instance>-<pod index>                (UniquePerGang)
+    CliqueScalingGroup  <cliqueset>-<gang index>-<group name>    object name, <= 253
+
 The Service is the pods' subdomain: one per CliqueSet (`subdomainPolicy: Shared`), whose
 pods' hostnames carry the gang so that they are unique in it, or one per gang
 (`UniquePerGang`), whose pods' hostnames are unique within the gang only.
@@ -32,6 +41,7 @@ VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 KIND_CLIQUESET: Final = "CliqueSet"
 KIND_CLIQUE: Final = "Clique"
+KIND_SCALING_GROUP: Final = "CliqueScalingGroup"
 
 #: The field manager for every server-side apply and update the operator sends.
 FIELD_MANAGER: Final = "cliques-operator"
@@ -43,6 +53,9 @@ LABEL_CLIQUE: Final = f"{GROUP}/clique"
 LABEL_POD_INDEX: Final = f"{GROUP}/pod-index"
 LABEL_TEMPLATE_HASH: Final = f"{GROUP}/template-hash"
 LABEL_BUCKET: Final = f"{GROUP}/bucket"
+#: On the Cliques and pods of an instance of a scaling group: the group, the instance.
+LABEL_SCALING_GROUP: Final = f"{GROUP}/scaling-group"
+LABEL_GROUP_INDEX: Final = f"{GROUP}/group-index"
 
 # Annotations.
 #: The version of the template-hash algorithm that produced `LABEL_TEMPLATE_HASH`.
@@ -117,6 +130,10 @@ ENV_CLIQUE: Final = "CLIQUES_CLIQUE"
 ENV_POD_INDEX: Final = "CLIQUES_POD_INDEX"
 ENV_CLIQUE_SIZE: Final = "CLIQUES_CLIQUE_SIZE"
 ENV_LEADER_ADDRESS: Final = "CLIQUES_LEADER_ADDRESS"
+#: In the pods of an instance of a scaling group: the group and the instance's index (the
+#: leader address is then that of the instance's leader).
+ENV_SCALING_GROUP: Final = "CLIQUES_SCALING_GROUP"
+ENV_GROUP_INDEX: Final = "CLIQUES_GROUP_INDEX"
 
 #: Longest DNS-1123 label: a hostname, a Service name, a label value.
 MAX_LABEL_LENGTH: Final = 63
@@ -167,6 +184,20 @@ def clique_name(cliqueset: str, gang_index: int, clique: str) -> str:
     )
 
 
+def member_name(clique: str, instance: int | None) -> str:
+    """A Clique's name within its gang: the clique name, and for an instance of a scaling
+    group `<clique name>-<instance>` (its Clique is `<cliqueset>-<gang>-<member>`)."""
+    if instance is None:
+        return clique
+    _check_index("instance index", instance)
+    return f"{clique}-{instance}"
+
+
+def scaling_group_name(cliqueset: str, gang_index: int, group: str) -> str:
+    """The CliqueScalingGroup object name `<cliqueset>-<gang index>-<group>`."""
+    return clique_name(cliqueset, gang_index, group)
+
+
 def pod_name(clique_object_name: str, pod_index: int) -> str:
     """The Pod name `<clique object name>-<pod index>`."""
     _check_index("pod index", pod_index)
@@ -178,20 +209,28 @@ def pod_name(clique_object_name: str, pod_index: int) -> str:
     )
 
 
-def pod_hostname(clique: str, pod_index: int) -> str:
-    """The pod's `spec.hostname`, `<clique>-<pod index>`: a DNS-1123 label."""
+def pod_hostname(clique: str, pod_index: int, instance: int | None = None) -> str:
+    """The pod's `spec.hostname`, `<clique>-<pod index>` (`<clique>-<instance>-<pod index>`
+    in an instance of a scaling group): a DNS-1123 label."""
     _check_index("pod index", pod_index)
-    return _check(f"{clique}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname")
+    host = f"{member_name(clique, instance)}-{pod_index}"
+    return _check(host, _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname")
 
 
-def shared_pod_hostname(clique: str, gang_index: int, pod_index: int) -> str:
+def shared_pod_hostname(
+    clique: str, gang_index: int, pod_index: int, instance: int | None = None
+) -> str:
     """The pod's `spec.hostname` under a Service shared by the whole CliqueSet,
-    `<clique>-<gang index>-<pod index>`: a DNS-1123 label, unique within the CliqueSet (the
-    two indices have no '-', so the name reads back from the right)."""
+    `<clique>-<gang index>-<pod index>` (`<clique>-<gang index>-<instance>-<pod index>` in
+    an instance of a scaling group): a DNS-1123 label, unique within the CliqueSet (the
+    indices have no '-', so the name reads back from the right)."""
     _check_index("gang index", gang_index)
     _check_index("pod index", pod_index)
+    middle = str(gang_index) if instance is None else f"{gang_index}-{instance}"
+    if instance is not None:
+        _check_index("instance index", instance)
     return _check(
-        f"{clique}-{gang_index}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname"
+        f"{clique}-{middle}-{pod_index}", _DNS1123_LABEL, MAX_LABEL_LENGTH, "pod hostname"
     )
 
 
@@ -210,7 +249,12 @@ def gang_service_name(cliqueset: str, gang_index: int) -> str:
 
 
 def pod_address(
-    clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
+    clique: str,
+    pod_index: int,
+    cliqueset: str,
+    gang_index: int,
+    namespace: str,
+    instance: int | None = None,
 ) -> str:
     """The stable DNS name of a pod of a gang with its own Service:
     `<hostname>.<gang service>.<namespace>.svc`.
@@ -220,17 +264,22 @@ def pod_address(
     cluster, whatever its domain.
     """
     return (
-        f"{pod_hostname(clique, pod_index)}."
+        f"{pod_hostname(clique, pod_index, instance)}."
         f"{gang_service_name(cliqueset, gang_index)}.{namespace}.svc"
     )
 
 
 def shared_pod_address(
-    clique: str, pod_index: int, cliqueset: str, gang_index: int, namespace: str
+    clique: str,
+    pod_index: int,
+    cliqueset: str,
+    gang_index: int,
+    namespace: str,
+    instance: int | None = None,
 ) -> str:
     """The stable DNS name of a pod under the CliqueSet's shared Service:
     `<clique>-<gang>-<pod index>.<cliqueset>.<namespace>.svc` (see `pod_address`)."""
     return (
-        f"{shared_pod_hostname(clique, gang_index, pod_index)}."
+        f"{shared_pod_hostname(clique, gang_index, pod_index, instance)}."
         f"{set_service_name(cliqueset)}.{namespace}.svc"
     )

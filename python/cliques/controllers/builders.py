@@ -43,6 +43,8 @@ INHERITED_LABELS = (
     labels.LABEL_GANG_INDEX,
     labels.LABEL_CLIQUE,
     labels.LABEL_BUCKET,
+    labels.LABEL_SCALING_GROUP,
+    labels.LABEL_GROUP_INDEX,
 )
 _OUR_ENV = frozenset(
     (
@@ -52,6 +54,8 @@ _OUR_ENV = frozenset(
         labels.ENV_POD_INDEX,
         labels.ENV_CLIQUE_SIZE,
         labels.ENV_LEADER_ADDRESS,
+        labels.ENV_SCALING_GROUP,
+        labels.ENV_GROUP_INDEX,
     )
 )
 
@@ -93,9 +97,15 @@ def clique_body(
     gated: bool = False,
     claims_via_group: bool = False,
     kueue_revision: str = "",
+    member: str = "",
+    member_labels: dict[str, str] | None = None,
+    dependency_names: list[str] | None = None,
 ) -> dict[str, Any]:
     """The Clique of clique template `tmpl` in gang `gang`; `starts_after` are the roles
-    (clique template names) it starts after; `workload` the Workload its gang uses (1.35),
+    (clique template names) it starts after, or `dependency_names` the Clique names (for a
+    set with scaling groups, `scaling.dependencies`); `member` its name in the gang
+    (`labels.member_name`: the role, or `<role>-<instance>` for an instance of a scaling
+    group, whose `member_labels` say so); `workload` the Workload its gang uses (1.35),
     `pod_group` the PodGroup (1.36 on);
     `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
     start order is enforced after placement (`startGate`); `claims_via_group`: its gang's
@@ -109,14 +119,20 @@ def clique_body(
     if pod_group:
         annotations[labels.ANNOTATION_POD_GROUP] = pod_group
     annotations.update(layout or {})
+    deps = (
+        dependency_names
+        if dependency_names is not None
+        else [labels.clique_name(name, gang, d) for d in starts_after]
+    )
     return {
         "apiVersion": labels.API_VERSION,
         "kind": labels.KIND_CLIQUE,
         "metadata": {
-            "name": labels.clique_name(name, gang, tmpl.name),
+            "name": labels.clique_name(name, gang, member or tmpl.name),
             "namespace": ns,
             "labels": {
                 **gang_labels(cqs, gang, bucket),
+                **(member_labels or {}),
                 labels.LABEL_CLIQUE: tmpl.name,
                 labels.LABEL_TEMPLATE_HASH: template_hash,
             },
@@ -128,8 +144,8 @@ def clique_body(
             "gangIndex": gang,
             "replicas": tmpl.replicas,
             "minAvailable": tmpl.effective_min_available,
-            "startsAfter": [labels.clique_name(name, gang, d) for d in starts_after],
-            **({"startGate": True} if gated and starts_after else {}),
+            "startsAfter": deps,
+            **({"startGate": True} if gated and deps else {}),
             "template": gang_template(
                 cqs,
                 gang,
@@ -309,15 +325,21 @@ def pod_body(
     leader = meta.annotations.get(labels.ANNOTATION_LEADER_ADDRESS)
     if leader:
         env.append({"name": labels.ENV_LEADER_ADDRESS, "value": leader})
+    group = clabels.get(labels.LABEL_SCALING_GROUP)
+    instance_label = clabels.get(labels.LABEL_GROUP_INDEX, "")
+    instance = int(instance_label) if group and instance_label.isdigit() else None
+    if group and instance is not None:
+        env.append({"name": labels.ENV_SCALING_GROUP, "value": group})
+        env.append({"name": labels.ENV_GROUP_INDEX, "value": str(instance)})
 
     pod_spec = dict(template.get("spec") or {})
     pod_spec["containers"] = [_with_env(c, env) for c in pod_spec.get("containers") or ()]
     if pod_spec.get("initContainers"):
         pod_spec["initContainers"] = [_with_env(c, env) for c in pod_spec["initContainers"]]
     if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
-        pod_spec["hostname"] = labels.shared_pod_hostname(role, spec.gang_index, index)
+        pod_spec["hostname"] = labels.shared_pod_hostname(role, spec.gang_index, index, instance)
     else:
-        pod_spec["hostname"] = labels.pod_hostname(role, index)
+        pod_spec["hostname"] = labels.pod_hostname(role, index, instance)
     subdomain = meta.annotations.get(labels.ANNOTATION_SUBDOMAIN)
     if subdomain:
         pod_spec["subdomain"] = subdomain
@@ -329,10 +351,10 @@ def pod_body(
             starts_after=spec.starts_after,
             open_now=gate_open,
         )
-    group = meta.annotations.get(labels.ANNOTATION_POD_GROUP)
+    pod_group = meta.annotations.get(labels.ANNOTATION_POD_GROUP)
     gang_workload = meta.annotations.get(labels.ANNOTATION_WORKLOAD)
-    if group:
-        pod_spec["schedulingGroup"] = {"podGroupName": group}
+    if pod_group:
+        pod_spec["schedulingGroup"] = {"podGroupName": pod_group}
     elif gang_workload:
         pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)
 

@@ -523,8 +523,12 @@ def _backoff_condition(conds: conditions.Setter, held: dict[int, float]) -> list
 
 def _selector(clique: Clique) -> str:
     cl = clique.metadata.labels
-    return (
+    out = (
         f"{labels.LABEL_CLIQUESET}={cl.get(labels.LABEL_CLIQUESET, '')},"
         f"{labels.LABEL_GANG_INDEX}={clique.spec.gang_index},"
         f"{labels.LABEL_CLIQUE}={clique.spec.clique_name}"
     )
+    instance = cl.get(labels.LABEL_GROUP_INDEX)
+    if instance is not None:  # an instance of a scaling group: its own pods only
+        out += f",{labels.LABEL_GROUP_INDEX}={instance}"
+    return out

@@ -35,9 +35,11 @@ from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
+from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed
 from cliques.api.podgroup import PodGroup
+from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
@@ -136,6 +138,8 @@ class CliqueSetController:
         claim_objects: Sequence[Informer[ClaimObject]] = (),
         kueue_workloads: Informer[KueueWorkload] | None = None,
         local_queues: Informer[LocalQueue] | None = None,
+        scaling_groups: Informer[CliqueScalingGroup] | None = None,
+        hpas: Informer[HorizontalPodAutoscaler] | None = None,
         status_hold: float = 0.0,
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
@@ -148,6 +152,9 @@ class CliqueSetController:
         #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
         self.kueue_workloads = kueue_workloads
         self.local_queues = local_queues
+        #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
+        self.scaling_groups = scaling_groups
+        self.hpas = hpas
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
@@ -181,7 +188,8 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        for informer in (workloads, pod_groups, *self.claim_objects, kueue_workloads):
+        owned = (workloads, pod_groups, *self.claim_objects, kueue_workloads, scaling_groups, hpas)
+        for informer in owned:
             if informer is not None:
                 informer.add_handler(self._on_child)
         if local_queues is not None:
@@ -377,6 +385,12 @@ class CliqueSetController:
                 i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
                 for i in self.claim_objects
             },
+            scaling_groups=(
+                self.scaling_groups.store.by_index("controller", owner)
+                if self.scaling_groups is not None
+                else []
+            ),
+            hpas=self.hpas.store.by_index("controller", owner) if self.hpas is not None else [],
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:

@@ -47,12 +47,15 @@ from cliques.api.cliqueset import (
     GangAdmission,
     QueueStatus,
 )
+from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload
 from cliques.api.meta import ConditionStatus, ObjectMeta
 from cliques.api.podgroup import PodGroup
+from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import (
+    autoscaling,
     bounds,
     builders,
     claims,
@@ -65,6 +68,7 @@ from cliques.controllers import (
     inplace,
     kueue,
     placement,
+    scaling,
     startup,
     subdomains,
 )
@@ -78,7 +82,14 @@ from cliques.controllers.actions import (
     pointer_key,
 )
 from cliques.controllers.cliqueset_rollout import Change, Judgement
-from cliques.kube.resources import CLIQUES, RESOURCE_CLAIM_TEMPLATES, SERVICES, Resource
+from cliques.kube.resources import (
+    CLIQUES,
+    HPAS,
+    RESOURCE_CLAIM_TEMPLATES,
+    SCALING_GROUPS,
+    SERVICES,
+    Resource,
+)
 
 
 def _ports_of(svc: Service) -> list[dict[str, Any]]:
@@ -134,6 +145,9 @@ class CliqueSetSnapshot:
     local_queues: frozenset[str] = frozenset()
     kueue_workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
     claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
+    #: the CliqueScalingGroups and the HorizontalPodAutoscalers this CliqueSet owns
+    scaling_groups: list[CliqueScalingGroup] = field(default_factory=list)
+    hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
 
 
 @dataclass
@@ -207,6 +221,13 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         )
     gated = gang_scheduling.gated(sched.decision)
     queue = kueue.queue_of(cqs)
+    if queue is not None and (spec.template.scaling_groups or _autoscaled(cqs)):
+        return _invalid(
+            snap,
+            "spec.template: scalingGroups and autoscaling are not supported for a set Kueue "
+            f"queues ({kueue.QUEUE_LABEL}): Kueue admits each gang as a pod group of a "
+            "fixed size (docs/scaling.md)",
+        )
     queue_problem = (
         kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
         if queue is not None
@@ -222,26 +243,43 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             out.events.append(Event("Warning", bounds.REASON_RESERVED_KEYS, reserved))
 
     roles = {c.name: c for c in spec.template.cliques}
+    lay = scaling.layout(spec)
+    counts, wanted_of = _members(snap, lay)
     by_gang: dict[int, dict[str, Clique]] = {}
-    removed: list[tuple[int, str, Clique]] = []
+    removed: list[tuple[int, int, str, Clique, str]] = []
     for clique in snap.cliques:
         gang, role = clique.spec.gang_index, clique.spec.clique_name
-        by_gang.setdefault(gang, {})[role] = clique
-        if clique.metadata.deletion_timestamp is None and (
-            gang >= spec.replicas or role not in roles
-        ):
-            removed.append((-gang, role, clique))
+        key = scaling.member_of(clique)
+        why = ""
+        if gang >= spec.replicas:
+            why = "ScaleDown"
+        elif role not in roles:
+            why = "CliqueRemoved"
+        elif key not in wanted_of(gang):
+            # an instance beyond its gang's count, or a Clique of a role that moved into
+            # or out of a scaling group: the gang's wanted member takes its place
+            why = "InstanceRemoved" if role in lay.group_of else "CliqueRegrouped"
+        if why in ("InstanceRemoved", "CliqueRegrouped"):
+            if clique.metadata.deletion_timestamp is None:
+                inst = scaling.instance_of(clique)
+                removed.append((-gang, -(inst or 0), key, clique, why))
+            continue
+        by_gang.setdefault(gang, {})[key] = clique
+        if clique.metadata.deletion_timestamp is None and why:
+            removed.append((-gang, 0, key, clique, why))
 
     deletes: list[Delete] = list(sched.deletes)
     out.patches.extend(sched.patches)
     creates: list[Create] = list(sched.creates) if snap.expectations_satisfied else []
-    for minus_gang, _, clique in sorted(removed, key=lambda r: r[:2]):
-        why = "ScaleDown" if -minus_gang >= spec.replicas else "CliqueRemoved"
+    # highest gang first, and within a gang the highest instance first
+    for _, _, _, clique, why in sorted(removed, key=lambda r: r[:3]):
         deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
 
     # The verdicts on the gangs (kept between plans for the gangs whose Cliques are the same).
     ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)
-    gangs = cliqueset_rollout.judge_gangs(by_gang, spec.replicas, ctx, snap.rehashes, snap.previous)
+    gangs = cliqueset_rollout.judge_gangs(
+        by_gang, spec.replicas, ctx, snap.rehashes, snap.previous, counts
+    )
     out.judgement = gangs.judgement
 
     # Creates are only planned (their bodies built) when they can be sent: while creates
@@ -252,7 +290,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         if len(creates) >= CREATE_BURST:
             break  # the next pass, started by these creates' watch events, goes on
         have = by_gang.get(index)
-        if have is not None and roles.keys() <= have.keys():
+        want = wanted_of(index)
+        if have is not None and want.keys() <= have.keys():
             continue
         have = have or {}
         uses = gang_scheduling.gang_workload(have, sched.current)
@@ -266,20 +305,29 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         layout = subdomains.gang_annotations(have.values())
         if layout is None:
             layout = subdomains.new_gang_annotations(cqs, index, policy)
-        for role, tmpl in roles.items():
-            if role not in have:
+        for member_name, member in want.items():
+            if member_name not in have:
+                role = member.role
+                tmpl = roles[role]
                 body = builders.clique_body(
                     cqs,
                     index,
                     tmpl,
                     starts_after=deps[role],
+                    member=member_name,
+                    member_labels=scaling.member_labels(member),
+                    dependency_names=(
+                        scaling.dependencies(lay, deps, meta.name, index, role, member.instance)
+                        if lay.groups
+                        else None
+                    ),
                     template_hash=snap.hashes[role],
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
                     pod_group=sched.pod_group(index),
                     scheduler_packs=sched.scheduler_packs,
-                    layout=layout,
+                    layout=subdomains.member_annotations(cqs, index, layout, lay, member),
                     gated=gated,
                     claims_via_group=via_group(sched.pod_group(index), index),
                     kueue_revision=snap.kueue_revision,
@@ -287,7 +335,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 restarts = gang_failures.restarts_of(have)
                 if restarts:  # a clique added to a restarted gang joins its count
                     body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
-                name = labels.clique_name(meta.name, index, role)
+                name = labels.clique_name(meta.name, index, member_name)
                 creates.append(Create(CLIQUES, name, body, meta.uid))
 
     # Services: the headless Services the gangs' DNS layout uses.
@@ -312,6 +360,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             removed_gang = suffix.isdigit() and int(suffix) >= spec.replicas
             why = "ScaleDown" if removed_gang else "Unused"
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
+
+    if lay.groups or snap.scaling_groups or snap.hpas or lay.autoscaled:
+        _scale_targets(snap, lay, counts, by_gang, bucket, out, creates, deletes)
 
     # Gang restarts first (a broken gang is down already), then rollout decisions, both
     # within one budget; then in-place changes.
@@ -345,14 +396,15 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     replaced_gangs: list[int] = []
     for gang in sorted(touched):
         members = {
-            role: clique
-            for role, clique in sorted(by_gang.get(gang, {}).items())
-            if role in roles and clique.metadata.deletion_timestamp is None
+            name: clique
+            for name, clique in sorted(by_gang.get(gang, {}).items())
+            if clique.spec.clique_name in roles and clique.metadata.deletion_timestamp is None
         }
         rolled = {
-            role
-            for role, clique in members.items()
-            if gang in updating and cliqueset_rollout.hash_of(clique) != snap.hashes[role]
+            name
+            for name, clique in members.items()
+            if gang in updating
+            and cliqueset_rollout.hash_of(clique) != snap.hashes[clique.spec.clique_name]
         }
         # With inPlace IfPossible, a gang whose rolled Cliques change only images (and CPU
         # and memory, where pods resize) keeps its pods (and its PodGroup); else a gang all
@@ -361,7 +413,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             strategy.in_place == IN_PLACE_IF_POSSIBLE
             and bool(rolled)
             and all(
-                _in_place(members[role], roles[role], snap, sched, via_group) for role in rolled
+                _in_place(members[m], roles[members[m].spec.clique_name], snap, sched, via_group)
+                for m in rolled
             )
         )
         if rolled:
@@ -370,10 +423,11 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         move_to = sched.wanted.get(gang, "") if whole else ""
         if group_first and move_to and move_to not in observed_groups:
             continue  # its new PodGroup first (made by this plan; the roll comes next)
-        for role, clique in members.items():
+        for name, clique in members.items():
+            role = clique.spec.clique_name
             found = gangs.changes.get(clique.metadata.name)
             change = found[1] if found is not None else None
-            if role in rolled:
+            if name in rolled:
                 # a Clique whose pods name their PodGroup leaves packing to the scheduler
                 packs = sched.scheduler_packs and (
                     labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
@@ -463,6 +517,84 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     return out
 
 
+def _autoscaled(cqs: CliqueSet) -> bool:
+    """Whether a clique or a scaling group of the set has `autoscaling`."""
+    template = cqs.spec.template
+    return any(c.autoscaling is not None for c in template.cliques) or any(
+        g.autoscaling is not None for g in template.scaling_groups
+    )
+
+
+def _members(
+    snap: CliqueSetSnapshot, lay: scaling.Layout
+) -> tuple[dict[int, dict[str, int]], Callable[[int], Mapping[str, scaling.Member]]]:
+    """Each gang's instance counts (`scaling.instance_counts`; none without scaling groups)
+    and a function from a gang to the members it should have (`scaling.wanted_members`),
+    computed once per distinct count."""
+    plain = scaling.wanted_members(lay, {})
+    if not lay.groups:
+        return {}, lambda gang: plain
+    objects: dict[int, dict[str, CliqueScalingGroup]] = {}
+    for obj in snap.scaling_groups:
+        objects.setdefault(obj.spec.gang_index, {})[obj.spec.group_name] = obj
+    cliques: dict[int, list[Clique]] = {}
+    for clique in snap.cliques:
+        cliques.setdefault(clique.spec.gang_index, []).append(clique)
+    counts = {
+        gang: scaling.instance_counts(lay, objects.get(gang, {}), cliques.get(gang, ()))
+        for gang in range(snap.cliqueset.spec.replicas)
+    }
+    seen: dict[tuple[int, ...], Mapping[str, scaling.Member]] = {}
+
+    def wanted_of(gang: int) -> Mapping[str, scaling.Member]:
+        have = counts.get(gang)
+        key = tuple(have.values()) if have is not None else ()
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = scaling.wanted_members(lay, have or {})
+        return found
+
+    return counts, wanted_of
+
+
+def _scale_targets(
+    snap: CliqueSetSnapshot,
+    lay: scaling.Layout,
+    counts: Mapping[int, Mapping[str, int]],
+    by_gang: Mapping[int, Mapping[str, Clique]],
+    bucket: str,
+    out: CliqueSetPlan,
+    creates: list[Create],
+    deletes: list[Delete],
+) -> None:
+    """The CliqueScalingGroups (`scaling.plan_objects`) and HPAs (`autoscaling.plan`) of
+    the set's gangs, added to the plan: creates and deletes only while expectations hold,
+    spec and status patches always."""
+    cqs = snap.cliqueset
+    uid = cqs.metadata.uid
+    owner = builders.owner_reference(cqs)
+    objects = scaling.plan_objects(
+        cqs, lay, snap.scaling_groups, counts, by_gang, snap.hashes, bucket, owner
+    )
+    hpas = autoscaling.plan(cqs, lay, snap.hpas, bucket, owner)
+    for name, body in objects.creates:
+        creates.append(Create(SCALING_GROUPS, name, body, uid))
+    for name, body in hpas.creates:
+        creates.append(Create(HPAS, name, body, uid))
+    for name, patch in objects.patches:
+        out.patches.append(Patch(SCALING_GROUPS, name, patch, reason="ScalingGroupTemplate"))
+    for name, patch in objects.statuses:
+        out.patches.append(
+            Patch(SCALING_GROUPS, name, patch, reason="ScalingGroupStatus", sub="status")
+        )
+    for name, ops in hpas.patches:
+        out.patches.append(Patch(HPAS, name, ops, patch_type="json", reason="AutoscalingChanged"))
+    for name, obj_uid in objects.deletes:
+        deletes.append(Delete(SCALING_GROUPS, name, obj_uid, uid, "Unused"))
+    for name, obj_uid in hpas.deletes:
+        deletes.append(Delete(HPAS, name, obj_uid, uid, "Unused"))
+
+
 def _admission(
     snap: CliqueSetSnapshot,
     queue: kueue.Queue,
@@ -515,7 +647,7 @@ def _failure_decisions(
     policy = snap.cliqueset.spec.failure_policy
     out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
     tracked = policy.restart_policy == "RecreateGang"
-    lead = snap.cliqueset.spec.template.cliques[0].name
+    lead = scaling.lead_member(scaling.layout(snap.cliqueset.spec))
     for index, gang_facts in enumerate(facts):
         # Only a gang that was available whole in its epoch can break. (Without the policy
         # a marked gang is still looked at: its restarts count in the status.)

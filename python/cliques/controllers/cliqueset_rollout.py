@@ -35,7 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import clique_planner, gang_failures, subdomains
+from cliques.controllers import clique_planner, gang_failures, scaling, subdomains
 
 #: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
 _NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})
@@ -92,6 +92,8 @@ class Context:
     #: the gangs' epochs are tracked (`failurePolicy: RecreateGang`: only a gang that was
     #: available whole can break); without it, no gang needs one
     epochs: bool = False
+    #: the scaling groups, and the roles an HPA scales (`scaling`)
+    layout: scaling.Layout = field(default_factory=scaling.Layout)
 
 
 def context(
@@ -111,6 +113,7 @@ def context(
         algorithm=algorithm,
         gated=gated,
         epochs=cqs.spec.failure_policy.restart_policy == "RecreateGang",
+        layout=scaling.layout(cqs.spec),
     )
 
 
@@ -175,14 +178,26 @@ class Judgement:
 
     context: Context
     gangs: Mapping[int, tuple[tuple[Clique, ...], Verdict]]
+    #: gang -> its instance counts (`scaling.instance_counts`) when judged, for the gangs
+    #: of a set with scaling groups
+    counts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
-    def verdict(self, ctx: Context, gang: int, members: tuple[Clique, ...]) -> Verdict | None:
-        """The verdict reached on these very `members` under `ctx`, if any."""
+    def verdict(
+        self,
+        ctx: Context,
+        gang: int,
+        members: tuple[Clique, ...],
+        counts: Mapping[str, int] | None = None,
+    ) -> Verdict | None:
+        """The verdict reached on these very `members` (and instance `counts`) under `ctx`,
+        if any."""
         if ctx != self.context:
             return None
         entry = self.gangs.get(gang)
         # Identical objects compare equal without reading a field.
         if entry is None or entry[0] != members:
+            return None
+        if (counts or {}) != self.counts.get(gang, {}):
             return None
         return entry[1]
 
@@ -204,37 +219,48 @@ def judge_gangs(
     ctx: Context,
     rehashes: Mapping[str, str],
     previous: Judgement | None,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> Gangs:
-    """The verdicts on gangs `0..replicas-1`; those `previous` reached on the same Cliques
-    under the same context are reused."""
+    """The verdicts on gangs `0..replicas-1` (`by_gang`: gang -> member name -> Clique;
+    `counts`: gang -> its instance count of each scaling group); those `previous` reached
+    on the same Cliques and counts under the same context are reused."""
     facts: list[GangFacts] = []
     changes: dict[str, tuple[int, Change]] = {}
     outdated: list[int] = []
     judged: dict[int, tuple[tuple[Clique, ...], Verdict]] = {}
+    counts = counts or {}
     for gang in range(replicas):
         members = by_gang.get(gang)
         if not members:
             facts.append(GangFacts(starting=True))  # to be created: on its way up
             continue
         key = tuple(members.values())
-        verdict = previous.verdict(ctx, gang, key) if previous is not None else None
+        have = counts.get(gang, {})
+        verdict = previous.verdict(ctx, gang, key, have) if previous is not None else None
         if verdict is None:
-            verdict = judge(gang, members, ctx, rehashes)
+            verdict = judge(gang, members, ctx, rehashes, have)
         judged[gang] = (key, verdict)
         facts.append(verdict.facts)
         if verdict.outdated:
             outdated.append(gang)
         for name, change in verdict.changes:
             changes[name] = (gang, change)
-    return Gangs(facts, changes, outdated, Judgement(ctx, judged))
+    kept = {g: counts[g] for g in judged if g in counts}
+    return Gangs(facts, changes, outdated, Judgement(ctx, judged, kept))
 
 
 def judge(
-    gang: int, members: dict[str, Clique], ctx: Context, rehashes: Mapping[str, str]
+    gang: int,
+    members: dict[str, Clique],
+    ctx: Context,
+    rehashes: Mapping[str, str],
+    counts: Mapping[str, int] | None = None,
 ) -> Verdict:
-    """One gang's verdict (a pure function of its Cliques and the context)."""
+    """One gang's verdict (a pure function of its Cliques, its instance counts and the
+    context)."""
     outdated, changes = _classify(gang, members, ctx, rehashes)
-    return Verdict(facts=_gang_facts(gang, members, ctx), outdated=outdated, changes=changes)
+    facts = _gang_facts(gang, members, ctx, counts or {})
+    return Verdict(facts=facts, outdated=outdated, changes=changes)
 
 
 def _classify(
@@ -245,7 +271,8 @@ def _classify(
     hash_label = labels.LABEL_TEMPLATE_HASH
     changes: list[tuple[str, Change]] = []
     stale = False
-    for role, clique in members.items():
+    for clique in members.values():
+        role = clique.spec.clique_name
         want_role = ctx.wanted.get(role)
         if want_role is None or clique.metadata.deletion_timestamp is not None:
             continue
@@ -258,19 +285,26 @@ def _classify(
             else:
                 stale = True
         cspec = clique.spec
-        if cspec.replicas != replicas:
+        # (an HPA sets the replicas of an autoscaled clique: the template's are its start)
+        if cspec.replicas != replicas and role not in ctx.layout.autoscaled:
             change = change or Change()
             change.spec["replicas"] = replicas
         if cspec.min_available != min_available:
             change = change or Change()
             change.spec["minAvailable"] = min_available
         deps = ctx.deps[role]
+        starts_after: list[str] = []
         if cspec.starts_after or deps:
-            starts_after = [labels.clique_name(ctx.name, gang, d) for d in deps]
+            instance = scaling.instance_of(clique)
+            starts_after = scaling.dependencies(
+                ctx.layout, ctx.deps, ctx.name, gang, role, instance
+            )
             if sorted(cspec.starts_after) != sorted(starts_after):
                 change = change or Change()
                 change.spec["startsAfter"] = starts_after
-        start_gate = ctx.gated and bool(deps)
+        # (a clique whose dependencies are only instances of a group that the gang does not
+        # need waits for no Clique: no gate, as `builders.clique_body` makes it)
+        start_gate = ctx.gated and bool(starts_after)
         if cspec.start_gate != start_gate:
             change = change or Change()
             change.spec["startGate"] = start_gate
@@ -279,15 +313,22 @@ def _classify(
     return stale, tuple(changes)
 
 
-def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFacts:
+def _gang_facts(
+    gang: int, members: dict[str, Clique], ctx: Context, counts: Mapping[str, int]
+) -> GangFacts:
     """A gang's facts, each Clique's conditions looked up once. Only a status that speaks
     for its Clique's epoch (`clique_planner.status_current`: generation, template, restart
-    count) says anything about the gang as it is; any other is a Clique on its way."""
+    count) says anything about the gang as it is; any other is a Clique on its way.
+    `members`: member name -> Clique; `counts`: the gang's instances of each scaling group
+    (a gang is available with `minAvailable` instances of each available)."""
     facts = GangFacts(marked=not gang_failures.unmarked(members))
     facts.live, facts.subdomains = subdomains.recorded_subdomains(members.values())
     ready_true: set[str] = set()
+    #: degraded members of a scaling group: a breach only if their group falls short
+    grouped_degraded: dict[str, list[str]] = {}
     since = ""
-    for role, clique in members.items():
+    lay = ctx.layout
+    for name, clique in members.items():
         status = clique.status
         if status is None:
             continue
@@ -301,26 +342,31 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
             continue
         stuck = find_condition(status.conditions, clique_planner.CONDITION_CONTAINERS_WAITING)
         if stuck is not None:
-            facts.containers_waiting.append(f"{gang}/{role} ({stuck.reason})")
+            facts.containers_waiting.append(f"{gang}/{name} ({stuck.reason})")
         waiting = find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE)
         if waiting is not None:
-            facts.unschedulable.append(f"{gang}/{role}")
+            facts.unschedulable.append(f"{gang}/{name}")
             facts.waiting_why.append(waiting.message)
         if cond.status == "True":
-            ready_true.add(role)
+            ready_true.add(name)
             since = max(since, cond.last_transition_time or "")
         elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
-            facts.degraded.append(f"{gang}/{role}")
-    facts.degraded.sort()
+            in_group = lay.group_of.get(clique.spec.clique_name)
+            if in_group is None:
+                facts.degraded.append(f"{gang}/{name}")
+            else:
+                grouped_degraded.setdefault(in_group, []).append(f"{gang}/{name}")
     if ctx.epochs and ctx.templates:
-        lead_role = ctx.templates[0][0]
-        facts.epoch = gang_failures.epoch_of(members, lead_role)
-        lead = members.get(lead_role)
+        lead_name = scaling.lead_member(lay)
+        facts.epoch = gang_failures.epoch_of(members, lead_name)
+        lead = members.get(lead_name)
         facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
     facts.unschedulable.sort()
     available = ready = updated = True
     starting = False
     for name, replicas, min_available in ctx.templates:
+        if name in lay.group_of:
+            continue
         member = members.get(name)
         status = member.status if member is not None else None
         if member is None or status is None:
@@ -329,17 +375,44 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
             return facts
         if status.ready_replicas < min_available:
             ready = False
-        if status.updated_replicas != replicas:
+        # (an autoscaled clique's replicas are the HPA's, in its spec)
+        want = member.spec.replicas if name in lay.autoscaled else replicas
+        if status.updated_replicas != want:
             updated = False
         if name not in ready_true:
             available = False
-            cond = find_condition(status.conditions, CONDITION_READY)
-            if (
-                not clique_planner.status_current(member)
-                or cond is None
-                or cond.reason not in _NOT_STARTING
-            ):
-                starting = True
+            starting = starting or _starting(member)
+    wanted = {role: (replicas, min_available) for role, replicas, min_available in ctx.templates}
+    for group in lay.groups:
+        n = counts.get(group.name, group.replicas)
+        instances_available = instances_ready = 0
+        group_starting = False
+        for inst in range(n):
+            inst_available = inst_ready = True
+            for role in group.roles:
+                member = members.get(labels.member_name(role, inst))
+                status = member.status if member is not None else None
+                replicas, min_available = wanted.get(role, (0, 0))
+                if member is None or status is None:
+                    inst_available = inst_ready = updated = False
+                    group_starting = True
+                    continue
+                if status.ready_replicas < min_available:
+                    inst_ready = False
+                if status.updated_replicas != replicas:
+                    updated = False
+                if labels.member_name(role, inst) not in ready_true:
+                    inst_available = False
+                    group_starting = group_starting or _starting(member)
+            instances_available += inst_available
+            instances_ready += inst_ready
+        if instances_ready < group.min_available:
+            ready = False
+        if instances_available < group.min_available:
+            available = False
+            starting = starting or group_starting
+            facts.degraded.extend(grouped_degraded.get(group.name, ()))
+    facts.degraded.sort()
     facts.available, facts.ready, facts.updated = available, ready, updated
     facts.starting = starting and not available
     if facts.starting:
@@ -348,6 +421,17 @@ def _gang_facts(gang: int, members: dict[str, Clique], ctx: Context) -> GangFact
         facts.degraded.clear()
     facts.available_since = since if available else ""
     return facts
+
+
+def _starting(member: Clique) -> bool:
+    """Whether a Clique that is not Ready is on its way up (not grown, not broken)."""
+    status = member.status
+    cond = find_condition(status.conditions, CONDITION_READY) if status is not None else None
+    return (
+        not clique_planner.status_current(member)
+        or cond is None
+        or cond.reason not in _NOT_STARTING
+    )
 
 
 def _relabel(change: Change, clique: Clique, new_hash: str, algorithm: int) -> None:

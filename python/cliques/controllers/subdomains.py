@@ -14,6 +14,9 @@ the Cliques of a new gang record so that their pods get a hostname and subdomain
   `UniquePerGang`; one without gangs gets `Shared` (`policy`). The CRD gives the field no
   default on purpose: the API server applies a CRD default to stored objects on read too,
   which would move the new gangs of every existing CliqueSet on an upgrade.
+- In a set with scaling groups, the pods of an instance of a group are led by pod 0 of the
+  instance's first clique; the others by the gang's first clique outside the groups
+  (`member_annotations`).
 - The Services wanted are the subdomains the live gangs' Cliques record, plus the one a
   gang without Cliques will get (`wanted_services`): a Service is deleted only once no gang
   uses it, and never while `headlessService` is on and a Clique of the set records it.
@@ -26,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_PER_GANG, SUBDOMAIN_SHARED, CliqueSet
+from cliques.controllers import scaling
 
 #: The annotations that make up a gang's DNS layout, on every Clique of the gang.
 LAYOUT_ANNOTATIONS = (
@@ -78,6 +82,34 @@ def new_gang_annotations(cqs: CliqueSet, gang: int, policy_: str) -> dict[str, s
         labels.ANNOTATION_LEADER_ADDRESS: leader,
         labels.ANNOTATION_SUBDOMAIN_POLICY: policy_,
     }
+
+
+def member_annotations(
+    cqs: CliqueSet,
+    gang: int,
+    layout: dict[str, str],
+    lay: scaling.Layout,
+    member: scaling.Member,
+) -> dict[str, str]:
+    """The layout annotations of one member of a gang of a set with scaling groups: the
+    gang's subdomain and policy (`layout`), and its leader: pod 0 of its instance's first
+    clique for a member of a group, else the gang's leader (`scaling.leader_role`). A set
+    without groups (or a gang without a Service) keeps `layout` as it is."""
+    subdomain = layout.get(labels.ANNOTATION_SUBDOMAIN)
+    if not lay.groups or not subdomain:
+        return layout
+    instance: int | None
+    if member.instance is not None:
+        role, instance = scaling.instance_leader(lay, member.group), member.instance
+    else:
+        role, grouped = scaling.leader_role(lay)
+        instance = 0 if grouped else None
+    name, ns = cqs.metadata.name, cqs.metadata.namespace
+    if layout.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+        leader = labels.shared_pod_address(role, 0, name, gang, ns, instance)
+    else:
+        leader = labels.pod_address(role, 0, name, gang, ns, instance)
+    return {**layout, labels.ANNOTATION_LEADER_ADDRESS: leader}
 
 
 def gang_annotations(siblings: Iterable[Clique]) -> dict[str, str] | None:

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from cliques.api import labels
 from cliques.api.cliqueset import BACKEND_AUTO, BACKEND_NONE, BACKEND_WORKLOAD, CliqueSet
+from cliques.controllers import scaling
 
 API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
 KIND: Final = "Workload"
@@ -42,8 +43,15 @@ REASON_UNAVAILABLE: Final = "WorkloadAPIUnavailable"
 
 
 def min_count(cqs: CliqueSet) -> int:
-    """The pods a gang needs at once: the sum of its cliques' effective minAvailable."""
-    return sum(c.effective_min_available for c in cqs.spec.template.cliques)
+    """The pods a gang needs at once: the sum of its cliques' effective minAvailable, those
+    of a scaling group's cliques counted once per instance the gang needs (the group's
+    `minAvailable`)."""
+    lay = scaling.layout(cqs.spec)
+    need = {c.name: c.effective_min_available for c in cqs.spec.template.cliques}
+    total = sum(n for role, n in need.items() if role not in lay.group_of)
+    for group in lay.groups:
+        total += group.min_available * sum(need[r] for r in group.roles)
+    return total
 
 
 def pod_groups(cqs: CliqueSet) -> list[dict[str, Any]]:

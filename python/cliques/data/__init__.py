@@ -1,4 +1,4 @@
-"""The manifests that ship inside the package: the two CRDs and the example CliqueSets.
+"""The manifests that ship inside the package: the three CRDs and the example CliqueSets.
 
 `cliques demo` and `cliques bench scale` install the CRDs and apply an example on a cluster;
 they read them from here, through `importlib.resources`, so an installed wheel needs no
@@ -26,7 +26,11 @@ from pathlib import Path
 
 CRDS = "crds"
 EXAMPLES = "examples"
-CRD_FILES = ("cliquesets.cliques.dev.yaml", "cliques.cliques.dev.yaml")
+CRD_FILES = (
+    "cliquesets.cliques.dev.yaml",
+    "cliques.cliques.dev.yaml",
+    "cliquescalinggroups.cliques.dev.yaml",
+)
 DEFAULT_EXAMPLE = "llama.yaml"
 
 

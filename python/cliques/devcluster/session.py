@@ -15,7 +15,11 @@ from pathlib import Path
 
 from cliques.devcluster.errors import DevClusterError
 
-CRD_NAMES = ("crd/cliquesets.cliques.dev", "crd/cliques.cliques.dev")
+CRD_NAMES = (
+    "crd/cliquesets.cliques.dev",
+    "crd/cliques.cliques.dev",
+    "crd/cliquescalinggroups.cliques.dev",
+)
 
 
 def _cli(*args: str) -> str:

@@ -39,6 +39,8 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "Controller
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CLIQUESETS = Resource("cliques.dev", "v1alpha1", "cliquesets", "CliqueSet")
 CLIQUES = Resource("cliques.dev", "v1alpha1", "cliques", "Clique")
+SCALING_GROUPS = Resource("cliques.dev", "v1alpha1", "cliquescalinggroups", "CliqueScalingGroup")
+HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
 RESOURCE_CLAIM_TEMPLATES = Resource(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate"

@@ -26,9 +26,11 @@ from typing import Any, TypeVar
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
+from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.pod import Pod
 from cliques.api.podgroup import PodGroup
+from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers import clique_controller, cliqueset_controller, start_gate
@@ -42,11 +44,13 @@ from cliques.kube.informer import Informer, WatchFaults, short_selector
 from cliques.kube.objects import KubeObject
 from cliques.kube.resources import (
     CLIQUES,
+    HPAS,
     KUEUE_WORKLOADS,
     LOCAL_QUEUES,
     PODS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
+    SCALING_GROUPS,
     SERVICES,
     Resource,
 )
@@ -206,6 +210,11 @@ class Manager:
             self.informers.extend(claim_infs)
         kueue_infs = self._kueue_informers(client) if gang_api.kueue else (None, None)
         self.informers.extend(i for i in kueue_infs if i is not None)
+        scale_infs = (
+            self._owned_informer(client, SCALING_GROUPS, CliqueScalingGroup),
+            self._owned_informer(client, HPAS, HorizontalPodAutoscaler),
+        )
+        self.informers.extend(scale_infs)
         self.recorder = EventRecorder(client) if cfg.events else None
         with cqs_inf.recording() as registered:
             self._controllers(
@@ -216,6 +225,7 @@ class Manager:
                 gang_api,
                 claim_infs,
                 kueue_infs,
+                scale_infs,
             )
         try:
             await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
@@ -311,6 +321,7 @@ class Manager:
         gang_api: gangapi.GangAPI,
         claim_informers: list[Informer[ClaimObject]],
         kueue_informers: tuple[Informer[KueueWorkload] | None, Informer[LocalQueue] | None],
+        scale_informers: tuple[Informer[CliqueScalingGroup], Informer[HorizontalPodAutoscaler]],
     ) -> None:
         """The two controllers (their handlers registered on the informers) and runners."""
         cfg = self.config
@@ -349,6 +360,8 @@ class Manager:
             claim_objects=claim_informers,
             kueue_workloads=kueue_informers[0],
             local_queues=kueue_informers[1],
+            scaling_groups=scale_informers[0],
+            hpas=scale_informers[1],
             status_hold=cfg.status_hold,
         )
         cq_ctl = clique_controller.CliqueController(

@@ -22,13 +22,20 @@ import time
 from cliques.api import labels
 from cliques.kube import errors, gangapi
 from cliques.kube.client import KubeClient
-from cliques.kube.resources import CLIQUES, CLIQUESETS, KUEUE_WORKLOADS, RESOURCE_CLAIMS, Resource
+from cliques.kube.resources import (
+    CLIQUES,
+    CLIQUESETS,
+    KUEUE_WORKLOADS,
+    RESOURCE_CLAIMS,
+    SCALING_GROUPS,
+    Resource,
+)
 from cliques.kube.startup import StartupError, patiently
 
 log = logging.getLogger(__name__)
 
 #: The resources the operator cannot run without.
-NEEDED = (CLIQUESETS.plural, CLIQUES.plural)
+NEEDED = (CLIQUESETS.plural, CLIQUES.plural, SCALING_GROUPS.plural)
 #: Seconds the CRDs may be missing from discovery before the operator says they are not
 #: installed (an API server that restarts lists them a moment after it answers).
 CRD_GRACE = 60.0

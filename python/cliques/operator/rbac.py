@@ -49,6 +49,17 @@ WORKLOAD: Final = (
     Rule("cliques.dev", "cliques", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("cliques.dev", "cliques/status", ("patch",)),
     Rule("cliques.dev", "cliques/finalizers", ("update",)),
+    Rule(
+        "cliques.dev",
+        "cliquescalinggroups",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
+    Rule("cliques.dev", "cliquescalinggroups/status", ("patch",)),
+    Rule(
+        "autoscaling",
+        "horizontalpodautoscalers",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
     Rule("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "pods/resize", ("patch",)),
     Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),
