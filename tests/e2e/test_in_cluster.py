@@ -333,6 +333,8 @@ def test_the_shipped_rbac_is_least_privilege(
     for verb in ("get", "list", "watch", "create", "patch", "delete"):
         assert (verb, "cliquescalinggroups.cliques.dev") in workload
         assert (verb, "horizontalpodautoscalers.autoscaling") in workload
+        # the gangs' scheduling groups, composite trees included (docs/gangs.md)
+        assert (verb, "compositepodgroups.scheduling.k8s.io") in workload
     assert ("patch", "cliquescalinggroups.cliques.dev/status") in workload
 
 

@@ -137,3 +137,34 @@ def test_crds_still_missing_after_the_grace_say_what_to_install(
     with pytest.raises(StartupError, match="install the CustomResourceDefinitions"):
         asyncio.run(preflight.check(client))  # type: ignore[arg-type]
     assert client.calls >= 2
+
+
+class CompositeLister:
+    """Lists CompositePodGroups, or answers 403 (an operator whose RBAC predates them)."""
+
+    def __init__(self, allowed: bool) -> None:
+        self.allowed = allowed
+        self.asked: list[str] = []
+
+    async def list_page(self, resource: object, namespace: object, **kwargs: object) -> bytes:
+        self.asked.append(getattr(resource, "plural", ""))
+        if not self.allowed:
+            raise errors.from_response(403, b"{}", verb="list", path="/apis/scheduling.k8s.io")
+        return b'{"items": []}'
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_composite_pod_groups_need_their_rbac(allowed: bool) -> None:
+    from cliques.kube import gangapi
+
+    found = gangapi.interpret(
+        ["v1beta1", "v1alpha3"],
+        {"v1beta1": ["podgroups", "workloads"], "v1alpha3": ["compositepodgroups"]},
+    )
+    assert found.composite
+    client = CompositeLister(allowed)
+    checked = asyncio.run(preflight._composite(client, found, "ns", "in ns", None))  # type: ignore[arg-type]
+    assert client.asked == ["compositepodgroups"]
+    assert checked.composite is allowed
+    assert (gangapi.COMPOSITE in checked.features) is allowed
+    assert checked.podgroups  # PodGroups stay: a gang is then one PodGroup

@@ -23,7 +23,7 @@ from cliques.api.scalinggroup import (
     CliqueScalingGroupSpec,
     CliqueScalingGroupStatus,
 )
-from cliques.controllers import scaling, startup, subdomains, workload
+from cliques.controllers import cliqueset_rollout, scaling, startup, subdomains, workload
 
 from .planner_fixtures import NOW, clique, cliqueset
 
@@ -563,52 +563,56 @@ def test_spec_patch_min_available_follows_the_template_capped_at_replicas() -> N
     assert got == {"metadata": {"resourceVersion": "7"}, "spec": {"minAvailable": 2}}
 
 
-def test_object_status_counts_made_ready_and_updated_instances() -> None:
-    (group,) = scaling.layout(prefill_set().spec).groups
-    members = {
-        scaling.member_of(c): c
-        for c in [
-            *(member_clique(1, r, 0) for r in ("pleader", "pworker")),
-            member_clique(1, "pleader", 1, ready=False),  # not Ready
-            member_clique(1, "pworker", 1, hash_="old"),  # outdated
-            member_clique(1, "pleader", 2),  # instance 2 is half made
-            member_clique(1, "pleader", 3),
-            member_clique(1, "pworker", 3, deleting=True),  # going
-        ]
-    }
-    status = scaling.object_status("llama", 1, group, 4, members, HASHES, 9)
-    assert status == {
+def _instances(gang: int, members: list[Clique], count: int) -> tuple[int, int, int]:
+    """The prefill group's (made, Ready, current) instances of a gang, as the rollout's
+    verdict reads them for the CliqueScalingGroup's status."""
+    cqs = prefill_set()
+    ctx = cliqueset_rollout.context(cqs, HASHES, startup.dependencies(cqs.spec), 1)
+    by_member = {scaling.member_of(c): c for c in members}
+    facts = cliqueset_rollout.judge(gang, by_member, ctx, {}, {"prefill": count}).facts
+    ((group, *stats),) = facts.instances
+    assert group == "prefill"
+    return (stats[0], stats[1], stats[2])
+
+
+def test_the_verdict_counts_made_ready_and_updated_instances() -> None:
+    members = [
+        *(member_clique(1, r, 0) for r in ("pleader", "pworker")),
+        member_clique(1, "pleader", 1, ready=False),  # not Ready
+        member_clique(1, "pworker", 1, hash_="old"),  # outdated
+        member_clique(1, "pleader", 2),  # instance 2 is half made
+        member_clique(1, "pleader", 3),
+        member_clique(1, "pworker", 3, deleting=True),  # going: not made
+    ]
+    assert _instances(1, members, 4) == (2, 1, 1)
+    # only the instances below the count are counted
+    assert _instances(1, members, 1) == (1, 1, 1)
+
+
+def test_an_instance_with_pods_still_coming_is_not_updated() -> None:
+    worker = member_clique(0, "pworker", 0)
+    assert worker.status is not None
+    short = msgspec.structs.replace(
+        worker, status=msgspec.structs.replace(worker.status, updated_replicas=1)
+    )
+    assert _instances(0, [member_clique(0, "pleader", 0), short], 1) == (1, 1, 0)
+
+
+def test_object_status_reports_the_instances_and_the_selector() -> None:
+    assert scaling.object_status("llama", 1, "prefill", (2, 1, 1), 9) == {
         "observedGeneration": 9,
         "replicas": 2,
         "readyReplicas": 1,
         "updatedReplicas": 1,
         "selector": SELECTOR.format(gang=1),
     }
-    # only the instances below the count are counted
-    assert scaling.object_status("llama", 1, group, 1, members, HASHES, 9)["replicas"] == 1
-
-
-def test_object_status_an_instance_with_pods_still_coming_is_not_updated() -> None:
-    (group,) = scaling.layout(prefill_set().spec).groups
-    worker = member_clique(0, "pworker", 0)
-    assert worker.status is not None
-    short = msgspec.structs.replace(
-        worker, status=msgspec.structs.replace(worker.status, updated_replicas=1)
-    )
-    members = {"pleader-0": member_clique(0, "pleader", 0), "pworker-0": short}
-    status = scaling.object_status("llama", 0, group, 1, members, HASHES, 1)
-    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (1, 1, 0)
-
-
-def _by_gang(*gangs: list[Clique]) -> dict[int, dict[str, Clique]]:
-    return {g: {scaling.member_of(c): c for c in cl} for g, cl in enumerate(gangs)}
 
 
 def test_plan_objects_makes_one_per_gang_with_the_gangs_count() -> None:
     cqs = prefill_set(replicas=2, min_available=1)
     lay = scaling.layout(cqs.spec)
     counts = {0: {"prefill": 3}, 1: {"prefill": 2}}
-    out = scaling.plan_objects(cqs, lay, [], counts, {}, HASHES, "7", OWNER)
+    out = scaling.plan_objects(cqs, lay, [], counts, {}, "7", OWNER)
     assert [n for n, _ in out.creates] == ["llama-0-prefill", "llama-1-prefill"]
     assert [b["spec"]["replicas"] for _, b in out.creates] == [3, 2]
     assert out.patches == out.statuses == out.deletes == []
@@ -629,13 +633,12 @@ def test_plan_objects_keeps_status_and_deletes_the_unused() -> None:
         scaling_group_object(1, 2),  # gang 1 is gone
         scaling_group_object(2, 2, deleting=True),  # already going
     ]
-    by_gang = _by_gang(gang_members(0))
-    out = scaling.plan_objects(cqs, lay, objects, {0: {"prefill": 2}}, by_gang, HASHES, "7", OWNER)
+    counts = {0: {"prefill": 2}}
+    out = scaling.plan_objects(cqs, lay, objects, counts, {0: {"prefill": (2, 2, 2)}}, "7", OWNER)
     assert out.creates == [] and out.patches == [] and out.statuses == []
     assert out.deletes == [("llama-1-prefill", "uid-llama-1-prefill")]
     # an instance not Ready any more: one status patch
-    by_gang = _by_gang(gang_members(0, ready_instances=(0,)))
-    out = scaling.plan_objects(cqs, lay, objects, {0: {"prefill": 2}}, by_gang, HASHES, "7", OWNER)
+    out = scaling.plan_objects(cqs, lay, objects, counts, {0: {"prefill": (2, 1, 2)}}, "7", OWNER)
     assert out.statuses == [
         (
             "llama-0-prefill",
@@ -656,7 +659,7 @@ def test_plan_objects_leaves_an_object_being_deleted_alone() -> None:
     cqs = prefill_set(replicas=1, group_replicas=3)
     lay = scaling.layout(cqs.spec)
     going = scaling_group_object(0, 1, applied="2", deleting=True)
-    out = scaling.plan_objects(cqs, lay, [going], {0: {"prefill": 1}}, {}, HASHES, "7", OWNER)
+    out = scaling.plan_objects(cqs, lay, [going], {0: {"prefill": 1}}, {}, "7", OWNER)
     assert out.creates == out.patches == out.statuses == out.deletes == []
 
 
@@ -664,7 +667,7 @@ def test_plan_objects_without_groups_deletes_every_object() -> None:
     cqs = cliqueset(replicas=2)
     lay = scaling.layout(cqs.spec)
     objects = [scaling_group_object(0, 2), scaling_group_object(1, 2)]
-    out = scaling.plan_objects(cqs, lay, objects, {}, {}, HASHES, "7", OWNER)
+    out = scaling.plan_objects(cqs, lay, objects, {}, {}, "7", OWNER)
     assert out.creates == []
     assert [n for n, _ in out.deletes] == ["llama-0-prefill", "llama-1-prefill"]
 

@@ -226,8 +226,78 @@ def test_detect_prefers_v1beta1_podgroups() -> None:
     assert found.podgroup_resource.path("ns", "pg") == (
         "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/pg"
     )
-    assert "/apis/scheduling.k8s.io/v1alpha3" not in fake.asked
+    assert "/apis/scheduling.k8s.io/v1" not in fake.asked  # only the gang versions are read
+    # v1alpha3 is listed, so read, but serves no compositepodgroups here
+    assert "/apis/scheduling.k8s.io/v1alpha3" in fake.asked
+    assert not found.composite and "composite off" in found.describe()
     assert "a PodGroup per gang" in found.describe()
+
+
+def test_detect_finds_composite_pod_groups_in_v1alpha3() -> None:
+    """1.37 with the CompositePodGroup gate: Workloads and PodGroups in v1beta1, the
+    composites in v1alpha3 only."""
+    fake = FakeDiscovery(
+        {
+            "/apis/scheduling.k8s.io": group("v1", "v1beta1", "v1alpha3"),
+            "/apis/scheduling.k8s.io/v1beta1": resource_list(
+                "priorityclasses", "podgroups", "workloads"
+            ),
+            "/apis/scheduling.k8s.io/v1alpha3": resource_list(
+                "compositepodgroups", "podgroups", "workloads"
+            ),
+        }
+    )
+    found = asyncio.run(gangapi.detect(fake))
+    assert found.version == "v1beta1" and found.podgroups
+    assert found.composite and found.features == {gangapi.COMPOSITE}
+    assert found.composite_version == "v1alpha3"
+    assert found.composite_resource.path("ns", "g") == (
+        "/apis/scheduling.k8s.io/v1alpha3/namespaces/ns/compositepodgroups/g"
+    )
+    assert found.composite_resource.kind == "CompositePodGroup"
+    assert "composite on" in found.describe()
+
+
+@pytest.mark.parametrize(
+    ("versions", "resources", "composite"),
+    [
+        # v1alpha3 served without the gate: no compositepodgroups
+        (
+            ["v1beta1", "v1alpha3"],
+            {"v1beta1": ["podgroups", "workloads"], "v1alpha3": ["podgroups", "workloads"]},
+            "",
+        ),
+        # served in v1beta1 only (a later release): not the version the operator writes
+        (["v1beta1"], {"v1beta1": ["compositepodgroups", "podgroups", "workloads"]}, ""),
+        # v1alpha2 PodGroups cannot name a parent
+        (
+            ["v1alpha2", "v1alpha3"],
+            {"v1alpha2": ["podgroups", "workloads"], "v1alpha3": ["compositepodgroups"]},
+            "",
+        ),
+        # compositepodgroups without PodGroups to be their children
+        (["v1alpha3"], {"v1alpha3": ["compositepodgroups"]}, ""),
+    ],
+)
+def test_interpret_composite(
+    versions: list[str], resources: dict[str, list[str]], composite: str
+) -> None:
+    found = gangapi.interpret(versions, resources)
+    assert found.composite_version == composite
+    assert found.composite is bool(composite)
+    assert (gangapi.COMPOSITE in found.features) is bool(composite)
+
+
+def test_probe_keeps_composite() -> None:
+    found = gangapi.GangAPI(
+        "v1beta1",
+        ("v1beta1", "v1alpha3"),
+        frozenset({gangapi.COMPOSITE}),
+        composite_version="v1alpha3",
+    )
+    probed = asyncio.run(gangapi.probe(FakeCreator({"topology"}), found, "ns"))
+    assert probed.features == {"topology", gangapi.COMPOSITE}
+    assert probed.composite and probed.composite_version == "v1alpha3"
 
 
 def test_detect_finds_v1alpha2_podgroups() -> None:

@@ -1,9 +1,18 @@
 """A slim scheduling.k8s.io PodGroup (v1alpha2 and v1beta1 read alike): what the operator
 compares with the gang it schedules, its gang policy's `minCount` and the DRA claims its
 pods share (`resourceClaims`); the fields it cannot
-change are compared through a hash it writes on the object (`controllers.podgroups`)."""
+change are compared through a hash it writes on the object (`controllers.podgroups`).
+
+On v1beta1 a PodGroup may be the child of a CompositePodGroup (`parentCompositePodGroupName`,
+Kubernetes 1.37 alpha); the operator reads what it needs to make a sibling of it (its
+parent, Workload template, priority class and disruption mode,
+`controllers.gang_trees`). A `CompositePodGroup` (v1alpha3) reads the same way: its
+metadata and its parent are all the operator reads of it (its spec is immutable, and
+hashed into its name)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -26,9 +35,22 @@ class PodGroupClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     resource_claim_template_name: str | None = None
 
 
+class WorkloadRef(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The v1beta1 link to a Workload's template."""
+
+    workload_name: str = ""
+    template_name: str = ""
+
+
 class PodGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     scheduling_policy: SchedulingPolicy = msgspec.field(default_factory=SchedulingPolicy)
     resource_claims: list[PodGroupClaim] = msgspec.field(default_factory=list)
+    #: the CompositePodGroup it is a child of ("" for none; v1beta1, immutable)
+    parent_composite_pod_group_name: str = ""
+    workload_ref: WorkloadRef | None = None
+    priority_class_name: str = ""
+    #: as served: an object on v1beta1 (`{all: {}}`), a string on v1alpha2
+    disruption_mode: dict[str, Any] | str | None = None
 
 
 class PodGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -51,3 +73,10 @@ class PodGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel")
             for c in self.spec.resource_claims
             if c.resource_claim_template_name is not None
         )
+
+
+class CompositePodGroup(PodGroup):
+    """A scheduling.k8s.io/v1alpha3 CompositePodGroup, read as a PodGroup: its metadata and
+    its parent (`spec.parentCompositePodGroupName`); its policy (`minGroupCount`) is not
+    read. A subclass, so that a set's PodGroups and composites can be listed together
+    and told apart (`isinstance`)."""

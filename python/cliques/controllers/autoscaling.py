@@ -64,8 +64,11 @@ def targets(cqs: CliqueSet, lay: scaling.Layout) -> list[Target]:
             per_gang.append((labels.KIND_SCALING_GROUP, group.name, group.autoscaling, floor))
     if not per_gang:
         return []
+    for _, piece, _, _ in per_gang if cqs.spec.replicas else ():
+        # the longest name is valid, so every one is (`labels` checks it)
+        labels.clique_name(name, cqs.spec.replicas - 1, piece)
     return [
-        Target(kind, labels.clique_name(name, gang, piece), gang, auto, floor)
+        Target(kind, f"{name}-{gang}-{piece}", gang, auto, floor)
         for gang in range(cqs.spec.replicas)
         for kind, piece, auto, floor in per_gang
     ]
@@ -91,8 +94,13 @@ def spec_of(target: Target) -> dict[str, Any]:
 
 
 def spec_hash(spec: dict[str, Any]) -> str:
-    """A short hash of an HPA spec as the operator writes it."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    """A short hash of an HPA spec as the operator writes it, its target's name left out
+    (the HPA carries it in its own): the HPAs of one clique or group in every gang share
+    it, so a plan hashes once per template."""
+    ref = spec.get("scaleTargetRef") or {}
+    canonical = json.dumps(
+        {**spec, "scaleTargetRef": {**ref, "name": ""}}, sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -137,6 +145,8 @@ def plan(
     out = HPAPlan()
     have = {h.metadata.name: h for h in hpas}
     wanted: set[str] = set()
+    #: (kind, autoscaling, floor) -> the hash of its HPAs' spec
+    hashes: dict[tuple[str, int, int], str] = {}
     for target in targets(cqs, lay):
         wanted.add(target.name)
         hpa = have.get(target.name)
@@ -145,9 +155,12 @@ def plan(
             continue
         if hpa.metadata.deletion_timestamp is not None:
             continue
-        spec = spec_of(target)
-        written = spec_hash(spec)
+        key = (target.kind, id(target.autoscaling), target.floor)
+        written = hashes.get(key)
+        if written is None:
+            written = hashes[key] = spec_hash(spec_of(target))
         if hpa.metadata.annotations.get(ANNOTATION_SPEC) != written:
+            spec = spec_of(target)
             ops: list[dict[str, Any]] = [
                 {"op": "test", "path": "/metadata/uid", "value": hpa.metadata.uid},
                 {"op": "replace", "path": "/spec", "value": spec},

@@ -38,7 +38,7 @@ from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetSta
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed
-from cliques.api.podgroup import PodGroup
+from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -66,6 +66,10 @@ from cliques.kube.runner import Result
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "cliqueset"
+#: Children whose status the planner does not read from the cache. (Not a
+#: CliqueScalingGroup's: a plan that writes one leaves the set's own status to the next
+#: reconcile, which the write's watch event starts.)
+_STATUS_UNREAD = (HorizontalPodAutoscaler,)
 
 #: Child-event windows, as multiples of what the set's last plan cost: planning takes at
 #: most ~5% of a core while the set has objects to write or gangs to roll, and ~1% while
@@ -135,6 +139,7 @@ class CliqueSetController:
         gang_api: gangapi.GangAPI | None = None,
         workloads: Informer[Workload] | None = None,
         pod_groups: Informer[PodGroup] | None = None,
+        composite_groups: Informer[CompositePodGroup] | None = None,
         claim_objects: Sequence[Informer[ClaimObject]] = (),
         kueue_workloads: Informer[KueueWorkload] | None = None,
         local_queues: Informer[LocalQueue] | None = None,
@@ -146,6 +151,8 @@ class CliqueSetController:
         self.gang_api = gang_api or gangapi.GangAPI()
         self.workloads = workloads
         self.pod_groups = pod_groups
+        #: the CompositePodGroups, where the server serves them (`gang_trees`)
+        self.composite_groups = composite_groups
         #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
         self.claim_objects = tuple(claim_objects)
         #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
@@ -188,7 +195,15 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        owned = (workloads, pod_groups, *self.claim_objects, kueue_workloads, scaling_groups, hpas)
+        owned = (
+            workloads,
+            pod_groups,
+            composite_groups,
+            *self.claim_objects,
+            kueue_workloads,
+            scaling_groups,
+            hpas,
+        )
         for informer in owned:
             if informer is not None:
                 informer.add_handler(self._on_child)
@@ -246,6 +261,15 @@ class CliqueSetController:
                 restart = gang_failures.observed_token(meta)
                 if restart is not None:
                     self.expectations.created(owner, restart)
+        if (
+            kind == "MODIFIED"
+            and old is not None
+            and isinstance(new, _STATUS_UNREAD)
+            and only_status_changed(old, new)
+        ):
+            # An HPA's status (its controller rewrites it every sync): nothing the planner
+            # reads.
+            return
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
         if parent and self.owns(meta.namespace, parent):
             key = f"{meta.namespace}/{parent}"
@@ -361,11 +385,19 @@ class CliqueSetController:
                 if self.workloads is not None
                 else []
             ),
-            pod_groups=(
-                self.pod_groups.store.by_index("controller", owner)
-                if self.pod_groups is not None
-                else []
-            ),
+            pod_groups=[
+                *(
+                    self.pod_groups.store.by_index("controller", owner)
+                    if self.pod_groups is not None
+                    else []
+                ),
+                # its CompositePodGroups, in the same list (a PodGroup subclass)
+                *(
+                    self.composite_groups.store.by_index("controller", owner)
+                    if self.composite_groups is not None
+                    else []
+                ),
+            ],
             claims_served=bool(self.claim_objects),
             resize_served=self.gang_api.resize,
             kueue_revision=revision,

@@ -127,7 +127,8 @@ class CliqueSetSnapshot:
     #: the Workloads this CliqueSet owns
     workloads: list[Workload] = field(default_factory=list)
     #: the scheduling.k8s.io version served for gangs (`gangapi.GangAPI.version`), and the
-    #: PodGroups this CliqueSet owns (from 1.36 on)
+    #: PodGroups this CliqueSet owns (from 1.36 on), and with them its CompositePodGroups
+    #: (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha, `gang_trees`)
     gang_version: str = "v1alpha1"
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: the gated PodGroup fields the server keeps (`gangapi.FEATURES`)
@@ -325,7 +326,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                     algorithm=snap.algorithm,
                     bucket=bucket,
                     workload=uses,
-                    pod_group=sched.pod_group(index),
+                    pod_group=sched.member_pod_group(index, member.group, member.instance),
                     scheduler_packs=sched.scheduler_packs,
                     layout=subdomains.member_annotations(cqs, index, layout, lay, member),
                     gated=gated,
@@ -362,7 +363,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
 
     if lay.groups or snap.scaling_groups or snap.hpas or lay.autoscaled:
-        _scale_targets(snap, lay, counts, by_gang, bucket, out, creates, deletes)
+        _scale_targets(snap, lay, counts, gangs.facts, bucket, out, creates, deletes)
 
     # Gang restarts first (a broken gang is down already), then rollout decisions, both
     # within one budget; then in-place changes.
@@ -432,7 +433,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                 packs = sched.scheduler_packs and (
                     labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
                 )
-                group = move_to or clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
+                # its own part of the gang's new tree, where gangs are composite trees
+                moved = sched.move_to(gang, clique) if whole else ""
+                group = moved or clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
                 update = inplace.annotation(clique, cliqueset_rollout.hash_of(clique), in_place)
                 out.patches.append(
                     _template_patch(
@@ -441,7 +444,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
                         snap,
                         change,
                         packs,
-                        move_to,
+                        moved,
                         via_group(group, gang),
                         update,
                     )
@@ -490,9 +493,8 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         snap, failing, gangs.facts, touched, set(restart_now), out, sched.wanted
     )
     out.status.gang_restarts = restarts
-    out.status.updated_in_place, out.status.updated_by_replacement = _update_counts(
-        by_gang, snap.hashes, spec.replicas
-    )
+    out.status.updated_in_place = sum(1 for f in gangs.facts if f.update_kind == "in-place")
+    out.status.updated_by_replacement = sum(1 for f in gangs.facts if f.update_kind == "replaced")
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, meta.generation)
     ordered = spec.startup_type != "AnyOrder"
@@ -561,7 +563,7 @@ def _scale_targets(
     snap: CliqueSetSnapshot,
     lay: scaling.Layout,
     counts: Mapping[int, Mapping[str, int]],
-    by_gang: Mapping[int, Mapping[str, Clique]],
+    facts: list[cliqueset_rollout.GangFacts],
     bucket: str,
     out: CliqueSetPlan,
     creates: list[Create],
@@ -573,9 +575,12 @@ def _scale_targets(
     cqs = snap.cliqueset
     uid = cqs.metadata.uid
     owner = builders.owner_reference(cqs)
-    objects = scaling.plan_objects(
-        cqs, lay, snap.scaling_groups, counts, by_gang, snap.hashes, bucket, owner
-    )
+    instances = {
+        gang: {group: (made, ready, current) for group, made, ready, current in f.instances}
+        for gang, f in enumerate(facts)
+        if f.instances
+    }
+    objects = scaling.plan_objects(cqs, lay, snap.scaling_groups, counts, instances, bucket, owner)
     hpas = autoscaling.plan(cqs, lay, snap.hpas, bucket, owner)
     for name, body in objects.creates:
         creates.append(Create(SCALING_GROUPS, name, body, uid))
@@ -801,28 +806,6 @@ def _in_place(
         return inplace.can_update_in_place(clique.spec.template, new, snap.resize_served)
     except ValueError:
         return False
-
-
-def _update_counts(
-    by_gang: Mapping[int, Mapping[str, Clique]], hashes: Mapping[str, str], replicas: int
-) -> tuple[int, int]:
-    """(gangs updated in place, gangs updated by replacing their pods) to the current
-    templates: the gangs whose every Clique has its current hash and was last rolled in
-    place, or by replacement (`cliques.dev/update`)."""
-    in_place = replaced = 0
-    for gang in range(replicas):
-        members = by_gang.get(gang, {})
-        live = [c for c in members.values() if c.metadata.deletion_timestamp is None]
-        if not live or any(
-            cliqueset_rollout.hash_of(c) != hashes.get(c.spec.clique_name) for c in live
-        ):
-            continue
-        updates = [c.metadata.annotations.get(labels.ANNOTATION_UPDATE, "") for c in live]
-        if any(u == inplace.REPLACE for u in updates):
-            replaced += 1
-        elif any(u.startswith(inplace.IN_PLACE) for u in updates):
-            in_place += 1
-    return in_place, replaced
 
 
 def _moving(snap: CliqueSetSnapshot) -> list[int]:

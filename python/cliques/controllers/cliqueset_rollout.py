@@ -35,7 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import clique_planner, gang_failures, scaling, subdomains
+from cliques.controllers import clique_planner, gang_failures, inplace, scaling, subdomains
 
 #: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
 _NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})
@@ -156,6 +156,12 @@ class GangFacts:
     live: bool = False
     #: the subdomains its live Cliques record (`subdomains.wanted_services`)
     subdomains: tuple[str, ...] = ()
+    #: per scaling group: (group, instances made, Ready, on the current templates), for
+    #: its CliqueScalingGroup's status (`scaling.plan_objects`)
+    instances: tuple[tuple[str, int, int, int], ...] = ()
+    #: the gang is on the current templates, last rolled in place (`inplace.IN_PLACE`) or
+    #: by replacing its pods (`inplace.REPLACE`): "in-place", "replaced", or ""
+    update_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +266,7 @@ def judge(
     context)."""
     outdated, changes = _classify(gang, members, ctx, rehashes)
     facts = _gang_facts(gang, members, ctx, counts or {})
+    facts.update_kind = _update_kind(members, ctx)
     return Verdict(facts=facts, outdated=outdated, changes=changes)
 
 
@@ -362,6 +369,8 @@ def _gang_facts(
         lead = members.get(lead_name)
         facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
     facts.unschedulable.sort()
+    groups = _group_facts(members, ctx, counts, ready_true)
+    facts.instances = tuple((g.name, f.made, f.available, f.current) for g, f in groups)
     available = ready = updated = True
     starting = False
     for name, replicas, min_available in ctx.templates:
@@ -382,35 +391,13 @@ def _gang_facts(
         if name not in ready_true:
             available = False
             starting = starting or _starting(member)
-    wanted = {role: (replicas, min_available) for role, replicas, min_available in ctx.templates}
-    for group in lay.groups:
-        n = counts.get(group.name, group.replicas)
-        instances_available = instances_ready = 0
-        group_starting = False
-        for inst in range(n):
-            inst_available = inst_ready = True
-            for role in group.roles:
-                member = members.get(labels.member_name(role, inst))
-                status = member.status if member is not None else None
-                replicas, min_available = wanted.get(role, (0, 0))
-                if member is None or status is None:
-                    inst_available = inst_ready = updated = False
-                    group_starting = True
-                    continue
-                if status.ready_replicas < min_available:
-                    inst_ready = False
-                if status.updated_replicas != replicas:
-                    updated = False
-                if labels.member_name(role, inst) not in ready_true:
-                    inst_available = False
-                    group_starting = group_starting or _starting(member)
-            instances_available += inst_available
-            instances_ready += inst_ready
-        if instances_ready < group.min_available:
+    for group, found in groups:
+        updated = updated and found.pods_updated
+        if found.ready < group.min_available:
             ready = False
-        if instances_available < group.min_available:
+        if found.available < group.min_available:
             available = False
-            starting = starting or group_starting
+            starting = starting or found.starting
             facts.degraded.extend(grouped_degraded.get(group.name, ()))
     facts.degraded.sort()
     facts.available, facts.ready, facts.updated = available, ready, updated
@@ -421,6 +408,78 @@ def _gang_facts(
         facts.degraded.clear()
     facts.available_since = since if available else ""
     return facts
+
+
+@dataclass(slots=True)
+class _GroupFacts:
+    """One scaling group of one gang, read from its instances' Cliques."""
+
+    #: instances with every Clique made; Ready (every Clique Ready for its epoch); on the
+    #: current templates with every pod updated; with minAvailable pods ready
+    made: int = 0
+    available: int = 0
+    current: int = 0
+    ready: int = 0
+    #: an instance is on its way up (a Clique missing, starting or rolling)
+    starting: bool = False
+    #: every Clique of every instance reports all its pods on its own template
+    pods_updated: bool = True
+
+
+def _group_facts(
+    members: Mapping[str, Clique],
+    ctx: Context,
+    counts: Mapping[str, int],
+    ready_true: set[str],
+) -> list[tuple[scaling.Group, _GroupFacts]]:
+    """The `_GroupFacts` of each scaling group of a gang (`members`: by member name)."""
+    wanted = ctx.wanted
+    out: list[tuple[scaling.Group, _GroupFacts]] = []
+    for group in ctx.layout.groups:
+        facts = _GroupFacts()
+        for inst in range(counts.get(group.name, group.replicas)):
+            made = available = ready = current = True
+            for role in group.roles:
+                name = labels.member_name(role, inst)
+                member = members.get(name)
+                status = member.status if member is not None else None
+                want_hash, replicas, min_available = wanted.get(role, ("", 0, 0))
+                if member is None or status is None or member.metadata.deletion_timestamp:
+                    made = made and member is not None and not member.metadata.deletion_timestamp
+                    available = ready = current = False
+                    facts.pods_updated = False
+                    facts.starting = True
+                    continue
+                if status.ready_replicas < min_available:
+                    ready = False
+                if status.updated_replicas != replicas:
+                    facts.pods_updated = current = False
+                elif hash_of(member) != want_hash:
+                    current = False
+                if name not in ready_true:
+                    available = False
+                    facts.starting = facts.starting or _starting(member)
+            facts.made += made
+            facts.available += available
+            facts.current += current
+            facts.ready += ready
+        out.append((group, facts))
+    return out
+
+
+def _update_kind(members: Mapping[str, Clique], ctx: Context) -> str:
+    """How the gang reached the current templates, if it has: "in-place" when a Clique of
+    it was last rolled in place, "replaced" when one was rolled by replacing its pods."""
+    live = [c for c in members.values() if c.metadata.deletion_timestamp is None]
+    wanted = ctx.wanted
+    if not live or any(hash_of(c) != wanted.get(c.spec.clique_name, ("",))[0] for c in live):
+        return ""
+    updates = [c.metadata.annotations.get(labels.ANNOTATION_UPDATE, "") for c in live]
+    if any(u == inplace.REPLACE for u in updates):
+        return "replaced"
+    if any(u.startswith(inplace.IN_PLACE) for u in updates):
+        return "in-place"
+    return ""
 
 
 def _starting(member: Clique) -> bool:

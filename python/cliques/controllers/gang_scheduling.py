@@ -16,6 +16,12 @@ condition.
   gang created later (a clique template added) uses the same one, so a gang's pods always
   share one Workload. A Workload no live Clique records and that is not the current one is
   deleted.
+- Where the server serves CompositePodGroups (1.37, alpha: `gangapi.COMPOSITE`), a set with
+  scaling groups whose gangs share no DRA claims gets a tree per gang instead
+  (`gang_trees`): a composite whose children are a PodGroup per instance of its groups
+  (`minGroupCount`: the group's `minAvailable`), and each Clique names its own part of it
+  (`GangPlan.member_pod_group`). Elsewhere such a set gets one PodGroup per gang, as any
+  other. Composites no group descends from are deleted, once nothing names them.
 - Start order: the scheduler binds none of a gang's pods until all of them exist, so with
   the Workload backend a clique cannot hold its pods back until the cliques it starts
   after are Ready. Its Clique gets `startGate` instead (`gated`): all pods are created,
@@ -24,6 +30,7 @@ condition.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -32,9 +39,9 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
-from cliques.api.podgroup import PodGroup
+from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
-from cliques.controllers import conditions, podgroups, workload
+from cliques.controllers import composite_groups, conditions, gang_trees, podgroups, workload
 from cliques.controllers.actions import Create, Delete, Event, Patch
 from cliques.kube import gangapi
 
@@ -61,9 +68,13 @@ class GangPlan:
     deletes: list[Delete] = field(default_factory=list)
 
     #: gang -> the PodGroup its live Cliques name; and the one each gang moves to when all
-    #: its pods are made again (from 1.36 on)
+    #: its pods are made again (from 1.36 on; empty where gangs are composite trees)
     named: dict[int, str] = field(default_factory=dict)
     wanted: dict[int, str] = field(default_factory=dict)
+    #: where gangs are composite trees (`gang_trees`): gang -> the PodGroup each part of
+    #: it names (a new Clique), and that of the tree it moves to when made whole again
+    trees: dict[int, gang_trees.Names] = field(default_factory=dict)
+    moves: dict[int, gang_trees.Names] = field(default_factory=dict)
 
     def pod_group(self, gang: int) -> str:
         """The PodGroup a new Clique of gang `gang` names: the one the gang's other Cliques
@@ -71,6 +82,23 @@ class GangPlan:
         if not self.pod_groups:
             return ""
         return self.named.get(gang) or self.wanted.get(gang, "")
+
+    def member_pod_group(self, gang: int, group: str = "", instance: int | None = None) -> str:
+        """The PodGroup a new Clique of gang `gang` names, for instance `instance` of
+        scaling group `group` (or with no group, a clique outside the groups): its own
+        part's where the gang is a composite tree, else the gang's (`pod_group`)."""
+        names = self.trees.get(gang)
+        if names is None or not self.pod_groups:
+            return self.pod_group(gang)
+        return names.of(group, instance)
+
+    def move_to(self, gang: int, clique: Clique) -> str:
+        """The PodGroup `clique` of gang `gang` names once all the gang's pods are made
+        again: its part's in the tree the set asks for now, or the gang's wanted one."""
+        names = self.moves.get(gang)
+        if names is None or not self.pod_groups:
+            return self.wanted.get(gang, "")
+        return names.of(*gang_trees.part_of(clique))
 
 
 def plan(
@@ -95,8 +123,15 @@ def plan(
         cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
     )
     cliques = list(cliques)
+    groups = list(groups)
     have = {w.metadata.name: w for w in workloads}
     on = decision.backend == "Workload"
+    if (
+        on
+        and version == composite_groups.POD_GROUP_VERSION
+        and composite_groups.wanted(features, len(cqs.spec.template.scaling_groups), shared)
+    ):
+        return _trees(cqs, cliques, have, groups, decision, bucket, features)
     latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
     wl_resource = gangapi.workloads(version)
@@ -128,11 +163,17 @@ def plan(
             for gang in moving:
                 if gang in wanted:
                     keep.setdefault(wanted[gang], gang)
-        groups_plan = podgroups.plan(cqs, version, groups, keep, latest, bucket, features)
+        plain = [g for g in groups if not isinstance(g, CompositePodGroup)]
+        groups_plan = podgroups.plan(cqs, version, plain, keep, latest, bucket, features)
         creates += groups_plan.creates
         patches = groups_plan.patches
-        group_deletes = groups_plan.deletes
-        used = groups_plan.linked
+        # and the composites of trees no longer named (the set's gangs were trees)
+        group_deletes = groups_plan.deletes + gang_trees.stale_composites(cqs, groups, keep)
+        used = groups_plan.linked | {
+            g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
+            for g in groups
+            if isinstance(g, CompositePodGroup)
+        }
         current, ready = "", True
     else:
         used = {
@@ -160,6 +201,45 @@ def plan(
         deletes=deletes + group_deletes,
         named=named,
         wanted=wanted,
+    )
+
+
+def _trees(
+    cqs: CliqueSet,
+    cliques: list[Clique],
+    have: Mapping[str, Workload],
+    groups: list[PodGroup],
+    decision: workload.Decision,
+    bucket: str,
+    features: frozenset[str],
+) -> GangPlan:
+    """The `GangPlan` of a set whose gangs are composite trees (`gang_trees`)."""
+    uid = cqs.metadata.uid
+    trees = gang_trees.plan(cqs, cliques, groups, bucket=bucket, features=features)
+    wl_resource = gangapi.workloads(composite_groups.POD_GROUP_VERSION)
+    creates: list[Create] = []
+    latest = trees.workload
+    if latest and latest not in have and trees.workload_body is not None:
+        creates.append(Create(wl_resource, latest, trees.workload_body, uid))
+    deletes = [
+        Delete(wl_resource, name, w.metadata.uid, uid, "Unused")
+        for name, w in sorted(have.items())
+        if name != latest and name not in trees.linked and w.metadata.deletion_timestamp is None
+    ]
+    message = (
+        f"gangs are scheduled through scheduling.k8s.io/{composite_groups.COMPOSITE_VERSION} "
+        f"CompositePodGroups, one each, with a scheduling.k8s.io/"
+        f"{composite_groups.POD_GROUP_VERSION} PodGroup per instance of a scaling group"
+    )
+    return GangPlan(
+        dataclasses.replace(decision, message=message),
+        pod_groups=True,
+        scheduler_packs=trees.scheduler_packs,
+        creates=creates + trees.creates,
+        patches=trees.patches,
+        deletes=deletes + trees.deletes,
+        trees=trees.names,
+        moves=trees.moves,
     )
 
 

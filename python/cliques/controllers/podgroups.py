@@ -21,6 +21,9 @@ resource, so the operator does (docs/gangs.md).
   workload scaling"): a resize patches every group a gang names. On `v1alpha2` it cannot
   change: a resized gang keeps its group until it moves (docs/gangs.md says what that
   means for a shrink).
+- **A part of a composite tree** (`gang_trees`) that a live Clique still names, once the
+  set's gangs are no longer trees (its scaling groups removed), is kept as it is: its
+  `minCount` is its part's, not the whole gang's.
 - **A group no Clique names is deleted** (that of a gang removed by a scale down, or one a
   gang moved away from). The API server keeps it while a pod still names it (the
   `scheduling.k8s.io/podgroup-protection` finalizer).
@@ -237,6 +240,8 @@ def plan(
         gmeta = group.metadata
         if gmeta.deletion_timestamp is not None:
             continue  # made again once it is gone
+        if _tree_part(group):
+            continue  # a part of a gang's composite tree asks for its part's pods only
         if version in MUTABLE_MIN_COUNT and needed > 0 and 0 < group.min_count != needed:
             patch = {
                 "metadata": {"resourceVersion": gmeta.resource_version},
@@ -247,6 +252,14 @@ def plan(
         if name not in wanted and group.metadata.deletion_timestamp is None:
             out.deletes.append(Delete(res, name, group.metadata.uid, meta.uid, "Unused"))
     return out
+
+
+def _tree_part(group: PodGroup) -> bool:
+    """Whether a group is a part of a gang's composite tree (`gang_trees`), kept as it is
+    by a set whose gangs are no longer trees: it has a parent, or is an instance's."""
+    return bool(group.spec.parent_composite_pod_group_name) or (
+        labels.LABEL_GROUP_INDEX in group.metadata.labels
+    )
 
 
 def _linked_workload(group: PodGroup) -> str:

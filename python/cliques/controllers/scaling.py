@@ -111,7 +111,10 @@ def instance_of(clique: Clique) -> int | None:
 
 def member_of(clique: Clique) -> str:
     """A Clique's member name in its gang (`labels.member_name`)."""
-    return labels.member_name(clique.spec.clique_name, instance_of(clique))
+    value = clique.metadata.labels.get(labels.LABEL_GROUP_INDEX)
+    if value is None or not value.isdigit():  # (most Cliques: outside any group)
+        return clique.spec.clique_name
+    return f"{clique.spec.clique_name}-{int(value)}"
 
 
 def existing_instances(group: Group, members: Iterable[Clique]) -> int:
@@ -296,52 +299,18 @@ def spec_patch(obj: CliqueScalingGroup, group: Group) -> dict[str, Any] | None:
     return body
 
 
-def _instance_status(
-    group: Group, inst: int, members: Mapping[str, Clique], hashes: Mapping[str, str]
-) -> tuple[bool, bool, bool]:
-    """(exists, ready, updated) of one instance: every member made; every member Ready;
-    every member on the current template with all its pods updated."""
-    exists = ready = updated = True
-    for role in group.roles:
-        clique = members.get(labels.member_name(role, inst))
-        if clique is None or clique.metadata.deletion_timestamp is not None:
-            return False, False, False
-        status = clique.status
-        hash_ = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
-        if status is None:
-            ready = updated = False
-            continue
-        cond = next((c for c in status.conditions if c.type == "Ready"), None)
-        if cond is None or cond.status != "True":
-            ready = False
-        if hash_ != hashes.get(role) or status.updated_replicas != clique.spec.replicas:
-            updated = False
-    return exists, ready, updated
-
-
 def object_status(
-    cliqueset: str,
-    gang: int,
-    group: Group,
-    count: int,
-    members: Mapping[str, Clique],
-    hashes: Mapping[str, str],
-    generation: int,
+    cliqueset: str, gang: int, group: str, stats: tuple[int, int, int], generation: int
 ) -> dict[str, Any]:
-    """The status of the gang's CliqueScalingGroup of `group` (`count` instances wanted),
-    as JSON."""
-    made = ready = updated = 0
-    for inst in range(count):
-        exists, inst_ready, inst_updated = _instance_status(group, inst, members, hashes)
-        made += exists
-        ready += inst_ready
-        updated += inst_updated
+    """The status of the gang's CliqueScalingGroup of `group`, as JSON; `stats`: its
+    instances made, Ready and on the current templates (`cliqueset_rollout.GangFacts`)."""
+    made, ready, updated = stats
     return {
         "observedGeneration": generation,
         "replicas": made,
         "readyReplicas": ready,
         "updatedReplicas": updated,
-        "selector": selector(cliqueset, gang, group.name),
+        "selector": selector(cliqueset, gang, group),
     }
 
 
@@ -374,22 +343,24 @@ def plan_objects(
     lay: Layout,
     objects: Iterable[CliqueScalingGroup],
     counts: Mapping[int, Mapping[str, int]],
-    by_gang: Mapping[int, Mapping[str, Clique]],
-    hashes: Mapping[str, str],
+    instances: Mapping[int, Mapping[str, tuple[int, int, int]]],
     bucket: str,
     owner: dict[str, Any],
 ) -> ObjectPlan:
     """One CliqueScalingGroup per gang below `replicas` and group: made where missing
     (with the gang's instance count), brought to the template (`spec_patch`), its status
-    kept; the others (a gang or a group removed) deleted."""
+    kept (`instances`: gang -> group -> its instances made, Ready and current); the others
+    (a gang or a group removed) deleted."""
     out = ObjectPlan()
     name = cqs.metadata.name
     have: dict[str, CliqueScalingGroup] = {o.metadata.name: o for o in objects}
     wanted: set[str] = set()
+    for group in lay.groups if cqs.spec.replicas else ():
+        # the longest name is valid, so every one is (`labels` checks it)
+        labels.scaling_group_name(name, cqs.spec.replicas - 1, group.name)
     for gang in range(cqs.spec.replicas) if lay.groups else ():
-        members = by_gang.get(gang, {})
         for group in lay.groups:
-            obj_name = labels.scaling_group_name(name, gang, group.name)
+            obj_name = f"{name}-{gang}-{group.name}"
             wanted.add(obj_name)
             count = counts.get(gang, {}).get(group.name, group.replicas)
             obj = have.get(obj_name)
@@ -401,9 +372,8 @@ def plan_objects(
             patch = spec_patch(obj, group)
             if patch is not None:
                 out.patches.append((obj_name, patch))
-            status = object_status(
-                name, gang, group, count, members, hashes, obj.metadata.generation
-            )
+            stats = instances.get(gang, {}).get(group.name, (0, 0, 0))
+            status = object_status(name, gang, group.name, stats, obj.metadata.generation)
             if status != _status_of(obj):
                 out.statuses.append((obj_name, {"status": status}))
     for obj_name, obj in sorted(have.items()):

@@ -71,7 +71,10 @@ GANG_FEATURE_GATES: Final[Mapping[str, tuple[str, ...]]] = {
         "TopologyAwareWorkloadScheduling",  # alpha: a PodGroup's topology constraints
         "DRAWorkloadResourceClaims",  # beta, off by default: ResourceClaims of a PodGroup
         "PodGroupPreemptionPolicy",  # alpha, new: a PodGroup's preemptionPolicy field
-        "CompositePodGroup",  # alpha, new: v1alpha3 CompositePodGroup (needs the two above)
+        # alpha, new: v1alpha3 CompositePodGroups, PodGroups' parentCompositePodGroupName and
+        # Workloads' compositePodGroupTemplates; needs GenericWorkload and
+        # TopologyAwareWorkloadScheduling (a component refuses to start without them)
+        "CompositePodGroup",
     ),
 }
 #: The API versions those gates serve, off by default because they are not GA

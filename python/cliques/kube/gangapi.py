@@ -7,7 +7,15 @@
     scheduling.k8s.io/v1alpha1  workloads              Kubernetes 1.35 (alpha): a Workload
                                                        whose pod group has a replica per gang
 
-The newest one served is used (`PREFERENCE`). Some PodGroup fields sit behind feature gates
+The newest one served is used (`PREFERENCE`). Kubernetes 1.37 also serves, behind the alpha
+gate `CompositePodGroup` and only in `v1alpha3` (`--runtime-config
+scheduling.k8s.io/v1alpha3=true`), `compositepodgroups`: a gang may then be a
+CompositePodGroup whose children are v1beta1 PodGroups (`parentCompositePodGroupName`;
+`controllers.composite_groups`). Where the chosen version's PodGroups have that field,
+`detect` also reads the resource lists of `COMPOSITE_VERSIONS` and reports the feature
+`COMPOSITE` with the version that serves them (`GangAPI.composite_version`); the API
+server serves them only with the gate on, which also lets its PodGroups keep the parent
+field. Some PodGroup fields sit behind feature gates
 of their own, which discovery does not show: `probe` asks the API server to create a
 PodGroup with each in a dry run (nothing is stored) and reads back which it kept
 (`FEATURES`). `detect` asks the API server
@@ -19,6 +27,7 @@ with that gate (docs/gangs.md).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -39,6 +48,21 @@ PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+#: The CompositePodGroup resource (Kubernetes 1.37, alpha), and the feature name `detect`
+#: reports when it is served.
+COMPOSITE_RESOURCE: Final = "compositepodgroups"
+COMPOSITE: Final = "composite"
+#: The version the operator makes CompositePodGroups in (`controllers.gang_trees`): 1.37
+#: serves them in v1alpha3 only (not in v1beta1, beside its Workloads and PodGroups). The
+#: versions read for them: only that one, since a version the planner does not write in
+#: is no use to it (a later release serving them in v1beta1 needs a look at its API).
+COMPOSITE_VERSION: Final = "v1alpha3"
+COMPOSITE_VERSIONS: Final = (COMPOSITE_VERSION,)
+#: The `PREFERENCE` versions whose PodGroups can name a parent CompositePodGroup
+#: (`spec.parentCompositePodGroupName`): v1alpha2 (1.36) has no such field.
+PARENT_FIELD_VERSIONS: Final = frozenset({"v1beta1"})
+
+
 def workloads(version: str) -> Resource:
     """The `workloads` resource of scheduling.k8s.io `version`."""
     return Resource(GROUP, version, WORKLOAD_RESOURCE, "Workload")
@@ -47,6 +71,11 @@ def workloads(version: str) -> Resource:
 def podgroups(version: str) -> Resource:
     """The `podgroups` resource of scheduling.k8s.io `version`."""
     return Resource(GROUP, version, PODGROUP_RESOURCE, "PodGroup")
+
+
+def compositepodgroups(version: str) -> Resource:
+    """The `compositepodgroups` resource of scheduling.k8s.io `version`."""
+    return Resource(GROUP, version, COMPOSITE_RESOURCE, "CompositePodGroup")
 
 
 #: PodGroup fields behind gates of their own, each probed with a dry-run create: the name
@@ -79,7 +108,8 @@ class GangAPI:
     version: str = ""
     #: Every group version the API server lists for scheduling.k8s.io.
     versions: tuple[str, ...] = ()
-    #: The gated PodGroup fields the API server keeps (`FEATURES`, found by `probe`).
+    #: The gated PodGroup fields the API server keeps (`FEATURES`, found by `probe`), and
+    #: `COMPOSITE` where CompositePodGroups are served (found by `detect`).
     features: frozenset[str] = frozenset()
     #: The operator may manage DRA claims: resource.k8s.io/v1 ResourceClaims and
     #: ResourceClaimTemplates are served and it may list them (`claims_served`).
@@ -90,6 +120,9 @@ class GangAPI:
     #: Kueue is installed (kueue.x-k8s.io/v1beta2 Workloads and LocalQueues served) and
     #: the operator may list them: CliqueSets may be queued (`kueue_served`).
     kueue: bool = False
+    #: The version that serves CompositePodGroups ("" when none does, or when the chosen
+    #: version's PodGroups cannot name a parent): `COMPOSITE` is then in `features`.
+    composite_version: str = ""
 
     @property
     def served(self) -> bool:
@@ -114,11 +147,22 @@ class GangAPI:
     def api_version(self) -> str:
         return f"{GROUP}/{self.version}"
 
+    @property
+    def composite(self) -> bool:
+        """A gang may be a CompositePodGroup whose children are PodGroups."""
+        return COMPOSITE in self.features and bool(self.composite_version)
+
+    @property
+    def composite_resource(self) -> Resource:
+        """The `compositepodgroups` resource (only meaningful where `composite`)."""
+        return compositepodgroups(self.composite_version)
+
     def describe(self) -> str:
         """One line for a log or a condition message."""
         if self.podgroups:
             kept = ", ".join(
-                f"{name} {'on' if name in self.features else 'off'}" for name in FEATURES
+                f"{name} {'on' if name in self.features else 'off'}"
+                for name in (*FEATURES, COMPOSITE)
             )
             return f"{self.api_version} workloads and podgroups (a PodGroup per gang; {kept})"
         if self.version:
@@ -132,10 +176,18 @@ class GangAPI:
 
 
 def interpret(group_versions: Sequence[str], resources: Mapping[str, Sequence[str]]) -> GangAPI:
-    """From the versions of scheduling.k8s.io and the resource names of each version."""
+    """From the versions of scheduling.k8s.io and the resource names of each version (those
+    of `PREFERENCE`, and of `COMPOSITE_VERSIONS` for the CompositePodGroups)."""
     for version, needed in PREFERENCE.items():
         if all(r in resources.get(version, ()) for r in needed):
-            return GangAPI(version, tuple(group_versions))
+            composite = ""
+            if version in PARENT_FIELD_VERSIONS:
+                composite = next(
+                    (v for v in COMPOSITE_VERSIONS if COMPOSITE_RESOURCE in resources.get(v, ())),
+                    "",
+                )
+            features = frozenset({COMPOSITE}) if composite else frozenset()
+            return GangAPI(version, tuple(group_versions), features, composite_version=composite)
     return GangAPI("", tuple(group_versions))
 
 
@@ -212,7 +264,8 @@ async def probe(client: _Creator, found: GangAPI, namespace: str) -> GangAPI:
             raise
         if field_name in msgspec.json.decode(raw, type=_Kept).spec:
             kept.add(name)
-    return GangAPI(found.version, found.versions, frozenset(kept))
+    # what discovery found (`COMPOSITE`) stays
+    return dataclasses.replace(found, features=frozenset(kept) | (found.features - set(FEATURES)))
 
 
 #: The DRA group version the operator makes claims in, and the resources it needs of it.
@@ -263,6 +316,6 @@ async def detect(client: _Getter) -> GangAPI:
     versions = [v.version for v in group.versions]
     resources: dict[str, list[str]] = {}
     for version in versions:
-        if version in PREFERENCE:
+        if version in PREFERENCE or version in COMPOSITE_VERSIONS:
             resources[version] = sorted(await served_resources(client, f"{GROUP}/{version}"))
     return interpret(versions, resources)

@@ -3,11 +3,11 @@
 `Manager.run()` connects, checks what the API server serves (its CRDs, the gang-scheduling
 API: `preflight`, which waits out an API server that is not answering yet and raises
 `StartupError` for what waiting cannot fix), starts the informers (Cliques, Pods,
-Services and, where the cluster serves them, Workloads: only those labelled with one of its
-buckets, filtered by the API server; CliqueSets: a `CliqueSetCache` that keeps only those
-of its buckets), waits
-until they have synced, starts the reconcile runners, and on `stop()` drains the queues
-(in-flight reconciles finish, nothing new starts) before closing the client.
+Services and, where the cluster serves them, Workloads, PodGroups and CompositePodGroups:
+only those labelled with one of its buckets, filtered by the API server; CliqueSets: a
+`CliqueSetCache` that keeps only those of its buckets), waits until they have synced,
+starts the reconcile runners, and on `stop()` drains the queues (in-flight reconciles
+finish, nothing new starts) before closing the client.
 
 A Manager of one shard among several in a process (`shard_managers`) is handed the
 process's CliqueSet cache instead of running its own: it admits its buckets into it when it
@@ -29,7 +29,7 @@ from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.pod import Pod
-from cliques.api.podgroup import PodGroup
+from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -203,6 +203,10 @@ class Manager:
         if gang_api.podgroups:
             pg_inf = self._owned_informer(client, gang_api.podgroup_resource, PodGroup)
             self.informers.append(pg_inf)
+        cpg_inf: Informer[CompositePodGroup] | None = None
+        if gang_api.podgroups and gang_api.composite:
+            cpg_inf = self._owned_informer(client, gang_api.composite_resource, CompositePodGroup)
+            self.informers.append(cpg_inf)
         claim_infs: list[Informer[ClaimObject]] = []
         if gang_api.claims:
             for resource in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
@@ -221,7 +225,7 @@ class Manager:
                 client,
                 cqs_inf,
                 (cq_inf, pod_inf, svc_inf),
-                (wl_inf, pg_inf),
+                (wl_inf, pg_inf, cpg_inf),
                 gang_api,
                 claim_infs,
                 kueue_infs,
@@ -317,7 +321,11 @@ class Manager:
         client: KubeClient,
         cqs_inf: CliqueSetCache,
         children: tuple[Informer[Clique], Informer[Pod], Informer[Service]],
-        gang_informers: tuple[Informer[Workload] | None, Informer[PodGroup] | None],
+        gang_informers: tuple[
+            Informer[Workload] | None,
+            Informer[PodGroup] | None,
+            Informer[CompositePodGroup] | None,
+        ],
         gang_api: gangapi.GangAPI,
         claim_informers: list[Informer[ClaimObject]],
         kueue_informers: tuple[Informer[KueueWorkload] | None, Informer[LocalQueue] | None],
@@ -357,6 +365,7 @@ class Manager:
             gang_api=gang_api,
             workloads=gang_informers[0],
             pod_groups=gang_informers[1],
+            composite_groups=gang_informers[2],
             claim_objects=claim_informers,
             kueue_workloads=kueue_informers[0],
             local_queues=kueue_informers[1],

@@ -2,7 +2,9 @@
 operator may read them (a LIST of one CliqueSet: a 403 means its RBAC is missing), which
 gang-scheduling API the cluster serves and which of its gated PodGroup fields it keeps
 (`gangapi.detect`, `gangapi.probe`: dry-run creates, in the watched namespace or
-`default`), and whether it may manage DRA claims (resource.k8s.io/v1 served, and a LIST of
+`default`), whether it may list the CompositePodGroups the server serves (without: gangs
+with scaling groups are one PodGroup each, and a warning says so), whether it may manage DRA
+claims (resource.k8s.io/v1 served, and a LIST of
 resourceclaims allowed: without them the operator runs, and says so), whether it
 resizes pods in place (`pods/resize` served), and whether Kueue is installed (its Workloads
 and LocalQueues served and listable).
@@ -105,6 +107,7 @@ async def check(
         lambda: gangapi.probe(client, found, namespace or PROBE_NAMESPACE),
         stop=stop,
     )
+    found = await _composite(client, found, namespace, where, stop)
     dra = await patiently(
         f"discovery of {gangapi.DRA_VERSION}", lambda: gangapi.dra_served(client), stop=stop
     )
@@ -127,6 +130,36 @@ async def check(
         log.info("in-place updates change images only: the API server does not serve pods/resize")
     kueue = await _kueue(client, namespace, where, stop)
     return dataclasses.replace(found, claims=allowed, resize=resize, kueue=kueue)
+
+
+async def _composite(
+    client: KubeClient,
+    found: gangapi.GangAPI,
+    namespace: str | None,
+    where: str,
+    stop: asyncio.Event | None,
+) -> gangapi.GangAPI:
+    """`found`, without `gangapi.COMPOSITE` where the operator may not list the
+    CompositePodGroups it serves: gangs are then one PodGroup each, as elsewhere."""
+    if not found.composite:
+        return found
+    resource = found.composite_resource
+    allowed = await patiently(
+        f"list of {resource.plural} {where}",
+        lambda: _may_list(client, resource, namespace),
+        stop=stop,
+    )
+    if allowed:
+        return found
+    log.warning(
+        "composite pod groups off: the operator may not list %s %s (its RBAC predates "
+        "them); a gang with scaling groups gets one PodGroup",
+        resource.api_version,
+        resource.plural,
+    )
+    return dataclasses.replace(
+        found, features=found.features - {gangapi.COMPOSITE}, composite_version=""
+    )
 
 
 async def _kueue(

@@ -16,8 +16,9 @@ Where each comes from:
 - owner references with `blockOwnerDeletion: true` need `update` on the owner's `finalizers`
   subresource when the `OwnerReferencesPermissionEnforcement` admission plugin is on;
 - the event recorder creates core/v1 Events;
-- with gang scheduling, the Workloads of `scheduling.k8s.io` are listed and watched, created
-  and deleted (and read and adopted as any taken name is);
+- with gang scheduling, the Workloads, PodGroups and (Kubernetes 1.37, alpha, a gang with
+  scaling groups) CompositePodGroups of `scheduling.k8s.io` are listed and watched, created
+  and deleted, a PodGroup's `minCount` patched (and read and adopted as any taken name is);
 - shard and member Leases (with `--leases`) are listed, created, patched, replaced and
   deleted in the lease namespace.
 """
@@ -66,6 +67,11 @@ WORKLOAD: Final = (
     Rule("", "events", ("create",)),
     Rule("scheduling.k8s.io", "workloads", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("scheduling.k8s.io", "podgroups", ("get", "list", "watch", "create", "patch", "delete")),
+    Rule(
+        "scheduling.k8s.io",
+        "compositepodgroups",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
     Rule(
         "resource.k8s.io", "resourceclaims", ("get", "list", "watch", "create", "patch", "delete")
     ),

@@ -1,0 +1,513 @@
+"""The composite trees of a CliqueSet's gangs, planned (pure): where the API server serves
+CompositePodGroups (Kubernetes 1.37, alpha; `gangapi.COMPOSITE`), the Workload backend makes
+each gang of a set with scaling groups a tree, laid out and built by `composite_groups`: a
+CompositePodGroup whose children are one PodGroup per instance of a scaling group (nested:
+a PodGroup for the cliques outside the groups and a composite per group). This module
+decides, for a whole set, which of those objects to create, patch and delete, and which
+PodGroup each Clique names, as `podgroups` does for one PodGroup per gang.
+
+- **Each Clique names its part of the tree** (`cliques.dev/pod-group`): the PodGroup of its
+  instance, or that of the cliques outside the groups (`Names`). A new gang, and a gang
+  whose Cliques name the tree the set asks for now, takes the names of that tree; an
+  instance added by a scale gets a child of its own, and no other pod moves.
+- **A gang keeps its tree until all its pods are made again.** A pod's PodGroup, a
+  PodGroup's parent and a composite's `minGroupCount` cannot change, so a set whose tree
+  changes (a group's `minAvailable`, the priority class, ...) moves a gang only when a
+  roll replaces every pod of it (`TreePlan.moves`). Until then an instance added to the
+  gang is made a sibling of its others (same parent, Workload template, priority class
+  and disruption mode, read from one of them); a part the gang's tree has no place for (a
+  clique or group added since) joins a PodGroup the gang names, as a clique added to a
+  one-PodGroup gang does. A gang made with one PodGroup (before the server served
+  composites) keeps it the same way, `minCount` following the whole gang.
+- **Made as named.** The PodGroups live Cliques name are kept, made when missing, with
+  their ancestors; a gang without a live Clique gets its whole tree, with the template's
+  instance count. An instance that a scale adds gets its child once its Clique is in the
+  cache (the plan does not see the gang's scale targets): its pods wait for it a moment.
+  `minCount` follows the pods each part needs (it may change on v1beta1).
+- **Deleted children first.** A PodGroup no live Clique names is deleted (the API server
+  keeps it while a pod names it: `podgroup-protection`). A composite has no such
+  finalizer and a pod of one of its children would wait for it forever, so one is
+  deleted only once nothing in the cache names it as its parent any more: its children
+  are gone, and none is kept.
+- **The Workload** of such a set has `compositePodGroupTemplates` only
+  (`composite_groups.workload_templates`), named `<cliqueset>-<hash of them>`; a gang
+  needing no part of itself has no composite, and no Workload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cliques.api import labels
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.podgroup import CompositePodGroup, PodGroup
+from cliques.controllers import builders, composite_groups, podgroups, scaling, workload
+from cliques.controllers.actions import Create, Delete, Patch
+from cliques.controllers.composite_groups import GroupNeed, Member
+from cliques.kube import gangapi
+
+#: A part of a gang: (scaling group, instance), ("", None) for the cliques outside the groups.
+Part = tuple[str, int | None]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a set's gangs are made of, as their trees need it."""
+
+    #: its scaling groups, `instances` the template's count
+    groups: tuple[GroupNeed, ...]
+    #: it has cliques outside the groups, and the pods they need
+    others: bool
+    other_pods: int
+    shape: podgroups.Shape
+
+    @property
+    def rooted(self) -> bool:
+        """Every part is in the gang's tree (none is needed by nothing)."""
+        return all(g.min_available > 0 for g in self.groups) and (
+            not self.others or self.other_pods > 0
+        )
+
+    def tree(self, cliqueset: str, gang: int, counts: Mapping[str, int]) -> list[Member]:
+        """The objects of gang `gang`'s tree with `counts` instances of each group."""
+        groups = [dataclasses.replace(g, instances=counts.get(g.name, 0)) for g in self.groups]
+        return composite_groups.members(
+            cliqueset, gang, groups, self.shape, others=self.others, other_pods=self.other_pods
+        )
+
+    def templates(self) -> dict[str, Any] | None:
+        """The Workload's `spec` templates, or None when no part is needed (no composite)."""
+        if not any(g.min_available > 0 for g in self.groups) and not (
+            self.others and self.other_pods > 0
+        ):
+            return None
+        return composite_groups.workload_templates(
+            self.groups, self.shape, others=self.others, other_pods=self.other_pods
+        )
+
+
+def parts(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Parts:
+    """The `Parts` of `cqs`'s gangs: each group's `minAvailable` instances (its
+    composite's `minGroupCount`) and the pods one instance needs (the sum of its cliques'
+    effective `minAvailable`), the pods the cliques outside the groups need."""
+    lay = scaling.layout(cqs.spec)
+    need = {c.name: c.effective_min_available for c in cqs.spec.template.cliques}
+    groups = tuple(
+        GroupNeed(g.name, g.min_available, sum(need[r] for r in g.roles), g.replicas)
+        for g in lay.groups
+    )
+    outside = [r for r in lay.roles if r not in lay.group_of]
+    return Parts(
+        groups,
+        bool(outside),
+        sum(need[r] for r in outside),
+        podgroups.shape(cqs, features),
+    )
+
+
+def workload_name(cqs: CliqueSet, templates: Mapping[str, Any]) -> str:
+    """`<cliqueset>-<hash of the templates>`."""
+    return f"{cqs.metadata.name}-{workload.shape_hash([dict(templates)])}"
+
+
+def workload_body(
+    cqs: CliqueSet,
+    templates: Mapping[str, Any],
+    bucket: str,
+    version: str = composite_groups.POD_GROUP_VERSION,
+) -> dict[str, Any]:
+    """The set's Workload with `templates` (`compositePodGroupTemplates`), in place of
+    the one-PodGroup Workload's `podGroupTemplates` (the API takes one of the two)."""
+    body = workload.build_workload(cqs, version)
+    body["metadata"]["name"] = workload_name(cqs, templates)
+    body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
+    body["spec"].pop("podGroupTemplates", None)
+    body["spec"].update(templates)
+    return body
+
+
+@dataclass(frozen=True)
+class Names:
+    """The PodGroup each part of one gang names (`of`)."""
+
+    cliqueset: str
+    gang: int
+    #: the PodGroup of the cliques outside the groups ("" for none)
+    others: str = ""
+    #: scaling group -> the hash in the names of its instances' PodGroups
+    instances: Mapping[str, str] = field(default_factory=dict)
+    #: part -> the PodGroup a live Clique of that part names (looked at first)
+    named: Mapping[Part, str] = field(default_factory=dict)
+    #: a PodGroup the gang names, for a part its tree has no place for
+    fallback: str = ""
+
+    def of(self, group: str = "", instance: int | None = None) -> str:
+        """The PodGroup of instance `instance` of scaling group `group`, or with no group
+        that of the cliques outside the groups."""
+        found = self.named.get((group, instance))
+        if found:
+            return found
+        if group and instance is not None:
+            fixed = self.instances.get(group)
+            if fixed:
+                return composite_groups.instance_name(
+                    self.cliqueset, self.gang, group, instance, fixed
+                )
+        elif self.others:
+            return self.others
+        return self.fallback
+
+
+def wanted_names(cliqueset: str, gang: int, of: Parts) -> Names:
+    """The `Names` of the tree the set asks for now."""
+    tree = of.tree(cliqueset, gang, {g.name: 1 for g in of.groups})
+    return Names(
+        cliqueset,
+        gang,
+        others=composite_groups.pod_group_of(tree),
+        instances={
+            m.group: m.fixed
+            for m in tree
+            if m.kind == composite_groups.KIND_POD_GROUP and m.instance == 0
+        },
+    )
+
+
+def part_of(clique: Clique) -> Part:
+    """The part of its gang a Clique belongs to."""
+    inst = scaling.instance_of(clique)
+    group = clique.metadata.labels.get(labels.LABEL_SCALING_GROUP, "")
+    return (group, inst) if group and inst is not None else ("", None)
+
+
+def instance_hash(cliqueset: str, gang: int, group: str, instance: int, name: str) -> str:
+    """The hash in `name` if it is the name of a PodGroup of instance `instance` of
+    `group` in a tree (`composite_groups.instance_name`), else ""."""
+    fixed = name.rsplit("-", 1)[-1]
+    if name == composite_groups.instance_name(cliqueset, gang, group, instance, fixed):
+        return fixed
+    return ""
+
+
+@dataclass
+class TreePlan:
+    """The writes that keep a set's gang trees matching its Cliques, and the names its
+    Cliques take."""
+
+    creates: list[Create] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    deletes: list[Delete] = field(default_factory=list)
+    #: the Workloads a group or composite links to (kept while one does)
+    linked: set[str] = field(default_factory=set)
+    #: the set's current Workload ("" when its gangs need no part: no composite), and its
+    #: body
+    workload: str = ""
+    workload_body: dict[str, Any] | None = None
+    #: gang -> the PodGroups a new Clique of it names; and those of the tree the set asks
+    #: for now, which a gang moves to when all its pods are made again
+    names: dict[int, Names] = field(default_factory=dict)
+    moves: dict[int, Names] = field(default_factory=dict)
+    #: the scheduler keeps each gang in one domain (its composite's topology): every part
+    #: of the gang is in the tree, and the topology field is kept
+    scheduler_packs: bool = False
+
+
+@dataclass
+class _Gang:
+    """What one gang's live Cliques say."""
+
+    named: dict[Part, str] = field(default_factory=dict)
+    #: group -> the highest instance + 1 a live Clique has
+    top: dict[str, int] = field(default_factory=dict)
+
+
+def _gangs(cliques: Iterable[Clique]) -> dict[int, _Gang]:
+    out: dict[int, _Gang] = {}
+    for c in sorted(cliques, key=lambda c: c.metadata.name):
+        if c.metadata.deletion_timestamp is not None:
+            continue
+        gang = out.setdefault(c.spec.gang_index, _Gang())
+        part = part_of(c)
+        group, inst = part
+        if group and inst is not None:
+            gang.top[group] = max(gang.top.get(group, 0), inst + 1)
+        name = c.metadata.annotations.get(labels.ANNOTATION_POD_GROUP)
+        if name:
+            gang.named.setdefault(part, name)
+    return out
+
+
+def _gang_names(cliqueset: str, gang: int, found: _Gang, wanted: Names) -> Names:
+    """The `Names` of a gang whose live Cliques name PodGroups (`found.named`): each part
+    keeps what its Cliques name; a new instance is a sibling of its group's others (the
+    hash of their names); a part without a Clique takes its name in the tree the set asks
+    for now if the gang is on it (one of its Cliques names its part there), else it joins a
+    PodGroup the gang names (an older tree has no place for it)."""
+    instances: dict[str, str] = {}
+    for (group, inst), name in found.named.items():
+        if group and inst is not None and group not in instances:
+            fixed = instance_hash(cliqueset, gang, group, inst, name)
+            if fixed:
+                instances[group] = fixed
+    if any(name == wanted.of(*part) for part, name in found.named.items()):
+        return dataclasses.replace(
+            wanted, instances={**wanted.instances, **instances}, named=dict(found.named)
+        )
+    return Names(
+        cliqueset,
+        gang,
+        instances=instances,
+        named=dict(found.named),
+        fallback=next(iter(found.named.values()), ""),
+    )
+
+
+def _sibling_body(
+    cqs: CliqueSet,
+    gang: int,
+    sibling: PodGroup,
+    name: str,
+    part: Part,
+    needed: int,
+    bucket: str,
+) -> dict[str, Any]:
+    """A PodGroup for instance `part` made like `sibling`, another instance's of the same
+    tree: the same parent, template, priority class and disruption mode; `needed` pods
+    (the sibling's policy kind is kept: it is in the name)."""
+    group, inst = part
+    spec_of = sibling.spec
+    spec: dict[str, Any] = {}
+    if spec_of.parent_composite_pod_group_name:
+        spec["parentCompositePodGroupName"] = spec_of.parent_composite_pod_group_name
+    ref = spec_of.workload_ref
+    if ref is not None and ref.workload_name:
+        spec["workloadRef"] = {"workloadName": ref.workload_name, "templateName": ref.template_name}
+    count = needed if sibling.min_count > 0 and needed > 0 else sibling.min_count
+    spec["schedulingPolicy"] = podgroups.scheduling_policy(count)
+    if spec_of.priority_class_name:
+        spec["priorityClassName"] = spec_of.priority_class_name
+    if spec_of.disruption_mode is not None:
+        spec["disruptionMode"] = spec_of.disruption_mode
+    tags = builders.gang_labels(cqs, gang, bucket)
+    tags[labels.LABEL_SCALING_GROUP] = group
+    tags[labels.LABEL_GROUP_INDEX] = str(inst)
+    notes = sibling.metadata.annotations
+    return {
+        "apiVersion": f"scheduling.k8s.io/{composite_groups.POD_GROUP_VERSION}",
+        "kind": composite_groups.KIND_POD_GROUP,
+        "metadata": {
+            "name": name,
+            "namespace": cqs.metadata.namespace,
+            "labels": tags,
+            "annotations": {
+                labels.ANNOTATION_POD_GROUP_SPEC: notes.get(labels.ANNOTATION_POD_GROUP_SPEC, ""),
+                labels.ANNOTATION_WORKLOAD: notes.get(labels.ANNOTATION_WORKLOAD, ""),
+            },
+            "ownerReferences": [builders.owner_reference(cqs)],
+        },
+        "spec": spec,
+    }
+
+
+def split(
+    groups: Iterable[PodGroup],
+) -> tuple[dict[str, PodGroup], dict[str, CompositePodGroup]]:
+    """A set's PodGroups and CompositePodGroups (listed together), by name."""
+    pgs: dict[str, PodGroup] = {}
+    cpgs: dict[str, CompositePodGroup] = {}
+    for g in groups:
+        if isinstance(g, CompositePodGroup):
+            cpgs[g.metadata.name] = g
+        else:
+            pgs[g.metadata.name] = g
+    return pgs, cpgs
+
+
+def stale_composites(
+    cqs: CliqueSet,
+    groups: Iterable[PodGroup],
+    kept: Iterable[str],
+    wanted: Iterable[str] = (),
+) -> list[Delete]:
+    """The composites to delete: those no PodGroup in `kept` descends from (nor in
+    `wanted`), which nothing in the cache (PodGroup or composite, even one being deleted)
+    names as its parent any more, and not being deleted already."""
+    pgs, cpgs = split(groups)
+    keep = set(wanted)
+    for name in kept:
+        found = pgs.get(name)
+        parent = found.spec.parent_composite_pod_group_name if found is not None else ""
+        while parent and parent not in keep:
+            keep.add(parent)
+            above = cpgs.get(parent)
+            parent = above.spec.parent_composite_pod_group_name if above is not None else ""
+    parents = {g.spec.parent_composite_pod_group_name for g in (*pgs.values(), *cpgs.values())}
+    res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
+    return [
+        Delete(res, name, c.metadata.uid, cqs.metadata.uid, "Unused")
+        for name, c in sorted(cpgs.items())
+        if name not in keep and name not in parents and c.metadata.deletion_timestamp is None
+    ]
+
+
+def _count(group: PodGroup, member: Member | None, of: Parts, whole: int) -> int:
+    """The pods a kept PodGroup should ask for: its part's (`member`, else read from its
+    labels and parent), or for a gang's one PodGroup (no parent, no instance) `whole`."""
+    if member is not None:
+        return member.count
+    meta = group.metadata
+    if labels.LABEL_GROUP_INDEX in meta.labels:
+        name = meta.labels.get(labels.LABEL_SCALING_GROUP, "")
+        need = next((g for g in of.groups if g.name == name), None)
+        return need.instance_pods if need is not None else 0
+    if group.spec.parent_composite_pod_group_name:
+        return of.other_pods
+    return whole
+
+
+def plan(
+    cqs: CliqueSet,
+    cliques: Iterable[Clique],
+    groups: Iterable[PodGroup],
+    *,
+    bucket: str,
+    features: frozenset[str] = frozenset(),
+) -> TreePlan:
+    """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
+    `features`: the gated PodGroup fields the server keeps. The module docstring says
+    what is kept, made, patched and deleted."""
+    meta = cqs.metadata
+    name = meta.name
+    of = parts(cqs, features)
+    pgs, cpgs = split(groups)
+    out = TreePlan(scheduler_packs=bool(of.shape.topology_key) and of.rooted)
+    templates = of.templates()
+    if templates is not None:
+        out.workload = workload_name(cqs, templates)
+        out.workload_body = workload_body(cqs, templates, bucket)
+    for g in (*pgs.values(), *cpgs.values()):
+        linked = g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
+        if linked:
+            out.linked.add(linked)
+
+    found = _gangs(cliques)
+    # name -> (gang, what it is made from); composites in tree order, parents first
+    keep_pgs: dict[str, tuple[int, Part, Member | None]] = {}
+    keep_cpgs: dict[str, tuple[int, Member | None]] = {}
+    trees: dict[int, dict[str, Member]] = {}
+    for gang in sorted(set(range(cqs.spec.replicas)) | set(found)):
+        have = found.get(gang)
+        counts = {
+            g.name: max(g.instances, have.top.get(g.name, 0) if have else 0) for g in of.groups
+        }
+        tree = of.tree(name, gang, counts)
+        trees[gang] = {m.name: m for m in tree}
+        wanted = wanted_names(name, gang, of)
+        if gang < cqs.spec.replicas:
+            out.moves[gang] = wanted
+        if have is None or not have.named:
+            out.names[gang] = dataclasses.replace(wanted, named=have.named if have else {})
+            if have is None and gang < cqs.spec.replicas:
+                for m in tree:  # a new gang: its whole tree
+                    if m.kind == composite_groups.KIND_COMPOSITE:
+                        keep_cpgs.setdefault(m.name, (gang, m))
+                    else:
+                        keep_pgs.setdefault(m.name, (gang, (m.group, m.instance), m))
+            continue
+        out.names[gang] = _gang_names(name, gang, have, wanted)
+        for part, pg in have.named.items():
+            keep_pgs.setdefault(pg, (gang, part, trees[gang].get(pg)))
+
+    # Each kept PodGroup's ancestors, from the tree it is in or from the cache.
+    siblings: dict[tuple[int, str, str], PodGroup] = {}
+    for pg_name, g in sorted(pgs.items()):
+        tags = g.metadata.labels
+        index = tags.get(labels.LABEL_GANG_INDEX, "")
+        if labels.LABEL_GROUP_INDEX in tags and index.isdigit():
+            key = (int(index), tags.get(labels.LABEL_SCALING_GROUP, ""), pg_name.rsplit("-", 1)[-1])
+            siblings.setdefault(key, g)
+    made_from: dict[str, PodGroup] = {}
+    for pg_name, (gang, part, member) in keep_pgs.items():
+        if member is not None:
+            parent = member.parent
+        elif pg_name in pgs:
+            parent = pgs[pg_name].spec.parent_composite_pod_group_name
+        else:
+            group, inst = part
+            fixed = instance_hash(name, gang, group, inst, pg_name) if inst is not None else ""
+            sibling = siblings.get((gang, group, fixed)) if fixed else None
+            if sibling is None:
+                continue  # nothing to make it from (its pods wait for it)
+            made_from[pg_name] = sibling
+            parent = sibling.spec.parent_composite_pod_group_name
+        while parent and parent not in keep_cpgs:
+            composite = trees[gang].get(parent)
+            keep_cpgs[parent] = (gang, composite)
+            if composite is not None:
+                parent = composite.parent
+            else:
+                above = cpgs.get(parent)
+                parent = above.spec.parent_composite_pod_group_name if above is not None else ""
+
+    # Creates: composites first (parents before children), then PodGroups.
+    cpg_res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
+    pg_res = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
+
+    position = {(gang, m): i for gang, tree in trees.items() for i, m in enumerate(tree)}
+
+    def order(gang: int, obj_name: str) -> tuple[int, int, str]:
+        return (gang, position.get((gang, obj_name), len(position)), obj_name)
+
+    for cpg_name, (gang, member) in sorted(
+        keep_cpgs.items(), key=lambda item: order(item[1][0], item[0])
+    ):
+        if cpg_name in cpgs or member is None:
+            continue  # kept, being deleted (made again once gone), or nothing to make it from
+        body = composite_groups.composite_body(
+            cqs, gang, member, out.workload, of.shape, bucket=bucket
+        )
+        out.creates.append(Create(cpg_res, cpg_name, body, meta.uid))
+    whole = workload.min_count(cqs)
+    for pg_name, (gang, part, member) in sorted(
+        keep_pgs.items(), key=lambda item: order(item[1][0], item[0])
+    ):
+        existing = pgs.get(pg_name)
+        if existing is None:
+            if member is not None:
+                body = composite_groups.pod_group_body(
+                    cqs, gang, member, out.workload, of.shape, bucket=bucket
+                )
+            elif pg_name in made_from:
+                sibling = made_from[pg_name]
+                need = _count(sibling, None, of, whole)
+                body = _sibling_body(cqs, gang, sibling, pg_name, part, need, bucket)
+            else:
+                continue
+            out.creates.append(Create(pg_res, pg_name, body, meta.uid))
+            continue
+        if existing.metadata.deletion_timestamp is not None:
+            continue  # made again once it is gone
+        needed = _count(existing, member, of, whole)
+        if needed > 0 and 0 < existing.min_count != needed:
+            patch = {
+                "metadata": {"resourceVersion": existing.metadata.resource_version},
+                "spec": {"schedulingPolicy": podgroups.scheduling_policy(needed)},
+            }
+            out.patches.append(Patch(pg_res, pg_name, patch, reason="PodGroupMinCount"))
+
+    for pg_name, g in sorted(pgs.items()):
+        if pg_name not in keep_pgs and g.metadata.deletion_timestamp is None:
+            out.deletes.append(Delete(pg_res, pg_name, g.metadata.uid, meta.uid, "Unused"))
+    out.deletes += stale_composites(cqs, groups_of(pgs, cpgs), (), keep_cpgs)
+    return out
+
+
+def groups_of(
+    pgs: Mapping[str, PodGroup], cpgs: Mapping[str, CompositePodGroup]
+) -> Sequence[PodGroup]:
+    """`split`'s two maps as one list again."""
+    return [*pgs.values(), *cpgs.values()]
