@@ -51,6 +51,7 @@ planned by `gang_trees`); elsewhere it stays one PodGroup with every pod it need
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -153,6 +154,13 @@ def _disruption(shape: Shape) -> dict[str, Any]:
     return {"all": {}} if shape.disruption == "Gang" else {"single": {}}
 
 
+#: Distinct fixed hashes remembered: every plan asks again for those of every gang (the
+#: parent's name, in the hash, has the gang in it), and a JSON dump and a SHA-256 per gang
+#: and plan was most of a 1,000-gang set's plan.
+HASH_MEMO = 1 << 16
+
+
+@functools.lru_cache(maxsize=HASH_MEMO)
 def composite_fixed_hash(
     min_group_count: int, shape: Shape, parent: str = "", *, root: bool = True
 ) -> str:
@@ -170,6 +178,7 @@ def composite_fixed_hash(
     return _hash(fixed)
 
 
+@functools.lru_cache(maxsize=HASH_MEMO)
 def pod_group_fixed_hash(needed: int, shape: Shape, parent: str = "") -> str:
     """A hash of what a composite's PodGroup keeps for its life: its parent, its policy's
     kind, priority class and disruption mode (`minCount` may change on v1beta1)."""

@@ -37,6 +37,7 @@ PodGroup each Clique names, as `podgroups` does for one PodGroup per gang.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,10 +75,8 @@ class Parts:
 
     def tree(self, cliqueset: str, gang: int, counts: Mapping[str, int]) -> list[Member]:
         """The objects of gang `gang`'s tree with `counts` instances of each group."""
-        groups = [dataclasses.replace(g, instances=counts.get(g.name, 0)) for g in self.groups]
-        return composite_groups.members(
-            cliqueset, gang, groups, self.shape, others=self.others, other_pods=self.other_pods
-        )
+        wanted = tuple(counts.get(g.name, 0) for g in self.groups)
+        return list(_tree(self, cliqueset, gang, wanted))
 
     def templates(self) -> dict[str, Any] | None:
         """The Workload's `spec` templates, or None when no part is needed (no composite)."""
@@ -88,6 +87,23 @@ class Parts:
         return composite_groups.workload_templates(
             self.groups, self.shape, others=self.others, other_pods=self.other_pods
         )
+
+
+#: Gang trees remembered (`_tree`): every plan asks again for every gang's.
+TREE_MEMO = 1 << 14
+
+
+@functools.lru_cache(maxsize=TREE_MEMO)
+def _tree(of: Parts, cliqueset: str, gang: int, counts: tuple[int, ...]) -> tuple[Member, ...]:
+    """`Parts.tree`, remembered: a pure function of its (hashable, frozen) arguments, and
+    building it (a dataclass per object, the hashes in its names) for every gang on every
+    plan was most of a 1,000-gang set's plan."""
+    groups = [dataclasses.replace(g, instances=n) for g, n in zip(of.groups, counts, strict=True)]
+    return tuple(
+        composite_groups.members(
+            cliqueset, gang, groups, of.shape, others=of.others, other_pods=of.other_pods
+        )
+    )
 
 
 def parts(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Parts:
