@@ -4,8 +4,7 @@ a sub-gang with its own leader address and `CLIQUES_GROUP_INDEX`), one CliqueSca
 per gang publishing the selector of its pods and one HPA per gang for the autoscaled
 clique; `kubectl scale` on a CliqueScalingGroup adds or removes whole instances (highest
 first) and replaces no other pod; a changed template `replicas` reaches every gang once; an
-autoscaled clique keeps the replicas its scaler chose through an apply of the set; a slow
-instance holds neither the gang's availability (with `minAvailable` met) nor a roll."""
+autoscaled clique keeps the replicas its scaler chose through an apply of the set."""
 
 from __future__ import annotations
 
