@@ -151,8 +151,13 @@ async def test_a_scale_adds_and_removes_whole_instances_and_replaces_nothing_els
             f"{NAME}-0-prefill-worker-2-1",
         }
         assert {n: u for n, u in uids(grown).items() if n in before} == uids(before)
-        cqs = await cluster.cliqueset(NAME)
-        assert cqs.status is not None and cqs.status.updated_replicas == 2
+
+        async def both_updated() -> bool:
+            cqs = await cluster.cliqueset(NAME)
+            return cqs.status is not None and cqs.status.updated_replicas == 2
+
+        # (the set's status may be held a moment after the pods turn Ready)
+        await wait_for(both_updated, timeout=30, what="both gangs counted updated")
 
         await scale(cluster, f"{NAME}-0-prefill", 1)
         shrunk = await settled(cluster, 2 * GANG_PODS - 3)
@@ -211,3 +216,56 @@ async def test_template_replicas_reach_every_gang_once_and_a_scalers_count_stand
         )
         assert obj.spec.replicas == 2
         assert f"{NAME}-1-decode-2" in await pods_by_name(cluster)
+
+
+async def free_gpus(cluster: Cluster) -> int:
+    """GPUs the cluster's nodes have that no pod holds (the fake nodes have 8 each)."""
+    nodes = json.loads(await cluster.client.get_path("/api/v1/nodes"))["items"]
+    total = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", "0")) for n in nodes)
+    pods = json.loads(await cluster.client.get_path("/api/v1/pods"))["items"]
+    held = sum(
+        int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", "0"))
+        for p in pods
+        if p["spec"].get("nodeName") and p["status"].get("phase") in ("Pending", "Running")
+        for c in p["spec"]["containers"]
+    )
+    return total - held
+
+
+async def test_instances_that_cannot_be_placed_hold_nothing_and_go_first(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    """More instances than the nodes have GPUs for: those that fit run, the rest wait
+    Pending, the gang stays Available (its minAvailable instance runs) and the scale target
+    says how many are Ready; scaling back removes the waiting ones and replaces nothing."""
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(example(replicas=1))
+        before = await settled(cluster, GANG_PODS)
+        # each instance needs 3 GPUs: ask for 2 more instances than the free GPUs can run
+        want = 2 + await free_gpus(cluster) // 3 + 2
+        await scale(cluster, f"{NAME}-0-prefill", want)
+
+        async def stuck() -> CliqueScalingGroup | None:
+            obj = await cluster.client.get(
+                SCALING_GROUPS, namespace, f"{NAME}-0-prefill", CliqueScalingGroup
+            )
+            st = obj.status
+            if st is None or st.replicas != want or st.ready_replicas >= want:
+                return None
+            pods = await pods_by_name(cluster)
+            pending = [p for p in pods.values() if not p["spec"].get("nodeName")]
+            return obj if len(pods) == GANG_PODS + 3 * (want - 2) and pending else None
+
+        obj = await wait_for(stuck, timeout=120, what="the instances made, some waiting")
+        assert obj.status is not None and 2 <= obj.status.ready_replicas < want
+        cqs = await cluster.cliqueset(NAME)
+        available = (
+            [c for c in cqs.status.conditions if c.type == "Available"] if cqs.status else []
+        )
+        assert available and available[0].status == "True", available
+        grown = await pods_by_name(cluster)
+        assert {n: u for n, u in uids(grown).items() if n in before} == uids(before)
+
+        await scale(cluster, f"{NAME}-0-prefill", 2)
+        after = await settled(cluster, GANG_PODS)
+        assert uids(after) == uids(before)

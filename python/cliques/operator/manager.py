@@ -97,6 +97,22 @@ class Config:
     trace: Callable[[str, str, float, float], None] | None = None
 
 
+#: Watches one Manager may hold open at once (an informer each: CliqueSets, Cliques, Pods,
+#: Services, Workloads, PodGroups, CompositePodGroups, the two DRA claim kinds, Kueue's two,
+#: CliqueScalingGroups, HPAs), and the connections its writes keep besides.
+WATCHES_PER_MANAGER = 13
+WRITE_CONNECTIONS = 64
+
+
+def max_connections(cfg: Config) -> int:
+    """The client's connection pool: every watch holds a connection for its life, so a
+    process that may run a Manager per shard (`leases`) needs one per watch of each, and
+    the writes' connections on top; a pool too small starves the watches queued behind it
+    (they time out with nothing received while the writes wait too)."""
+    managers = cfg.shards if cfg.leases else 1
+    return WRITE_CONNECTIONS + managers * WATCHES_PER_MANAGER
+
+
 async def connect(cfg: Config) -> KubeClient:
     return await KubeClient.connect(
         cfg.kubeconfig,
@@ -104,6 +120,7 @@ async def connect(cfg: Config) -> KubeClient:
         qps=cfg.qps,
         burst=cfg.burst,
         field_manager=cfg.field_manager,
+        max_connections=max_connections(cfg),
         request_timeout=cfg.request_timeout,
     )
 
