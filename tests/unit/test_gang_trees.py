@@ -42,6 +42,7 @@ from cliques.controllers import (
     workload,
 )
 from cliques.controllers.cliqueset_planner import CliqueSetPlan
+from cliques.controllers.cliqueset_rollout import Judgement
 from cliques.kube import gangapi
 
 from .planner_fixtures import NOW
@@ -67,6 +68,10 @@ class World:
     workloads: list[Workload] = field(default_factory=list)
     #: names of PodGroups a delete leaves terminating (a pod still names them)
     protected: set[str] = field(default_factory=set)
+    #: the verdicts and gang trees of the last plan, which the next one reuses (as the
+    #: controller keeps them); `fresh` plans without them
+    previous: Judgement | None = None
+    fresh: bool = False
 
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
         return snap(
@@ -81,10 +86,26 @@ class World:
             services=list(self.services),
             pod_groups=list(self.groups),
             workloads=list(self.workloads),
+            previous=None if self.fresh else self.previous,
         )
 
     def plan(self, cqs: CliqueSet) -> CliqueSetPlan:
-        return cliqueset_planner.plan(self.snapshot(cqs))
+        """The set's plan, reusing the last one's gang trees; it is checked to be what a
+        plan of every gang anew makes."""
+        plan = cliqueset_planner.plan(self.snapshot(cqs))
+        memo = self.previous.trees if self.previous is not None else None
+        if cqs.spec.template.scaling_groups and not self.fresh:
+            kept = self.trees(cqs, memo)
+            assert kept == self.trees(cqs, None)
+        self.previous = plan.judgement
+        return plan
+
+    def trees(self, cqs: CliqueSet, memo: gang_trees.Memo | None) -> dict[str, Any]:
+        """What `gang_trees.plan` makes of the world with `memo` (all but the memo)."""
+        made = gang_trees.plan(
+            cqs, self.cliques, self.groups, bucket="0", features=self.features, memo=memo
+        )
+        return {f.name: getattr(made, f.name) for f in dataclasses.fields(made) if f.name != "memo"}
 
     def apply(self, plan: CliqueSetPlan) -> CliqueSetPlan:
         gone = {(d.resource.kind, d.name) for d in plan.deletes}

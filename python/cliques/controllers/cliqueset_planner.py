@@ -32,6 +32,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,6 +194,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         groups=snap.pod_groups,
         features=snap.gang_features,
         moving=_moving(snap) if group_first else (),
+        tree_memo=snap.previous.trees if snap.previous is not None else None,
     )
     group_first = group_first and sched.decision.backend == "Workload"
     if not sched.decision.satisfiable:
@@ -281,7 +283,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     gangs = cliqueset_rollout.judge_gangs(
         by_gang, spec.replicas, ctx, snap.rehashes, snap.previous, counts
     )
-    out.judgement = gangs.judgement
+    out.judgement = dataclasses.replace(gangs.judgement, trees=sched.tree_memo)
 
     # Creates are only planned (their bodies built) when they can be sent: while creates
     # are still unobserved, the cache may lack objects that exist.

@@ -35,7 +35,14 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import clique_planner, gang_failures, inplace, scaling, subdomains
+from cliques.controllers import (
+    clique_planner,
+    gang_failures,
+    gang_trees,
+    inplace,
+    scaling,
+    subdomains,
+)
 
 #: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
 _NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})
@@ -187,6 +194,8 @@ class Judgement:
     #: gang -> its instance counts (`scaling.instance_counts`) when judged, for the gangs
     #: of a set with scaling groups
     counts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    #: the gang trees planned with these verdicts (`gang_trees.Memo`), reused the same way
+    trees: gang_trees.Memo | None = None
 
     def verdict(
         self,

@@ -75,6 +75,8 @@ class GangPlan:
     #: it names (a new Clique), and that of the tree it moves to when made whole again
     trees: dict[int, gang_trees.Names] = field(default_factory=dict)
     moves: dict[int, gang_trees.Names] = field(default_factory=dict)
+    #: the gang trees planned, for the next plan of the set (`gang_trees.Memo`)
+    tree_memo: gang_trees.Memo | None = None
 
     def pod_group(self, gang: int) -> str:
         """The PodGroup a new Clique of gang `gang` names: the one the gang's other Cliques
@@ -113,11 +115,13 @@ def plan(
     groups: Iterable[PodGroup] = (),
     features: frozenset[str] = frozenset(),
     moving: Iterable[int] = (),
+    tree_memo: gang_trees.Memo | None = None,
 ) -> GangPlan:
     """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
     the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps;
     `moving`: gangs about to move to their wanted group (made whole again by a roll), whose
-    wanted group is made ahead of them."""
+    wanted group is made ahead of them; `tree_memo`: the previous plan's
+    (`GangPlan.tree_memo`), where gangs are composite trees."""
     shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
     decision = workload.decide(
         cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
@@ -131,7 +135,7 @@ def plan(
         and version == composite_groups.POD_GROUP_VERSION
         and composite_groups.wanted(features, len(cqs.spec.template.scaling_groups), shared)
     ):
-        return _trees(cqs, cliques, have, groups, decision, bucket, features)
+        return _trees(cqs, cliques, have, groups, decision, bucket, features, tree_memo)
     latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
     wl_resource = gangapi.workloads(version)
@@ -212,10 +216,11 @@ def _trees(
     decision: workload.Decision,
     bucket: str,
     features: frozenset[str],
+    memo: gang_trees.Memo | None,
 ) -> GangPlan:
     """The `GangPlan` of a set whose gangs are composite trees (`gang_trees`)."""
     uid = cqs.metadata.uid
-    trees = gang_trees.plan(cqs, cliques, groups, bucket=bucket, features=features)
+    trees = gang_trees.plan(cqs, cliques, groups, bucket=bucket, features=features, memo=memo)
     wl_resource = gangapi.workloads(composite_groups.POD_GROUP_VERSION)
     creates: list[Create] = []
     latest = trees.workload
@@ -240,6 +245,7 @@ def _trees(
         deletes=deletes + trees.deletes,
         trees=trees.names,
         moves=trees.moves,
+        tree_memo=trees.memo,
     )
 
 

@@ -29,6 +29,10 @@ PodGroup each Clique names, as `podgroups` does for one PodGroup per gang.
   finalizer and a pod of one of its children would wait for it forever, so one is
   deleted only once nothing in the cache names it as its parent any more: its children
   are gone, and none is kept.
+- **Planned gang by gang.** Each gang's share of the plan (`GangPart`) is a pure function
+  of the set's `Parts`, the gang's Cliques and the groups labelled with it; the plan keeps
+  them (`Memo`), and the next one plans again only the gangs whose objects changed, so a
+  scale of one instance in a set of 1,000 gangs plans one gang.
 - **The Workload** of such a set has `compositePodGroupTemplates` only
   (`composite_groups.workload_templates`), named `<cliqueset>-<hash of them>`; a gang
   needing no part of itself has no composite, and no Workload.
@@ -230,6 +234,8 @@ class TreePlan:
     #: the scheduler keeps each gang in one domain (its composite's topology): every part
     #: of the gang is in the tree, and the topology field is kept
     scheduler_packs: bool = False
+    #: what the next plan of the set reuses (`plan`'s `memo`)
+    memo: Memo | None = None
 
 
 @dataclass
@@ -385,6 +391,55 @@ def _count(group: PodGroup, member: Member | None, of: Parts, whole: int) -> int
     return whole
 
 
+#: What every gang's part of a set's plan reads besides the gang's own objects: the set's
+#: identity, the bucket, the gated fields the server keeps, its `Parts` and the pods a
+#: gang's one PodGroup needs.
+SettingKey = tuple[str, str, str, str, frozenset[str], Parts, int]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    cqs: CliqueSet
+    of: Parts
+    bucket: str
+    #: the set's Workload ("" for none), and the pods a gang's one PodGroup needs
+    workload: str
+    whole: int
+
+
+@dataclass(frozen=True)
+class GangPart:
+    """One gang's share of a `TreePlan`: a pure function of the set (`SettingKey`), the
+    gang, its Cliques, the groups labelled with it and whether it is below `replicas`."""
+
+    composite_creates: tuple[Create, ...] = ()
+    group_creates: tuple[Create, ...] = ()
+    patches: tuple[Patch, ...] = ()
+    deletes: tuple[Delete, ...] = ()
+    composite_deletes: tuple[Delete, ...] = ()
+    linked: frozenset[str] = frozenset()
+    names: Names | None = None
+    moves: Names | None = None
+    #: the names it keeps or reads that are not its gang's (`<set>-<gang>-...`): no other
+    #: gang's part deletes them (a state the operator never makes, kept safe all the same)
+    outside: frozenset[str] = frozenset()
+
+
+#: gang -> (its Cliques, its groups, below `replicas`, the part planned from them)
+_Entry = tuple[tuple[Clique, ...], tuple[PodGroup, ...], bool, GangPart]
+
+
+@dataclass(frozen=True)
+class Memo:
+    """The gang parts of a set's last plan, for the next one: a gang whose Cliques and
+    groups are the same objects (or equal ones) under the same `SettingKey` keeps its part,
+    so a scale of one instance in a set of 1,000 gangs plans one gang, not 1,000."""
+
+    key: SettingKey
+    setting: _Setting
+    gangs: Mapping[int, _Entry]
+
+
 def plan(
     cqs: CliqueSet,
     cliques: Iterable[Clique],
@@ -392,62 +447,124 @@ def plan(
     *,
     bucket: str,
     features: frozenset[str] = frozenset(),
+    memo: Memo | None = None,
 ) -> TreePlan:
     """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
-    `features`: the gated PodGroup fields the server keeps. The module docstring says
-    what is kept, made, patched and deleted."""
+    `features`: the gated PodGroup fields the server keeps; `memo`: the previous plan's
+    (`TreePlan.memo`). The module docstring says what is kept, made, patched and
+    deleted; each gang is planned on its own (`GangPart`), and only where its objects
+    changed since `memo`."""
+    meta = cqs.metadata
+    of = parts(cqs, features)
+    whole = workload.min_count(cqs)
+    key: SettingKey = (meta.uid, meta.name, meta.namespace, bucket, features, of, whole)
+    if memo is not None and memo.key == key:
+        setting, old = memo.setting, memo.gangs
+    else:
+        templates = of.templates()
+        current = workload_name(cqs, templates) if templates is not None else ""
+        setting, old = _Setting(cqs, of, bucket, current, whole), {}
+    out = TreePlan(scheduler_packs=bool(setting.of.shape.topology_key) and setting.of.rooted)
+    if setting.workload:
+        templates = setting.of.templates()
+        assert templates is not None
+        out.workload = setting.workload
+        out.workload_body = workload_body(cqs, templates, bucket)
+
+    by_gang: dict[int, list[Clique]] = {}
+    for c in cliques:
+        by_gang.setdefault(c.spec.gang_index, []).append(c)
+    groups_by: dict[int, list[PodGroup]] = {}
+    for g in groups:
+        index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
+        groups_by.setdefault(int(index) if index.isdigit() else -1, []).append(g)
+
+    replicas = cqs.spec.replicas
+    entries: dict[int, _Entry] = {}
+    outside: set[str] = set()
+    deletes: list[Delete] = []
+    composite_deletes: list[Delete] = []
+    for gang in sorted(set(range(replicas)) | by_gang.keys() | groups_by.keys()):
+        mine = tuple(by_gang.get(gang, ()))
+        owned = tuple(groups_by.get(gang, ()))
+        below = 0 <= gang < replicas
+        entry = old.get(gang)
+        if entry is None or entry[2] != below or entry[0] != mine or entry[1] != owned:
+            entry = (mine, owned, below, _plan_gang(setting, gang, mine, owned, below))
+        entries[gang] = entry
+        part = entry[3]
+        out.creates += part.composite_creates
+        out.patches += part.patches
+        out.linked |= part.linked
+        outside |= part.outside
+        deletes += part.deletes
+        composite_deletes += part.composite_deletes
+        if part.names is not None:
+            out.names[gang] = part.names
+        if part.moves is not None:
+            out.moves[gang] = part.moves
+    for entry in entries.values():
+        out.creates += entry[3].group_creates
+    deletes.sort(key=lambda d: d.name)
+    composite_deletes.sort(key=lambda d: d.name)
+    out.deletes = [d for d in (*deletes, *composite_deletes) if d.name not in outside]
+    out.memo = Memo(key, setting, entries)
+    return out
+
+
+def _plan_gang(
+    s: _Setting,
+    gang: int,
+    cliques: Sequence[Clique],
+    groups: Sequence[PodGroup],
+    below: bool,
+) -> GangPart:
+    """One gang's `GangPart` (`plan`)."""
+    cqs, of = s.cqs, s.of
     meta = cqs.metadata
     name = meta.name
-    of = parts(cqs, features)
+    prefix = f"{name}-{gang}-"
     pgs, cpgs = split(groups)
-    out = TreePlan(scheduler_packs=bool(of.shape.topology_key) and of.rooted)
-    templates = of.templates()
-    if templates is not None:
-        out.workload = workload_name(cqs, templates)
-        out.workload_body = workload_body(cqs, templates, bucket)
-    for g in (*pgs.values(), *cpgs.values()):
-        linked = g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
-        if linked:
-            out.linked.add(linked)
-
-    found = _gangs(cliques)
-    # name -> (gang, what it is made from); composites in tree order, parents first
-    keep_pgs: dict[str, tuple[int, Part, Member | None]] = {}
-    keep_cpgs: dict[str, tuple[int, Member | None]] = {}
-    trees: dict[int, dict[str, Member]] = {}
-    for gang in sorted(set(range(cqs.spec.replicas)) | set(found)):
-        have = found.get(gang)
+    linked = frozenset(
+        a for g in groups if (a := g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, ""))
+    )
+    have = _gangs(cliques).get(gang)
+    # name -> what it is made from; composites in tree order, parents first
+    keep_pgs: dict[str, tuple[Part, Member | None]] = {}
+    keep_cpgs: dict[str, Member | None] = {}
+    tree: dict[str, Member] = {}
+    names: Names | None = None
+    moves: Names | None = None
+    if below or have is not None:
         counts = {
             g.name: max(g.instances, have.top.get(g.name, 0) if have else 0) for g in of.groups
         }
-        tree = of.tree(name, gang, counts)
-        trees[gang] = {m.name: m for m in tree}
+        tree = {m.name: m for m in of.tree(name, gang, counts)}
         wanted = wanted_names(name, gang, of)
-        if gang < cqs.spec.replicas:
-            out.moves[gang] = wanted
+        if below:
+            moves = wanted
         if have is None or not have.named:
-            out.names[gang] = dataclasses.replace(wanted, named=have.named if have else {})
-            if have is None and gang < cqs.spec.replicas:
-                for m in tree:  # a new gang: its whole tree
+            names = dataclasses.replace(wanted, named=have.named if have else {})
+            if have is None and below:
+                for m in tree.values():  # a new gang: its whole tree
                     if m.kind == composite_groups.KIND_COMPOSITE:
-                        keep_cpgs.setdefault(m.name, (gang, m))
+                        keep_cpgs.setdefault(m.name, m)
                     else:
-                        keep_pgs.setdefault(m.name, (gang, (m.group, m.instance), m))
-            continue
-        out.names[gang] = _gang_names(name, gang, have, wanted)
-        for part, pg in have.named.items():
-            keep_pgs.setdefault(pg, (gang, part, trees[gang].get(pg)))
+                        keep_pgs.setdefault(m.name, ((m.group, m.instance), m))
+        else:
+            names = _gang_names(name, gang, have, wanted)
+            for part, pg in have.named.items():
+                keep_pgs.setdefault(pg, (part, tree.get(pg)))
 
     # Each kept PodGroup's ancestors, from the tree it is in or from the cache.
-    siblings: dict[tuple[int, str, str], PodGroup] = {}
+    siblings: dict[tuple[str, str], PodGroup] = {}
     for pg_name, g in sorted(pgs.items()):
         tags = g.metadata.labels
-        index = tags.get(labels.LABEL_GANG_INDEX, "")
-        if labels.LABEL_GROUP_INDEX in tags and index.isdigit():
-            key = (int(index), tags.get(labels.LABEL_SCALING_GROUP, ""), pg_name.rsplit("-", 1)[-1])
-            siblings.setdefault(key, g)
+        if labels.LABEL_GROUP_INDEX in tags:
+            group = tags.get(labels.LABEL_SCALING_GROUP, "")
+            siblings.setdefault((group, pg_name.rsplit("-", 1)[-1]), g)
     made_from: dict[str, PodGroup] = {}
-    for pg_name, (gang, part, member) in keep_pgs.items():
+    for pg_name, (part, member) in keep_pgs.items():
         if member is not None:
             parent = member.parent
         elif pg_name in pgs:
@@ -455,14 +572,14 @@ def plan(
         else:
             group, inst = part
             fixed = instance_hash(name, gang, group, inst, pg_name) if inst is not None else ""
-            sibling = siblings.get((gang, group, fixed)) if fixed else None
+            sibling = siblings.get((group, fixed)) if fixed else None
             if sibling is None:
                 continue  # nothing to make it from (its pods wait for it)
             made_from[pg_name] = sibling
             parent = sibling.spec.parent_composite_pod_group_name
         while parent and parent not in keep_cpgs:
-            composite = trees[gang].get(parent)
-            keep_cpgs[parent] = (gang, composite)
+            composite = tree.get(parent)
+            keep_cpgs[parent] = composite
             if composite is not None:
                 parent = composite.parent
             else:
@@ -470,56 +587,68 @@ def plan(
                 parent = above.spec.parent_composite_pod_group_name if above is not None else ""
 
     # Creates: composites first (parents before children), then PodGroups.
+    position = {m: i for i, m in enumerate(tree)}
+
+    def order(obj_name: str) -> tuple[int, str]:
+        return (position.get(obj_name, len(position)), obj_name)
+
     cpg_res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
     pg_res = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
-
-    position = {(gang, m): i for gang, tree in trees.items() for i, m in enumerate(tree)}
-
-    def order(gang: int, obj_name: str) -> tuple[int, int, str]:
-        return (gang, position.get((gang, obj_name), len(position)), obj_name)
-
-    for cpg_name, (gang, member) in sorted(
-        keep_cpgs.items(), key=lambda item: order(item[1][0], item[0])
-    ):
+    composite_creates: list[Create] = []
+    for cpg_name in sorted(keep_cpgs, key=order):
+        member = keep_cpgs[cpg_name]
         if cpg_name in cpgs or member is None:
             continue  # kept, being deleted (made again once gone), or nothing to make it from
         body = composite_groups.composite_body(
-            cqs, gang, member, out.workload, of.shape, bucket=bucket
+            cqs, gang, member, s.workload, of.shape, bucket=s.bucket
         )
-        out.creates.append(Create(cpg_res, cpg_name, body, meta.uid))
-    whole = workload.min_count(cqs)
-    for pg_name, (gang, part, member) in sorted(
-        keep_pgs.items(), key=lambda item: order(item[1][0], item[0])
-    ):
+        composite_creates.append(Create(cpg_res, cpg_name, body, meta.uid))
+    group_creates: list[Create] = []
+    patches: list[Patch] = []
+    for pg_name in sorted(keep_pgs, key=order):
+        part, member = keep_pgs[pg_name]
         existing = pgs.get(pg_name)
         if existing is None:
             if member is not None:
                 body = composite_groups.pod_group_body(
-                    cqs, gang, member, out.workload, of.shape, bucket=bucket
+                    cqs, gang, member, s.workload, of.shape, bucket=s.bucket
                 )
             elif pg_name in made_from:
                 sibling = made_from[pg_name]
-                need = _count(sibling, None, of, whole)
-                body = _sibling_body(cqs, gang, sibling, pg_name, part, need, bucket)
+                need = _count(sibling, None, of, s.whole)
+                body = _sibling_body(cqs, gang, sibling, pg_name, part, need, s.bucket)
             else:
                 continue
-            out.creates.append(Create(pg_res, pg_name, body, meta.uid))
+            group_creates.append(Create(pg_res, pg_name, body, meta.uid))
             continue
         if existing.metadata.deletion_timestamp is not None:
             continue  # made again once it is gone
-        needed = _count(existing, member, of, whole)
+        needed = _count(existing, member, of, s.whole)
         if needed > 0 and 0 < existing.min_count != needed:
             patch = {
                 "metadata": {"resourceVersion": existing.metadata.resource_version},
                 "spec": {"schedulingPolicy": podgroups.scheduling_policy(needed)},
             }
-            out.patches.append(Patch(pg_res, pg_name, patch, reason="PodGroupMinCount"))
+            patches.append(Patch(pg_res, pg_name, patch, reason="PodGroupMinCount"))
 
-    for pg_name, g in sorted(pgs.items()):
-        if pg_name not in keep_pgs and g.metadata.deletion_timestamp is None:
-            out.deletes.append(Delete(pg_res, pg_name, g.metadata.uid, meta.uid, "Unused"))
-    out.deletes += stale_composites(cqs, groups_of(pgs, cpgs), (), keep_cpgs)
-    return out
+    deletes = tuple(
+        Delete(pg_res, pg_name, g.metadata.uid, meta.uid, "Unused")
+        for pg_name, g in sorted(pgs.items())
+        if pg_name not in keep_pgs and g.metadata.deletion_timestamp is None
+    )
+    parents = {g.spec.parent_composite_pod_group_name for g in groups}
+    outside = {n for n in (*keep_pgs, *keep_cpgs, *parents) if n and not n.startswith(prefix)}
+    return GangPart(
+        composite_creates=tuple(composite_creates),
+        group_creates=tuple(group_creates),
+        patches=tuple(patches),
+        deletes=deletes,
+        composite_deletes=tuple(stale_composites(cqs, groups, (), keep_cpgs)),
+        linked=linked,
+        names=names,
+        moves=moves,
+        outside=frozenset(outside),
+    )
 
 
 def groups_of(
