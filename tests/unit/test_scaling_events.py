@@ -1,7 +1,8 @@
 """The CliqueSet controller is woken by its HPAs' changes that its planner reads, and not
 by their status alone: an HPA's controller rewrites the status of every HPA on every sync
 (1,000 gangs autoscaled are 1,000 writes each 15 s). A CliqueScalingGroup's status write
-wakes it: a plan that writes one leaves the set's own status to the next. No cluster."""
+wakes it: a plan that writes one leaves the set's own status to the next. Nor by a
+PodGroup's status, which the scheduler writes as it places a gang. No cluster."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ import pytest
 
 from cliques.api.hpa import HorizontalPodAutoscaler, HPASpec, HPAStatus
 from cliques.api.meta import ObjectMeta, OwnerReference
+from cliques.api.podgroup import (
+    CompositePodGroup,
+    GangPolicy,
+    PodGroup,
+    PodGroupSpec,
+    SchedulingPolicy,
+)
 from cliques.api.scalinggroup import (
     CliqueScalingGroup,
     CliqueScalingGroupSpec,
@@ -91,3 +99,30 @@ def test_a_label_or_annotation_change_wakes_the_set() -> None:
     new = msgspec.structs.replace(old, metadata=msgspec.structs.replace(old.metadata))
     new.metadata.annotations = {"cliques.dev/hpa-spec": "other"}
     assert woken(ctl, "MODIFIED", old, new) == ["ns/llama"]
+
+
+def pod_group(version: int, min_count: int, tags: dict[str, str] | None = None) -> PodGroup:
+    meta_of = meta(1)
+    meta_of = msgspec.structs.replace(
+        meta_of, resource_version=str(version), labels=tags or meta_of.labels
+    )
+    spec = PodGroupSpec(scheduling_policy=SchedulingPolicy(gang=GangPolicy(min_count=min_count)))
+    return PodGroup(metadata=meta_of, spec=spec)
+
+
+@pytest.mark.parametrize("kind", [PodGroup, CompositePodGroup])
+def test_a_pod_groups_status_alone_wakes_nothing_and_its_spec_or_labels_do(kind: Any) -> None:
+    """The scheduler writes a PodGroup's status as it places the gang; a spec change (a
+    minCount patch) moves no generation on a PodGroup, so the specs are compared."""
+    ctl, _ = controller()
+
+    def group_of(version: int, min_count: int, tags: dict[str, str] | None = None) -> Any:
+        made = pod_group(version, min_count, tags)
+        return kind(metadata=made.metadata, spec=made.spec)
+
+    old = group_of(1, 3)
+    assert woken(ctl, "MODIFIED", old, group_of(2, 3)) == []
+    assert woken(ctl, "MODIFIED", old, group_of(2, 4)) == ["ns/llama"]
+    tags = {**old.metadata.labels, "extra": "1"}
+    assert woken(ctl, "MODIFIED", old, group_of(2, 3, tags)) == ["ns/llama"]
+    assert woken(ctl, "DELETED", old, old) == ["ns/llama"]

@@ -37,7 +37,7 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
-from cliques.api.meta import find_condition, format_now, only_status_changed
+from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks
 from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
@@ -70,6 +70,18 @@ NAME = "cliqueset"
 #: CliqueScalingGroup's: a plan that writes one leaves the set's own status to the next
 #: reconcile, which the write's watch event starts.)
 _STATUS_UNREAD = (HorizontalPodAutoscaler,)
+
+
+def _unread_change(old: Any, new: Any) -> bool:
+    """Whether a child's change is to what the planner does not read: an HPA's status (its
+    controller rewrites it every sync), a PodGroup's or CompositePodGroup's (the scheduler
+    writes it as it places the gang; the planner decodes no status of theirs, and their
+    spec changes move no generation, so the specs themselves are compared)."""
+    if isinstance(new, _STATUS_UNREAD):
+        return only_status_changed(old, new)
+    if isinstance(new, PodGroup) and isinstance(old, PodGroup):
+        return bool(old.spec == new.spec and same_marks(old.metadata, new.metadata))
+    return False
 
 #: Child-event windows, as multiples of what the set's last plan cost: planning takes at
 #: most ~5% of a core while the set has objects to write or gangs to roll, and ~1% while
@@ -261,14 +273,7 @@ class CliqueSetController:
                 restart = gang_failures.observed_token(meta)
                 if restart is not None:
                     self.expectations.created(owner, restart)
-        if (
-            kind == "MODIFIED"
-            and old is not None
-            and isinstance(new, _STATUS_UNREAD)
-            and only_status_changed(old, new)
-        ):
-            # An HPA's status (its controller rewrites it every sync): nothing the planner
-            # reads.
+        if kind == "MODIFIED" and old is not None and _unread_change(old, new):
             return
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
         if parent and self.owns(meta.namespace, parent):
