@@ -83,6 +83,7 @@ def _unread_change(old: Any, new: Any) -> bool:
         return bool(old.spec == new.spec and same_marks(old.metadata, new.metadata))
     return False
 
+
 #: Child-event windows, as multiples of what the set's last plan cost: planning takes at
 #: most ~5% of a core while the set has objects to write or gangs to roll, and ~1% while
 #: it only waits for its pods (its status then trails them by at most WAITING_MAX seconds).

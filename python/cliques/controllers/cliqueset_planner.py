@@ -164,16 +164,120 @@ class CliqueSetPlan(Plan):
     deferred: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What the phases of a valid set's plan read besides the snapshot."""
+
+    deps: dict[str, list[str]]
+    bucket: str
+    sched: gang_scheduling.GangPlan
+    #: a gang's PodGroup is made before its pods (its Gang-scope claims go through it)
+    group_first: bool
+    #: start order is enforced by scheduling gates (`gang_scheduling.gated`)
+    gated: bool
+    queue: kueue.Queue | None
+    queue_problem: str
+    via_group: Callable[[str, int], bool]
+    observed_groups: frozenset[str]
+    roles: Mapping[str, CliqueTemplate]
+    lay: scaling.Layout
+    counts: Mapping[int, Mapping[str, int]]
+    wanted_of: Callable[[int], Mapping[str, scaling.Member]]
+    policy: str
+    set_hash: str
+
+
+@dataclass
+class _Members:
+    """The set's Cliques by gang and member, and the deletes of those no gang keeps
+    (highest gang and instance first)."""
+
+    by_gang: dict[int, dict[str, Clique]]
+    removed: list[Delete]
+
+
+@dataclass
+class _Writes:
+    creates: list[Create] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    deletes: list[Delete] = field(default_factory=list)
+
+
+@dataclass
+class _Rolls:
+    """What the restart and rollout phase decided."""
+
+    failing: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]]
+    restart_now: list[int] = field(default_factory=list)
+    deferred: list[int] = field(default_factory=list)
+    #: gangs a patch of this plan touches (rolled or changed in place)
+    touched: set[int] = field(default_factory=set)
+    patches: list[Patch] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
 def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
+    """The plan of one CliqueSet, in phases (the module docstring says what each keeps)."""
+    setup = _setup(snap)
+    if isinstance(setup, str):
+        return _invalid(snap, setup)
     cqs = snap.cliqueset
-    spec = cqs.spec
-    meta = cqs.metadata
+    out = CliqueSetPlan(events=_reserved_keys_events(cqs))
+    # 1. The Cliques by gang, and those of removed gangs, cliques and instances.
+    members = _members_by_gang(snap, setup)
+    # 2. The verdicts on the gangs (kept between plans with the gang trees, for the gangs
+    # whose Cliques are the same).
+    ctx = cliqueset_rollout.context(cqs, snap.hashes, setup.deps, snap.algorithm, gated=setup.gated)
+    gangs = cliqueset_rollout.judge_gangs(
+        members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, snap.previous, setup.counts
+    )
+    out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
+    # 3. Gang scheduling's writes, the Cliques of new gangs and members, the Services
+    # (creates are only planned, their bodies built, when they can be sent).
+    creates = list(setup.sched.creates) if snap.expectations_satisfied else []
+    deletes = [*setup.sched.deletes, *members.removed]
+    out.patches += setup.sched.patches
+    if snap.expectations_satisfied:
+        creates += _new_cliques(snap, setup, members.by_gang, CREATE_BURST - len(creates))
+    services = _services(snap, setup, gangs.facts, CREATE_BURST - len(creates))
+    creates += services.creates
+    out.patches += services.patches
+    deletes += services.deletes
+    # 4. The scale targets: CliqueScalingGroups and HPAs.
+    lay = setup.lay
+    if lay.groups or snap.scaling_groups or snap.hpas or lay.autoscaled:
+        _scale_targets(snap, lay, setup.counts, gangs.facts, setup.bucket, out, creates, deletes)
+    # 5. Gang restarts first (a broken gang is down already), then rollouts, within one
+    # budget; in-place changes.
+    rolls = _restarts_and_rolls(snap, setup, members.by_gang, gangs)
+    out.patches += rolls.patches
+    out.events += rolls.events
+    out.deferred = rolls.deferred
+    # 6. The claim objects the Cliques name.
+    made = _claim_objects(snap, setup.bucket, creates, out.patches)
+    creates[:0] = made.creates
+    deletes += made.deletes
+    # 7. Creates and deletes go only while the cache has seen the last ones.
+    if snap.expectations_satisfied:
+        out.creates, out.deletes = creates, deletes
+        if deletes:
+            message = f"deleting {len(deletes)} object(s) of removed gangs"
+            out.events.append(Event("Normal", "ScalingDown", message))
+    # 8. The failure policy's marks, the status and its conditions.
+    _status(snap, setup, members.by_gang, gangs, rolls, made.missing, out)
+    return out
+
+
+def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
+    """What the phases read, or why the spec cannot be planned (an InvalidSpec)."""
+    cqs = snap.cliqueset
+    spec, meta = cqs.spec, cqs.metadata
     if snap.invalid:
-        return _invalid(snap, snap.invalid)
+        return snap.invalid
     try:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
-        return _invalid(snap, str(exc))
+        return str(exc)
     bucket = str(_core.bucket_of(meta.namespace, meta.name))
     # Where a gang's DRA claims go through its PodGroup, its pods are made only once the
     # group exists (a pod made before its group gets no share of the group's claim on
@@ -196,9 +300,44 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         moving=_moving(snap) if group_first else (),
         tree_memo=snap.previous.trees if snap.previous is not None else None,
     )
-    group_first = group_first and sched.decision.backend == "Workload"
     if not sched.decision.satisfiable:
-        return _invalid(snap, sched.decision.message)
+        return sched.decision.message
+    queue = kueue.queue_of(cqs)
+    problem = _unplannable(snap, sched, queue)
+    if problem:
+        return problem
+    lay = scaling.layout(spec)
+    counts, wanted_of = _members(snap, lay)
+    return _Setup(
+        deps=deps,
+        bucket=bucket,
+        sched=sched,
+        group_first=group_first and sched.decision.backend == "Workload",
+        gated=gang_scheduling.gated(sched.decision),
+        queue=queue,
+        queue_problem=(
+            kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
+            if queue is not None
+            else ""
+        ),
+        via_group=_claims_via_group(snap, sched.wanted),
+        observed_groups=frozenset(g.metadata.name for g in snap.pod_groups),
+        roles={c.name: c for c in spec.template.cliques},
+        lay=lay,
+        counts=counts,
+        wanted_of=wanted_of,
+        policy=subdomains.policy(cqs, snap.cliques),
+        set_hash=cliqueset_status.set_hash(spec, snap.hashes),
+    )
+
+
+def _unplannable(
+    snap: CliqueSetSnapshot, sched: gang_scheduling.GangPlan, queue: kueue.Queue | None
+) -> str:
+    """Why a spec the API server took cannot be planned here ("" if it can): pods that
+    could never be scheduled, claims the cluster cannot serve, a queued set that scales."""
+    cqs = snap.cliqueset
+    spec, meta = cqs.spec, cqs.metadata
     stuck = (
         []
         if sched.scheduler_packs
@@ -210,58 +349,51 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         )
     )
     if stuck:
-        return _invalid(
-            snap,
+        return (
             f"placement: the pods of clique(s) {', '.join(stuck)} could never be scheduled: "
             "their required pod affinity, ANDed with the pack term, selects no pod of the "
-            "gang (docs/gangs.md)",
+            "gang (docs/gangs.md)"
         )
     if spec.resource_claims and not snap.claims_served:
-        return _invalid(
-            snap,
+        return (
             "spec.resourceClaims: the cluster serves no resource.k8s.io/v1 ResourceClaims "
-            "(dynamic resource allocation, Kubernetes 1.34 and later)",
+            "(dynamic resource allocation, Kubernetes 1.34 and later)"
         )
-    gated = gang_scheduling.gated(sched.decision)
-    queue = kueue.queue_of(cqs)
     if queue is not None and (spec.template.scaling_groups or _autoscaled(cqs)):
-        return _invalid(
-            snap,
+        return (
             "spec.template: scalingGroups and autoscaling are not supported for a set Kueue "
             f"queues ({kueue.QUEUE_LABEL}): Kueue admits each gang as a pod group of a "
-            "fixed size (docs/scaling.md)",
+            "fixed size (docs/scaling.md)"
         )
-    queue_problem = (
-        kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
-        if queue is not None
-        else ""
-    )
-    via_group = _claims_via_group(snap, sched.wanted)
-    observed_groups = {g.metadata.name for g in snap.pod_groups}
-    out = CliqueSetPlan()
-    if cqs.status is None or cqs.status.observed_generation != meta.generation:
-        # Once per generation: keys of the operator's in the templates are left out.
-        reserved = bounds.reserved_keys_message(cqs)
-        if reserved:
-            out.events.append(Event("Warning", bounds.REASON_RESERVED_KEYS, reserved))
+    return ""
 
-    roles = {c.name: c for c in spec.template.cliques}
-    lay = scaling.layout(spec)
-    counts, wanted_of = _members(snap, lay)
+
+def _reserved_keys_events(cqs: CliqueSet) -> list[Event]:
+    """Once per generation, a Warning that keys of the operator's in the templates are left
+    out (`bounds`)."""
+    if cqs.status is not None and cqs.status.observed_generation == cqs.metadata.generation:
+        return []
+    reserved = bounds.reserved_keys_message(cqs)
+    return [Event("Warning", bounds.REASON_RESERVED_KEYS, reserved)] if reserved else []
+
+
+def _members_by_gang(snap: CliqueSetSnapshot, setup: _Setup) -> _Members:
+    """The set's Cliques by gang and member; those of a gang above `replicas`, of a removed
+    clique, of an instance beyond its gang's count or of a clique that moved into or out of
+    a scaling group are deleted (the gang's wanted member takes the place of the last)."""
+    cqs = snap.cliqueset
     by_gang: dict[int, dict[str, Clique]] = {}
     removed: list[tuple[int, int, str, Clique, str]] = []
     for clique in snap.cliques:
         gang, role = clique.spec.gang_index, clique.spec.clique_name
         key = scaling.member_of(clique)
         why = ""
-        if gang >= spec.replicas:
+        if gang >= cqs.spec.replicas:
             why = "ScaleDown"
-        elif role not in roles:
+        elif role not in setup.roles:
             why = "CliqueRemoved"
-        elif key not in wanted_of(gang):
-            # an instance beyond its gang's count, or a Clique of a role that moved into
-            # or out of a scaling group: the gang's wanted member takes its place
-            why = "InstanceRemoved" if role in lay.group_of else "CliqueRegrouped"
+        elif key not in setup.wanted_of(gang):
+            why = "InstanceRemoved" if role in setup.lay.group_of else "CliqueRegrouped"
         if why in ("InstanceRemoved", "CliqueRegrouped"):
             if clique.metadata.deletion_timestamp is None:
                 inst = scaling.instance_of(clique)
@@ -270,87 +402,108 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         by_gang.setdefault(gang, {})[key] = clique
         if clique.metadata.deletion_timestamp is None and why:
             removed.append((-gang, 0, key, clique, why))
+    uid = cqs.metadata.uid
+    deletes = [
+        Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, uid, why)
+        for _, _, _, clique, why in sorted(removed, key=lambda r: r[:3])
+    ]
+    return _Members(by_gang, deletes)
 
-    deletes: list[Delete] = list(sched.deletes)
-    out.patches.extend(sched.patches)
-    creates: list[Create] = list(sched.creates) if snap.expectations_satisfied else []
-    # highest gang first, and within a gang the highest instance first
-    for _, _, _, clique, why in sorted(removed, key=lambda r: r[:3]):
-        deletes.append(Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, meta.uid, why))
 
-    # The verdicts on the gangs (kept between plans for the gangs whose Cliques are the same).
-    ctx = cliqueset_rollout.context(cqs, snap.hashes, deps, snap.algorithm, gated=gated)
-    gangs = cliqueset_rollout.judge_gangs(
-        by_gang, spec.replicas, ctx, snap.rehashes, snap.previous, counts
-    )
-    out.judgement = dataclasses.replace(gangs.judgement, trees=sched.tree_memo)
-
-    # Creates are only planned (their bodies built) when they can be sent: while creates
-    # are still unobserved, the cache may lack objects that exist.
-    can_create = snap.expectations_satisfied
-    policy = subdomains.policy(cqs, snap.cliques)
-    for index in range(spec.replicas) if can_create else ():
-        if len(creates) >= CREATE_BURST:
-            break  # the next pass, started by these creates' watch events, goes on
+def _new_cliques(
+    snap: CliqueSetSnapshot, setup: _Setup, by_gang: Mapping[int, Mapping[str, Clique]], room: int
+) -> list[Create]:
+    """The Cliques of gangs and members that have none, gang by gang, at most `room` (the
+    next pass, started by these creates' watch events, goes on)."""
+    cqs = snap.cliqueset
+    sched = setup.sched
+    creates: list[Create] = []
+    for index in range(cqs.spec.replicas):
+        if len(creates) >= room:
+            break
         have = by_gang.get(index)
-        want = wanted_of(index)
+        want = setup.wanted_of(index)
         if have is not None and want.keys() <= have.keys():
             continue
         have = have or {}
         uses = gang_scheduling.gang_workload(have, sched.current)
         if uses and uses == sched.current and not sched.ready:
             continue  # its Workload first
-        if group_first and sched.pod_group(index) not in observed_groups | {""}:
+        if setup.group_first and sched.pod_group(index) not in setup.observed_groups | {""}:
             continue  # its PodGroup first (its claims go through it)
-        if queue_problem:
+        if setup.queue_problem:
             continue  # no pod of a set Kueue cannot admit
-        # A clique added to an existing gang joins the gang's DNS layout.
-        layout = subdomains.gang_annotations(have.values())
-        if layout is None:
-            layout = subdomains.new_gang_annotations(cqs, index, policy)
-        for member_name, member in want.items():
-            if member_name not in have:
-                role = member.role
-                tmpl = roles[role]
-                body = builders.clique_body(
-                    cqs,
-                    index,
-                    tmpl,
-                    starts_after=deps[role],
-                    member=member_name,
-                    member_labels=scaling.member_labels(member),
-                    dependency_names=(
-                        scaling.dependencies(lay, deps, meta.name, index, role, member.instance)
-                        if lay.groups
-                        else None
-                    ),
-                    template_hash=snap.hashes[role],
-                    algorithm=snap.algorithm,
-                    bucket=bucket,
-                    workload=uses,
-                    pod_group=sched.member_pod_group(index, member.group, member.instance),
-                    scheduler_packs=sched.scheduler_packs,
-                    layout=subdomains.member_annotations(cqs, index, layout, lay, member),
-                    gated=gated,
-                    claims_via_group=via_group(sched.pod_group(index), index),
-                    kueue_revision=snap.kueue_revision,
-                )
-                restarts = gang_failures.restarts_of(have)
-                if restarts:  # a clique added to a restarted gang joins its count
-                    body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
-                name = labels.clique_name(meta.name, index, member_name)
-                creates.append(Create(CLIQUES, name, body, meta.uid))
+        creates += _gang_cliques(snap, setup, index, have, uses)
+    return creates
 
-    # Services: the headless Services the gangs' DNS layout uses.
+
+def _gang_cliques(
+    snap: CliqueSetSnapshot, setup: _Setup, index: int, have: Mapping[str, Clique], uses: str
+) -> list[Create]:
+    """The Cliques gang `index` lacks (it has `have`; its Workload is `uses`)."""
+    cqs = snap.cliqueset
+    meta = cqs.metadata
+    sched, lay = setup.sched, setup.lay
+    # A clique added to an existing gang joins the gang's DNS layout.
+    layout = subdomains.gang_annotations(have.values())
+    if layout is None:
+        layout = subdomains.new_gang_annotations(cqs, index, setup.policy)
+    restarts = gang_failures.restarts_of(have)
+    creates: list[Create] = []
+    for member_name, member in setup.wanted_of(index).items():
+        if member_name in have:
+            continue
+        role = member.role
+        body = builders.clique_body(
+            cqs,
+            index,
+            setup.roles[role],
+            starts_after=setup.deps[role],
+            member=member_name,
+            member_labels=scaling.member_labels(member),
+            dependency_names=(
+                scaling.dependencies(lay, setup.deps, meta.name, index, role, member.instance)
+                if lay.groups
+                else None
+            ),
+            template_hash=snap.hashes[role],
+            algorithm=snap.algorithm,
+            bucket=setup.bucket,
+            workload=uses,
+            pod_group=sched.member_pod_group(index, member.group, member.instance),
+            scheduler_packs=sched.scheduler_packs,
+            layout=subdomains.member_annotations(cqs, index, layout, lay, member),
+            gated=setup.gated,
+            claims_via_group=setup.via_group(sched.pod_group(index), index),
+            kueue_revision=snap.kueue_revision,
+        )
+        if restarts:  # a clique added to a restarted gang joins its count
+            body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
+        name = labels.clique_name(meta.name, index, member_name)
+        creates.append(Create(CLIQUES, name, body, meta.uid))
+    return creates
+
+
+def _services(
+    snap: CliqueSetSnapshot,
+    setup: _Setup,
+    facts: list[cliqueset_rollout.GangFacts],
+    room: int,
+) -> _Writes:
+    """The headless Services the gangs' DNS layout uses: made (at most `room`), their
+    ports kept those of the templates, the unused deleted."""
+    cqs = snap.cliqueset
+    meta = cqs.metadata
+    out = _Writes()
     have_svc = {s.metadata.name: s for s in snap.services}
-    recorded = [(f.live, f.subdomains) for f in gangs.facts]
-    want_svc = subdomains.wanted_services(cqs, recorded, policy)
-    for name, svc_gang in want_svc.items() if can_create else ():
-        if len(creates) >= CREATE_BURST:
+    recorded = [(f.live, f.subdomains) for f in facts]
+    want_svc = subdomains.wanted_services(cqs, recorded, setup.policy)
+    for name, svc_gang in want_svc.items() if snap.expectations_satisfied else ():
+        if len(out.creates) >= room:
             break
         if name not in have_svc:
-            body = builders.service_body(cqs, svc_gang, bucket)
-            creates.append(Create(SERVICES, name, body, meta.uid))
+            body = builders.service_body(cqs, svc_gang, setup.bucket)
+            out.creates.append(Create(SERVICES, name, body, meta.uid))
     ports = builders.service_ports(cqs) if want_svc else []
     for name, svc in have_svc.items():
         gone = svc.metadata.deletion_timestamp is not None
@@ -360,26 +513,31 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             out.patches.append(Patch(SERVICES, name, patch, reason="ServicePorts"))
         if name not in want_svc and not gone:
             suffix = name.removeprefix(f"{meta.name}-")
-            removed_gang = suffix.isdigit() and int(suffix) >= spec.replicas
+            removed_gang = suffix.isdigit() and int(suffix) >= cqs.spec.replicas
             why = "ScaleDown" if removed_gang else "Unused"
-            deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
+            out.deletes.append(Delete(SERVICES, name, svc.metadata.uid, meta.uid, why))
+    return out
 
-    if lay.groups or snap.scaling_groups or snap.hpas or lay.autoscaled:
-        _scale_targets(snap, lay, counts, gangs.facts, bucket, out, creates, deletes)
 
-    # Gang restarts first (a broken gang is down already), then rollout decisions, both
-    # within one budget; then in-place changes.
-    strategy = spec.update_strategy
-    failing = _failure_decisions(snap, by_gang, gangs.facts)
+def _restarts_and_rolls(
+    snap: CliqueSetSnapshot,
+    setup: _Setup,
+    by_gang: dict[int, dict[str, Clique]],
+    gangs: cliqueset_rollout.Gangs,
+) -> _Rolls:
+    """The gangs the failure policy restarts now (`restart_now`, or `deferred` beyond the
+    budget), then the outdated gangs to roll (`cliqueset_rollout.pick`) in what budget is
+    left, with the in-place changes: their patches and the RollingUpdate Event."""
+    strategy = snap.cliqueset.spec.update_strategy
+    out = _Rolls(failing=_failure_decisions(snap, by_gang, gangs.facts))
     outdated = set(gangs.outdated)
     budget = cliqueset_rollout.restart_budget(strategy.max_unavailable, gangs.facts)
     changed = {gang for gang, _ in gangs.changes.values()}
-    restart_now: list[int] = []
-    for index, (_, decision) in sorted(failing.items()):
+    for index, (_, decision) in sorted(out.failing.items()):
         # An outdated gang rolls instead; one changed in place now is restarted next pass.
         if decision.restart and index not in outdated and index not in changed:
-            if len(restart_now) < budget and snap.expectations_satisfied:
-                restart_now.append(index)
+            if len(out.restart_now) < budget and snap.expectations_satisfied:
+                out.restart_now.append(index)
             else:
                 out.deferred.append(index)
     to_update = (
@@ -388,126 +546,138 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             strategy.max_unavailable,
             gangs.outdated,
             cliqueset_rollout.down(gangs.facts),
-            spent=len(restart_now),
+            spent=len(out.restart_now),
         )
         if snap.expectations_satisfied
         else []
     )
     updating = set(to_update)
-    touched = updating | changed
+    out.touched = updating | changed
     in_place_gangs: list[int] = []
     replaced_gangs: list[int] = []
-    for gang in sorted(touched):
-        members = {
-            name: clique
-            for name, clique in sorted(by_gang.get(gang, {}).items())
-            if clique.spec.clique_name in roles and clique.metadata.deletion_timestamp is None
-        }
-        rolled = {
-            name
-            for name, clique in members.items()
-            if gang in updating
-            and cliqueset_rollout.hash_of(clique) != snap.hashes[clique.spec.clique_name]
-        }
-        # With inPlace IfPossible, a gang whose rolled Cliques change only images (and CPU
-        # and memory, where pods resize) keeps its pods (and its PodGroup); else a gang all
-        # of whose pods are made again moves to the PodGroup the set asks for.
-        in_place = (
-            strategy.in_place == IN_PLACE_IF_POSSIBLE
-            and bool(rolled)
-            and all(
-                _in_place(members[m], roles[members[m].spec.clique_name], snap, sched, via_group)
-                for m in rolled
-            )
-        )
-        if rolled:
+    for gang in sorted(out.touched):
+        patches, in_place = _gang_patches(snap, setup, gang, by_gang.get(gang, {}), updating, gangs)
+        out.patches += patches
+        if in_place is not None:
             (in_place_gangs if in_place else replaced_gangs).append(gang)
-        whole = rolled and rolled == set(members) and not in_place
-        move_to = sched.wanted.get(gang, "") if whole else ""
-        if group_first and move_to and move_to not in observed_groups:
-            continue  # its new PodGroup first (made by this plan; the roll comes next)
-        for name, clique in members.items():
-            role = clique.spec.clique_name
-            found = gangs.changes.get(clique.metadata.name)
-            change = found[1] if found is not None else None
-            if name in rolled:
-                # a Clique whose pods name their PodGroup leaves packing to the scheduler
-                packs = sched.scheduler_packs and (
-                    labels.ANNOTATION_POD_GROUP in clique.metadata.annotations
-                )
-                # its own part of the gang's new tree, where gangs are composite trees
-                moved = sched.move_to(gang, clique) if whole else ""
-                group = moved or clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
-                update = inplace.annotation(clique, cliqueset_rollout.hash_of(clique), in_place)
-                out.patches.append(
-                    _template_patch(
-                        clique,
-                        roles[role],
-                        snap,
-                        change,
-                        packs,
-                        moved,
-                        via_group(group, gang),
-                        update,
-                    )
-                )
-            elif change is not None:
-                out.patches.append(_merge_patch(clique, change))
-    set_hash = cliqueset_status.set_hash(spec, snap.hashes)
     if to_update:
         how = ""
         if strategy.in_place == IN_PLACE_IF_POSSIBLE:
             how = f"; {len(in_place_gangs)} in place, {len(replaced_gangs)} replacing pods"
-        out.events.append(
-            Event(
-                "Normal",
-                "RollingUpdate",
-                f"updating gang(s) {', '.join(map(str, to_update))} to template "
-                f"{set_hash} ({len(gangs.outdated) - len(to_update)} more to go{how})",
+        message = (
+            f"updating gang(s) {', '.join(map(str, to_update))} to template "
+            f"{setup.set_hash} ({len(gangs.outdated) - len(to_update)} more to go{how})"
+        )
+        out.events.append(Event("Normal", "RollingUpdate", message))
+    return out
+
+
+def _gang_patches(
+    snap: CliqueSetSnapshot,
+    setup: _Setup,
+    gang: int,
+    cliques: Mapping[str, Clique],
+    updating: set[int],
+    gangs: cliqueset_rollout.Gangs,
+) -> tuple[list[Patch], bool | None]:
+    """The patches of one gang a plan touches: the roll of its outdated Cliques (if it is
+    `updating`) and its in-place changes; and whether it rolls in place (None when nothing
+    of it rolls)."""
+    roles, sched, via_group = setup.roles, setup.sched, setup.via_group
+    strategy = snap.cliqueset.spec.update_strategy
+    members = {
+        name: clique
+        for name, clique in sorted(cliques.items())
+        if clique.spec.clique_name in roles and clique.metadata.deletion_timestamp is None
+    }
+    rolled = {
+        name
+        for name, clique in members.items()
+        if gang in updating
+        and cliqueset_rollout.hash_of(clique) != snap.hashes[clique.spec.clique_name]
+    }
+    # With inPlace IfPossible, a gang whose rolled Cliques change only images (and CPU and
+    # memory, where pods resize) keeps its pods (and its PodGroup); else a gang all of
+    # whose pods are made again moves to the PodGroup the set asks for.
+    in_place = (
+        strategy.in_place == IN_PLACE_IF_POSSIBLE
+        and bool(rolled)
+        and all(
+            _in_place(members[m], roles[members[m].spec.clique_name], snap, sched, via_group)
+            for m in rolled
+        )
+    )
+    whole = rolled and rolled == set(members) and not in_place
+    move_to = sched.wanted.get(gang, "") if whole else ""
+    kind = in_place if rolled else None
+    if setup.group_first and move_to and move_to not in setup.observed_groups:
+        return [], kind  # its new PodGroup first (made by this plan; the roll comes next)
+    patches: list[Patch] = []
+    for name, clique in members.items():
+        found = gangs.changes.get(clique.metadata.name)
+        change = found[1] if found is not None else None
+        if name not in rolled:
+            if change is not None:
+                patches.append(_merge_patch(clique, change))
+            continue
+        # a Clique whose pods name their PodGroup leaves packing to the scheduler
+        annotations = clique.metadata.annotations
+        packs = sched.scheduler_packs and labels.ANNOTATION_POD_GROUP in annotations
+        # its own part of the gang's new tree, where gangs are composite trees
+        moved = sched.move_to(gang, clique) if whole else ""
+        group = moved or annotations.get(labels.ANNOTATION_POD_GROUP, "")
+        update = inplace.annotation(clique, cliqueset_rollout.hash_of(clique), in_place)
+        tmpl = roles[clique.spec.clique_name]
+        patches.append(
+            _template_patch(
+                clique, tmpl, snap, change, packs, moved, via_group(group, gang), update
             )
         )
+    return patches, kind
 
-    made = _claim_objects(snap, bucket, creates, out.patches)
-    creates[:0] = made.creates
-    deletes.extend(made.deletes)
-    # (objects named by Cliques that the set can no longer make: the ResourceClaims
-    # condition says so, ClaimMissing)
 
-    if snap.expectations_satisfied:
-        out.deletes = deletes
-        out.creates = creates
-    if deletes and snap.expectations_satisfied:
-        out.events.append(
-            Event("Normal", "ScalingDown", f"deleting {len(deletes)} object(s) of removed gangs")
-        )
-
+def _status(
+    snap: CliqueSetSnapshot,
+    setup: _Setup,
+    by_gang: dict[int, dict[str, Clique]],
+    gangs: cliqueset_rollout.Gangs,
+    rolls: _Rolls,
+    missing: list[str],
+    out: CliqueSetPlan,
+) -> None:
+    """The failure policy carried out (`_failure_policy`), and the set's status with its
+    conditions (None when it would not change); the GangScheduling Event when it changes."""
+    cqs = snap.cliqueset
+    spec = cqs.spec
+    facts = gangs.facts
     out.status = cliqueset_status.status(
         cqs,
-        gangs.facts,
+        facts,
         gangs.outdated,
         existing=sum(1 for g in by_gang if by_gang[g]),
-        template_hash=set_hash,
+        template_hash=setup.set_hash,
         algorithm=snap.algorithm,
         failure=snap.failure,
         now=snap.now,
     )
-    restarts = _failure_policy(
-        snap, failing, gangs.facts, touched, set(restart_now), out, sched.wanted
+    restart_now = set(rolls.restart_now)
+    moves = setup.sched.wanted
+    out.status.gang_restarts = _failure_policy(
+        snap, rolls.failing, facts, rolls.touched, restart_now, out, moves
     )
-    out.status.gang_restarts = restarts
-    out.status.updated_in_place = sum(1 for f in gangs.facts if f.update_kind == "in-place")
-    out.status.updated_by_replacement = sum(1 for f in gangs.facts if f.update_kind == "replaced")
+    out.status.updated_in_place = sum(1 for f in facts if f.update_kind == "in-place")
+    out.status.updated_by_replacement = sum(1 for f in facts if f.update_kind == "replaced")
     old_conditions = cqs.status.conditions if cqs.status is not None else []
-    setter = conditions.Setter(old_conditions, snap.now, meta.generation)
+    setter = conditions.Setter(old_conditions, snap.now, cqs.metadata.generation)
     ordered = spec.startup_type != "AnyOrder"
-    gang_condition = gang_scheduling.condition(sched.decision, setter, ordered)
+    gang_condition = gang_scheduling.condition(setup.sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
     if spec.resource_claims:
-        waiting = [(g, why) for g, f in enumerate(gangs.facts) for why in f.waiting_why]
-        status, reason, message = claims.condition(cqs, waiting, made.missing)
+        waiting = [(g, why) for g, f in enumerate(facts) for why in f.waiting_why]
+        status, reason, message = claims.condition(cqs, waiting, missing)
         out.status.conditions.append(setter.set(claims.CONDITION_CLAIMS, status, reason, message))
-    if queue is not None:
-        out.status.queue, verdict = _admission(snap, queue, by_gang, queue_problem)
+    if setup.queue is not None:
+        out.status.queue, verdict = _admission(snap, setup.queue, by_gang, setup.queue_problem)
         out.status.conditions.append(setter.set(kueue.CONDITION_ADMITTED, *verdict))
     if spec.failure_policy.restart_policy == "RecreateGang":
         out.status.conditions += gang_failures.conditions(
@@ -518,7 +688,6 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         out.events.append(said)
     if out.status == cqs.status:
         out.status = None
-    return out
 
 
 def _autoscaled(cqs: CliqueSet) -> bool:

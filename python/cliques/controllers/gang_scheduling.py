@@ -149,35 +149,12 @@ def plan(
     named: dict[int, str] = {}
     wanted: dict[int, str] = {}
     if version in podgroups.VERSIONS:
-        # The groups live Cliques name (whatever the backend: their pods may still be
-        # made, and name them), and while the backend is on the wanted group of each gang
-        # of the set that has no Clique naming one yet.
-        keep: dict[str, int] = {}
-        for c in sorted(cliques, key=lambda c: c.metadata.name):
-            name = c.metadata.annotations.get(labels.ANNOTATION_POD_GROUP)
-            if c.metadata.deletion_timestamp is None and name:
-                keep.setdefault(name, c.spec.gang_index)
-                named.setdefault(c.spec.gang_index, name)
-        if on:
-            fixed = podgroups.fixed_hash(version, podgroups.shape(cqs, features))
-            for gang in range(cqs.spec.replicas):
-                wanted[gang] = podgroups.group_name(cqs.metadata.name, gang, fixed)
-                if gang not in named:
-                    keep.setdefault(wanted[gang], gang)
-            for gang in moving:
-                if gang in wanted:
-                    keep.setdefault(wanted[gang], gang)
-        plain = [g for g in groups if not isinstance(g, CompositePodGroup)]
-        groups_plan = podgroups.plan(cqs, version, plain, keep, latest, bucket, features)
-        creates += groups_plan.creates
-        patches = groups_plan.patches
-        # and the composites of trees no longer named (the set's gangs were trees)
-        group_deletes = groups_plan.deletes + gang_trees.stale_composites(cqs, groups, keep)
-        used = groups_plan.linked | {
-            g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
-            for g in groups
-            if isinstance(g, CompositePodGroup)
-        }
+        found = _one_group_per_gang(
+            cqs, cliques, groups, version, latest, bucket, features, moving, on=on
+        )
+        creates += found.creates
+        patches, group_deletes = found.patches, found.deletes
+        used, named, wanted = found.used, found.named, found.wanted
         current, ready = "", True
     else:
         used = {
@@ -203,6 +180,69 @@ def plan(
         creates=creates,
         patches=patches,
         deletes=deletes + group_deletes,
+        named=named,
+        wanted=wanted,
+    )
+
+
+@dataclass
+class _GroupWrites:
+    """The PodGroups of gangs of one PodGroup each: what to write, the Workloads they link
+    to, and per gang the group its Cliques name and the one it moves to."""
+
+    creates: list[Create]
+    patches: list[Patch]
+    deletes: list[Delete]
+    used: set[str]
+    named: dict[int, str]
+    wanted: dict[int, str]
+
+
+def _one_group_per_gang(
+    cqs: CliqueSet,
+    cliques: list[Clique],
+    groups: list[PodGroup],
+    version: str,
+    latest: str,
+    bucket: str,
+    features: frozenset[str],
+    moving: Iterable[int],
+    *,
+    on: bool,
+) -> _GroupWrites:
+    """The groups live Cliques name (whatever the backend: their pods may still be made,
+    and name them), and while the backend is `on` the wanted group of each gang of the set
+    that has no Clique naming one yet (and of the gangs `moving` to it)."""
+    keep: dict[str, int] = {}
+    named: dict[int, str] = {}
+    wanted: dict[int, str] = {}
+    for c in sorted(cliques, key=lambda c: c.metadata.name):
+        name = c.metadata.annotations.get(labels.ANNOTATION_POD_GROUP)
+        if c.metadata.deletion_timestamp is None and name:
+            keep.setdefault(name, c.spec.gang_index)
+            named.setdefault(c.spec.gang_index, name)
+    if on:
+        fixed = podgroups.fixed_hash(version, podgroups.shape(cqs, features))
+        for gang in range(cqs.spec.replicas):
+            wanted[gang] = podgroups.group_name(cqs.metadata.name, gang, fixed)
+            if gang not in named:
+                keep.setdefault(wanted[gang], gang)
+        for gang in moving:
+            if gang in wanted:
+                keep.setdefault(wanted[gang], gang)
+    plain = [g for g in groups if not isinstance(g, CompositePodGroup)]
+    groups_plan = podgroups.plan(cqs, version, plain, keep, latest, bucket, features)
+    used = groups_plan.linked | {
+        g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
+        for g in groups
+        if isinstance(g, CompositePodGroup)
+    }
+    return _GroupWrites(
+        creates=groups_plan.creates,
+        patches=groups_plan.patches,
+        # and the composites of trees no longer named (the set's gangs were trees)
+        deletes=groups_plan.deletes + gang_trees.stale_composites(cqs, groups, keep),
+        used=used,
         named=named,
         wanted=wanted,
     )

@@ -512,6 +512,20 @@ def plan(
     return out
 
 
+@dataclass
+class _Keep:
+    """What one gang keeps: name -> what it is made from (composites in tree order,
+    parents first), its tree, and the names its live Cliques take."""
+
+    pgs: dict[str, tuple[Part, Member | None]] = field(default_factory=dict)
+    cpgs: dict[str, Member | None] = field(default_factory=dict)
+    tree: dict[str, Member] = field(default_factory=dict)
+    names: Names | None = None
+    moves: Names | None = None
+    #: PodGroups to make from a sibling in the cache (an instance a scale added)
+    made_from: dict[str, PodGroup] = field(default_factory=dict)
+
+
 def _plan_gang(
     s: _Setting,
     gang: int,
@@ -519,52 +533,119 @@ def _plan_gang(
     groups: Sequence[PodGroup],
     below: bool,
 ) -> GangPart:
-    """One gang's `GangPart` (`plan`)."""
+    """One gang's `GangPart` (`plan`): what it keeps, made with its ancestors; the kept
+    PodGroups' minimum counts; the rest deleted."""
     cqs, of = s.cqs, s.of
     meta = cqs.metadata
-    name = meta.name
-    prefix = f"{name}-{gang}-"
     pgs, cpgs = split(groups)
-    linked = frozenset(
-        a for g in groups if (a := g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, ""))
-    )
-    have = _gangs(cliques).get(gang)
-    # name -> what it is made from; composites in tree order, parents first
-    keep_pgs: dict[str, tuple[Part, Member | None]] = {}
-    keep_cpgs: dict[str, Member | None] = {}
-    tree: dict[str, Member] = {}
-    names: Names | None = None
-    moves: Names | None = None
-    if below or have is not None:
-        counts = {
-            g.name: max(g.instances, have.top.get(g.name, 0) if have else 0) for g in of.groups
-        }
-        tree = {m.name: m for m in of.tree(name, gang, counts)}
-        wanted = wanted_names(name, gang, of)
-        if below:
-            moves = wanted
-        if have is None or not have.named:
-            names = dataclasses.replace(wanted, named=have.named if have else {})
-            if have is None and below:
-                for m in tree.values():  # a new gang: its whole tree
-                    if m.kind == composite_groups.KIND_COMPOSITE:
-                        keep_cpgs.setdefault(m.name, m)
-                    else:
-                        keep_pgs.setdefault(m.name, ((m.group, m.instance), m))
-        else:
-            names = _gang_names(name, gang, have, wanted)
-            for part, pg in have.named.items():
-                keep_pgs.setdefault(pg, (part, tree.get(pg)))
+    keep = _kept(s, gang, cliques, below)
+    _ancestors(s, gang, keep, pgs, cpgs)
+    position = {m: i for i, m in enumerate(keep.tree)}
 
-    # Each kept PodGroup's ancestors, from the tree it is in or from the cache.
+    def order(obj_name: str) -> tuple[int, str]:
+        return (position.get(obj_name, len(position)), obj_name)
+
+    # Creates: composites first (parents before children), then PodGroups.
+    cpg_res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
+    pg_res = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
+    composite_creates = [
+        Create(
+            cpg_res,
+            cpg_name,
+            composite_groups.composite_body(
+                cqs, gang, member, s.workload, of.shape, bucket=s.bucket
+            ),
+            meta.uid,
+        )
+        for cpg_name in sorted(keep.cpgs, key=order)
+        # kept, being deleted (made again once gone), or nothing to make it from
+        if cpg_name not in cpgs and (member := keep.cpgs[cpg_name]) is not None
+    ]
+    group_creates: list[Create] = []
+    patches: list[Patch] = []
+    for pg_name in sorted(keep.pgs, key=order):
+        part, member = keep.pgs[pg_name]
+        existing = pgs.get(pg_name)
+        if existing is None:
+            body = _group_body(s, gang, pg_name, part, member, keep.made_from.get(pg_name))
+            if body is not None:
+                group_creates.append(Create(pg_res, pg_name, body, meta.uid))
+        elif existing.metadata.deletion_timestamp is None:  # else made again once gone
+            needed = _count(existing, member, of, s.whole)
+            if needed > 0 and 0 < existing.min_count != needed:
+                patch = {
+                    "metadata": {"resourceVersion": existing.metadata.resource_version},
+                    "spec": {"schedulingPolicy": podgroups.scheduling_policy(needed)},
+                }
+                patches.append(Patch(pg_res, pg_name, patch, reason="PodGroupMinCount"))
+
+    prefix = f"{meta.name}-{gang}-"
+    parents = {g.spec.parent_composite_pod_group_name for g in groups}
+    outside = {n for n in (*keep.pgs, *keep.cpgs, *parents) if n and not n.startswith(prefix)}
+    return GangPart(
+        composite_creates=tuple(composite_creates),
+        group_creates=tuple(group_creates),
+        patches=tuple(patches),
+        deletes=tuple(
+            Delete(pg_res, pg_name, g.metadata.uid, meta.uid, "Unused")
+            for pg_name, g in sorted(pgs.items())
+            if pg_name not in keep.pgs and g.metadata.deletion_timestamp is None
+        ),
+        composite_deletes=tuple(stale_composites(cqs, groups, (), keep.cpgs)),
+        linked=frozenset(
+            a for g in groups if (a := g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, ""))
+        ),
+        names=keep.names,
+        moves=keep.moves,
+        outside=frozenset(outside),
+    )
+
+
+def _kept(s: _Setting, gang: int, cliques: Sequence[Clique], below: bool) -> _Keep:
+    """The names a gang's live Cliques take and the PodGroups they name; a new gang's whole
+    tree."""
+    of, name = s.of, s.cqs.metadata.name
+    keep = _Keep()
+    have = _gangs(cliques).get(gang)
+    if not below and have is None:
+        return keep
+    counts = {g.name: max(g.instances, have.top.get(g.name, 0) if have else 0) for g in of.groups}
+    keep.tree = {m.name: m for m in of.tree(name, gang, counts)}
+    wanted = wanted_names(name, gang, of)
+    if below:
+        keep.moves = wanted
+    if have is not None and have.named:
+        keep.names = _gang_names(name, gang, have, wanted)
+        for part, pg in have.named.items():
+            keep.pgs.setdefault(pg, (part, keep.tree.get(pg)))
+        return keep
+    keep.names = dataclasses.replace(wanted, named=have.named if have else {})
+    if have is None and below:
+        for m in keep.tree.values():  # a new gang: its whole tree
+            if m.kind == composite_groups.KIND_COMPOSITE:
+                keep.cpgs.setdefault(m.name, m)
+            else:
+                keep.pgs.setdefault(m.name, ((m.group, m.instance), m))
+    return keep
+
+
+def _ancestors(
+    s: _Setting,
+    gang: int,
+    keep: _Keep,
+    pgs: Mapping[str, PodGroup],
+    cpgs: Mapping[str, CompositePodGroup],
+) -> None:
+    """Each kept PodGroup's ancestors into `keep.cpgs`, from the tree it is in or from the
+    cache; a missing instance's PodGroup is made from a sibling (`keep.made_from`)."""
     siblings: dict[tuple[str, str], PodGroup] = {}
     for pg_name, g in sorted(pgs.items()):
         tags = g.metadata.labels
         if labels.LABEL_GROUP_INDEX in tags:
             group = tags.get(labels.LABEL_SCALING_GROUP, "")
             siblings.setdefault((group, pg_name.rsplit("-", 1)[-1]), g)
-    made_from: dict[str, PodGroup] = {}
-    for pg_name, (part, member) in keep_pgs.items():
+    name = s.cqs.metadata.name
+    for pg_name, (part, member) in keep.pgs.items():
         if member is not None:
             parent = member.parent
         elif pg_name in pgs:
@@ -575,80 +656,36 @@ def _plan_gang(
             sibling = siblings.get((group, fixed)) if fixed else None
             if sibling is None:
                 continue  # nothing to make it from (its pods wait for it)
-            made_from[pg_name] = sibling
+            keep.made_from[pg_name] = sibling
             parent = sibling.spec.parent_composite_pod_group_name
-        while parent and parent not in keep_cpgs:
-            composite = tree.get(parent)
-            keep_cpgs[parent] = composite
+        while parent and parent not in keep.cpgs:
+            composite = keep.tree.get(parent)
+            keep.cpgs[parent] = composite
             if composite is not None:
                 parent = composite.parent
             else:
                 above = cpgs.get(parent)
                 parent = above.spec.parent_composite_pod_group_name if above is not None else ""
 
-    # Creates: composites first (parents before children), then PodGroups.
-    position = {m: i for i, m in enumerate(tree)}
 
-    def order(obj_name: str) -> tuple[int, str]:
-        return (position.get(obj_name, len(position)), obj_name)
-
-    cpg_res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
-    pg_res = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
-    composite_creates: list[Create] = []
-    for cpg_name in sorted(keep_cpgs, key=order):
-        member = keep_cpgs[cpg_name]
-        if cpg_name in cpgs or member is None:
-            continue  # kept, being deleted (made again once gone), or nothing to make it from
-        body = composite_groups.composite_body(
-            cqs, gang, member, s.workload, of.shape, bucket=s.bucket
+def _group_body(
+    s: _Setting,
+    gang: int,
+    pg_name: str,
+    part: Part,
+    member: Member | None,
+    sibling: PodGroup | None,
+) -> dict[str, Any] | None:
+    """A missing PodGroup's body: from its tree member, else made like `sibling`; None
+    with neither."""
+    if member is not None:
+        return composite_groups.pod_group_body(
+            s.cqs, gang, member, s.workload, s.of.shape, bucket=s.bucket
         )
-        composite_creates.append(Create(cpg_res, cpg_name, body, meta.uid))
-    group_creates: list[Create] = []
-    patches: list[Patch] = []
-    for pg_name in sorted(keep_pgs, key=order):
-        part, member = keep_pgs[pg_name]
-        existing = pgs.get(pg_name)
-        if existing is None:
-            if member is not None:
-                body = composite_groups.pod_group_body(
-                    cqs, gang, member, s.workload, of.shape, bucket=s.bucket
-                )
-            elif pg_name in made_from:
-                sibling = made_from[pg_name]
-                need = _count(sibling, None, of, s.whole)
-                body = _sibling_body(cqs, gang, sibling, pg_name, part, need, s.bucket)
-            else:
-                continue
-            group_creates.append(Create(pg_res, pg_name, body, meta.uid))
-            continue
-        if existing.metadata.deletion_timestamp is not None:
-            continue  # made again once it is gone
-        needed = _count(existing, member, of, s.whole)
-        if needed > 0 and 0 < existing.min_count != needed:
-            patch = {
-                "metadata": {"resourceVersion": existing.metadata.resource_version},
-                "spec": {"schedulingPolicy": podgroups.scheduling_policy(needed)},
-            }
-            patches.append(Patch(pg_res, pg_name, patch, reason="PodGroupMinCount"))
-
-    deletes = tuple(
-        Delete(pg_res, pg_name, g.metadata.uid, meta.uid, "Unused")
-        for pg_name, g in sorted(pgs.items())
-        if pg_name not in keep_pgs and g.metadata.deletion_timestamp is None
-    )
-    parents = {g.spec.parent_composite_pod_group_name for g in groups}
-    outside = {n for n in (*keep_pgs, *keep_cpgs, *parents) if n and not n.startswith(prefix)}
-    return GangPart(
-        composite_creates=tuple(composite_creates),
-        group_creates=tuple(group_creates),
-        patches=tuple(patches),
-        deletes=deletes,
-        composite_deletes=tuple(stale_composites(cqs, groups, (), keep_cpgs)),
-        linked=linked,
-        names=names,
-        moves=moves,
-        outside=frozenset(outside),
-    )
+    if sibling is None:
+        return None
+    need = _count(sibling, None, s.of, s.whole)
+    return _sibling_body(s.cqs, gang, sibling, pg_name, part, need, s.bucket)
 
 
 def groups_of(
