@@ -403,17 +403,19 @@ def test_a_scale_up_makes_the_new_instances_child_and_moves_nothing() -> None:
     groups_before = {g.metadata.name for g in world.groups}
     world.scale(0, 3)
     first = world.apply(world.plan(cqs))
-    # the new instance's Cliques name a child of the gang's prefill composite, made once
-    # they are in the cache
+    # the new instance's Cliques name a child of the gang's prefill composite, made in
+    # the same plan, ahead of them
     named = world.named(0)
     child = named["pleader-2"]
     assert named["pworker-2"] == child and child not in groups_before
     assert child == composite_groups.instance_name(
         "llama", 0, "prefill", 2, named["pleader-0"].rsplit("-", 1)[-1]
     )
-    assert writes(first) == {}
+    assert writes(first) == {"PodGroup": [f"create:{child}"]}
+    order = [c.name for c in first.creates]
+    assert order.index(child) < order.index("llama-0-pleader-2")
     second = world.apply(world.plan(cqs))
-    assert writes(second) == {"PodGroup": [f"create:{child}"]}
+    assert writes(second) == {}
     made = world.pod_groups(0)[child]
     assert parent(made) == parent(world.pod_groups(0)[named["pleader-0"]])
     assert made.min_count == 3 and made.metadata.labels[labels.LABEL_GROUP_INDEX] == "2"

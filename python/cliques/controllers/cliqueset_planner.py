@@ -287,6 +287,8 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
         and spec.gang_scheduling.backend != "None"
         and bool(claims.group_claims(cqs))
     )
+    lay = scaling.layout(spec)
+    counts, wanted_of = _members(snap, lay)
     sched = gang_scheduling.plan(
         cqs,
         snap.cliques,
@@ -299,6 +301,7 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
         features=snap.gang_features,
         moving=_moving(snap) if group_first else (),
         tree_memo=snap.previous.trees if snap.previous is not None else None,
+        counts=counts,
     )
     if not sched.decision.satisfiable:
         return sched.decision.message
@@ -306,8 +309,6 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
     problem = _unplannable(snap, sched, queue)
     if problem:
         return problem
-    lay = scaling.layout(spec)
-    counts, wanted_of = _members(snap, lay)
     return _Setup(
         deps=deps,
         bucket=bucket,

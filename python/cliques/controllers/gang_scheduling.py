@@ -116,12 +116,14 @@ def plan(
     features: frozenset[str] = frozenset(),
     moving: Iterable[int] = (),
     tree_memo: gang_trees.Memo | None = None,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> GangPlan:
     """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
     the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps;
     `moving`: gangs about to move to their wanted group (made whole again by a roll), whose
     wanted group is made ahead of them; `tree_memo`: the previous plan's
-    (`GangPlan.tree_memo`), where gangs are composite trees."""
+    (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each scaling group),
+    where gangs are composite trees."""
     shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
     decision = workload.decide(
         cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
@@ -135,7 +137,7 @@ def plan(
         and version == composite_groups.POD_GROUP_VERSION
         and composite_groups.wanted(features, len(cqs.spec.template.scaling_groups), shared)
     ):
-        return _trees(cqs, cliques, have, groups, decision, bucket, features, tree_memo)
+        return _trees(cqs, cliques, have, groups, decision, bucket, features, tree_memo, counts)
     latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
     wl_resource = gangapi.workloads(version)
@@ -257,10 +259,13 @@ def _trees(
     bucket: str,
     features: frozenset[str],
     memo: gang_trees.Memo | None,
+    counts: Mapping[int, Mapping[str, int]] | None,
 ) -> GangPlan:
     """The `GangPlan` of a set whose gangs are composite trees (`gang_trees`)."""
     uid = cqs.metadata.uid
-    trees = gang_trees.plan(cqs, cliques, groups, bucket=bucket, features=features, memo=memo)
+    trees = gang_trees.plan(
+        cqs, cliques, groups, bucket=bucket, features=features, memo=memo, counts=counts
+    )
     wl_resource = gangapi.workloads(composite_groups.POD_GROUP_VERSION)
     creates: list[Create] = []
     latest = trees.workload

@@ -21,8 +21,8 @@ PodGroup each Clique names, as `podgroups` does for one PodGroup per gang.
   composites) keeps it the same way, `minCount` following the whole gang.
 - **Made as named.** The PodGroups live Cliques name are kept, made when missing, with
   their ancestors; a gang without a live Clique gets its whole tree, with the template's
-  instance count. An instance that a scale adds gets its child once its Clique is in the
-  cache (the plan does not see the gang's scale targets): its pods wait for it a moment.
+  instance count. An instance that a scale adds (its gang's scale target asks for more
+  instances than it has) gets its child in the plan that makes its Cliques.
   `minCount` follows the pods each part needs (it may change on v1beta1).
 - **Deleted children first.** A PodGroup no live Clique names is deleted (the API server
   keeps it while a pod names it: `podgroup-protection`). A composite has no such
@@ -425,8 +425,9 @@ class GangPart:
     outside: frozenset[str] = frozenset()
 
 
-#: gang -> (its Cliques, its groups, below `replicas`, the part planned from them)
-_Entry = tuple[tuple[Clique, ...], tuple[PodGroup, ...], bool, GangPart]
+#: gang -> (its Cliques, its groups, below `replicas`, its instance counts, the part
+#: planned from them)
+_Entry = tuple[tuple[Clique, ...], tuple[PodGroup, ...], bool, tuple[int, ...], GangPart]
 
 
 @dataclass(frozen=True)
@@ -448,12 +449,14 @@ def plan(
     bucket: str,
     features: frozenset[str] = frozenset(),
     memo: Memo | None = None,
+    counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> TreePlan:
     """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
     `features`: the gated PodGroup fields the server keeps; `memo`: the previous plan's
-    (`TreePlan.memo`). The module docstring says what is kept, made, patched and
-    deleted; each gang is planned on its own (`GangPart`), and only where its objects
-    changed since `memo`."""
+    (`TreePlan.memo`); `counts`: gang -> the instances of each group it is to have (its
+    scale targets'), whose PodGroups are made with their Cliques. The module docstring
+    says what is kept, made, patched and deleted; each gang is planned on its own
+    (`GangPart`), and only where its objects changed since `memo`."""
     meta = cqs.metadata
     of = parts(cqs, features)
     whole = workload.min_count(cqs)
@@ -488,11 +491,20 @@ def plan(
         mine = tuple(by_gang.get(gang, ()))
         owned = tuple(groups_by.get(gang, ()))
         below = 0 <= gang < replicas
+        want = counts.get(gang, {}) if counts else {}
+        scale = tuple(want.get(g.name, 0) for g in setting.of.groups)
         entry = old.get(gang)
-        if entry is None or entry[2] != below or entry[0] != mine or entry[1] != owned:
-            entry = (mine, owned, below, _plan_gang(setting, gang, mine, owned, below))
+        if (
+            entry is None
+            or entry[2] != below
+            or entry[3] != scale
+            or entry[0] != mine
+            or entry[1] != owned
+        ):
+            part = _plan_gang(setting, gang, mine, owned, below, scale)
+            entry = (mine, owned, below, scale, part)
         entries[gang] = entry
-        part = entry[3]
+        part = entry[4]
         out.creates += part.composite_creates
         out.patches += part.patches
         out.linked |= part.linked
@@ -504,7 +516,7 @@ def plan(
         if part.moves is not None:
             out.moves[gang] = part.moves
     for entry in entries.values():
-        out.creates += entry[3].group_creates
+        out.creates += entry[4].group_creates
     deletes.sort(key=lambda d: d.name)
     composite_deletes.sort(key=lambda d: d.name)
     out.deletes = [d for d in (*deletes, *composite_deletes) if d.name not in outside]
@@ -532,13 +544,15 @@ def _plan_gang(
     cliques: Sequence[Clique],
     groups: Sequence[PodGroup],
     below: bool,
+    scale: tuple[int, ...] = (),
 ) -> GangPart:
     """One gang's `GangPart` (`plan`): what it keeps, made with its ancestors; the kept
-    PodGroups' minimum counts; the rest deleted."""
+    PodGroups' minimum counts; the rest deleted. `scale`: the instances of each group the
+    gang is to have."""
     cqs, of = s.cqs, s.of
     meta = cqs.metadata
     pgs, cpgs = split(groups)
-    keep = _kept(s, gang, cliques, below)
+    keep = _kept(s, gang, cliques, below, scale)
     _ancestors(s, gang, keep, pgs, cpgs)
     position = {m: i for i, m in enumerate(keep.tree)}
 
@@ -601,23 +615,40 @@ def _plan_gang(
     )
 
 
-def _kept(s: _Setting, gang: int, cliques: Sequence[Clique], below: bool) -> _Keep:
-    """The names a gang's live Cliques take and the PodGroups they name; a new gang's whole
-    tree."""
+def _kept(
+    s: _Setting, gang: int, cliques: Sequence[Clique], below: bool, scale: tuple[int, ...]
+) -> _Keep:
+    """The names a gang's live Cliques take and the PodGroups they name, with those of the
+    instances a scale adds (made with their Cliques); a new gang's whole tree."""
     of, name = s.of, s.cqs.metadata.name
     keep = _Keep()
     have = _gangs(cliques).get(gang)
     if not below and have is None:
         return keep
-    counts = {g.name: max(g.instances, have.top.get(g.name, 0) if have else 0) for g in of.groups}
+    wants = dict(zip((g.name for g in of.groups), scale, strict=False))
+    counts = {
+        g.name: max(g.instances, have.top.get(g.name, 0) if have else 0, wants.get(g.name, 0))
+        for g in of.groups
+    }
     keep.tree = {m.name: m for m in of.tree(name, gang, counts)}
     wanted = wanted_names(name, gang, of)
     if below:
         keep.moves = wanted
     if have is not None and have.named:
-        keep.names = _gang_names(name, gang, have, wanted)
+        keep.names = names = _gang_names(name, gang, have, wanted)
         for part, pg in have.named.items():
             keep.pgs.setdefault(pg, (part, keep.tree.get(pg)))
+        if below:
+            added = [
+                (group, inst)
+                for group, n in wants.items()
+                for inst in range(n)
+                if (group, inst) not in have.named
+            ]
+            for part in added:
+                pg = names.of(*part)
+                if pg:
+                    keep.pgs.setdefault(pg, (part, keep.tree.get(pg)))
         return keep
     keep.names = dataclasses.replace(wanted, named=have.named if have else {})
     if have is None and below:
