@@ -37,6 +37,7 @@ lint: dev
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest cliques._core
 	$(PY) scripts/gen_schema_table.py --check-committed
+	$(PY) scripts/import_graph.py --check
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 

@@ -1,7 +1,12 @@
-"""Print the import graph of the `cliques` package as a mermaid diagram, read from the code.
+"""Draw the import graph of the `cliques` package as mermaid diagrams, read from the code.
 
-    python scripts/import_graph.py                   # packages: api, kube, controllers, ...
-    python scripts/import_graph.py --level module    # every module, grouped by package
+    python scripts/import_graph.py                   # print the packages: api, kube, ...
+    python scripts/import_graph.py --level module    # print every module, grouped by package
+    python scripts/import_graph.py --write           # write both to docs/diagrams/
+    python scripts/import_graph.py --check           # exit 1 if docs/diagrams/ is stale
+
+The files written are Markdown holding one mermaid block each (GitHub draws them), linked
+from docs/architecture.md; `make lint` runs `--check`.
 
 Every `import cliques...` and `from cliques... import ...` in python/cliques counts, the
 imports made inside functions (lazily) included, and so does a string that is exactly a
@@ -18,7 +23,9 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "python" / "cliques"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python" / "cliques"
+DIAGRAMS = ROOT / "docs" / "diagrams"
 
 
 def module_name(path: Path) -> str:
@@ -100,13 +107,59 @@ def module_mermaid(edges: dict[str, set[str]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+PAGES = {
+    "package": (
+        "imports-packages.md",
+        "Imports between the packages of `cliques`",
+        "An edge `a --> b` means a module of `a` imports a module of `b`; its label is the\n"
+        "number of such module pairs.",
+    ),
+    "module": (
+        "imports-modules.md",
+        "Imports between the modules of `cliques`",
+        "Every module, grouped by package; an edge `a --> b` means `a` imports `b`.",
+    ),
+}
+
+
+def page(level: str, edges: dict[str, set[str]]) -> str:
+    """The Markdown file of one diagram: a title, what an edge means, the mermaid block."""
+    _, title, legend = PAGES[level]
+    diagram = package_mermaid(edges) if level == "package" else module_mermaid(edges)
+    return (
+        "<!-- Written by `python scripts/import_graph.py --write`; do not edit. -->\n\n"
+        f"# {title}\n\n"
+        "Read from the `import` statements of `python/cliques`: imports inside functions\n"
+        "count, imports under `if TYPE_CHECKING:` do not.\n"
+        f"{legend}\n"
+        "The layers are described in [architecture.md](../architecture.md#the-layers).\n\n"
+        f"```mermaid\n{diagram}\n```\n"
+    )
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", choices=("package", "module"), default="package")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--write", action="store_true", help=f"write both diagrams to {DIAGRAMS}")
+    action.add_argument("--check", action="store_true", help="exit 1 if those files are stale")
     args = parser.parse_args()
     edges = graph()
-    print(package_mermaid(edges) if args.level == "package" else module_mermaid(edges))
+    if not (args.write or args.check):
+        print(package_mermaid(edges) if args.level == "package" else module_mermaid(edges))
+        return 0
+    stale = []
+    for level, (name, _, _) in PAGES.items():
+        path, text = DIAGRAMS / name, page(level, edges)
+        if args.write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        elif not path.exists() or path.read_text() != text:
+            stale.append(path.relative_to(ROOT))
+    for path in stale:
+        print(f"{path} does not match the code: run python scripts/import_graph.py --write")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
