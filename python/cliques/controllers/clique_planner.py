@@ -612,7 +612,7 @@ def _status(
             *failures.condition(conds, snap.failure),
             *_backoff_condition(conds, backoff),
             *_unschedulable_condition(conds, unschedulable, why),
-            *_waiting_condition(conds, stuck),
+            *_containers_waiting_condition(conds, stuck),
         ],
     )
 
@@ -656,7 +656,9 @@ def _unschedulable_condition(
     return [conds.set(CONDITION_UNSCHEDULABLE, "True", "Unschedulable", message)]
 
 
-def _waiting_condition(conds: conditions.Setter, stuck: list[tuple[str, str]]) -> list[Condition]:
+def _containers_waiting_condition(
+    conds: conditions.Setter, stuck: list[tuple[str, str]]
+) -> list[Condition]:
     """ContainersWaiting while containers of the epoch's pods wait for something that does
     not come by itself (an image that cannot be pulled, a container that keeps crashing):
     its reason is the first pod's, and the message names a few pods and their reasons."""
