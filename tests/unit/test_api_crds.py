@@ -15,10 +15,16 @@ import pytest
 import yaml
 
 from cliques import api
-from cliques.api import labels, scalinggroup, shapes
+from cliques.api import crdgen, labels, scalinggroup, shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"
+# Every directory that holds a copy of the generated CRDs (`make crds` writes them all).
+COPIES = [
+    ROOT / "deploy" / "crds",
+    ROOT / "deploy" / "helm" / "cliques" / "crds",
+    ROOT / "python" / "cliques" / "data" / "crds",
+]
 Schema = dict[str, Any]
 
 
@@ -72,6 +78,18 @@ def test_the_directory_holds_exactly_the_three_crds() -> None:
         "cliquescalinggroups.cliques.dev.yaml",
         "cliquesets.cliques.dev.yaml",
     ]
+
+
+@pytest.mark.parametrize("directory", COPIES, ids=[str(d.relative_to(ROOT)) for d in COPIES])
+def test_the_committed_crds_are_the_generated_ones(directory: Path) -> None:
+    generated = crdgen.generate()
+    committed = {p.name: p.read_text(encoding="utf-8") for p in directory.glob("*.yaml")}
+    assert sorted(committed) == sorted(generated)
+    stale = [name for name, text in generated.items() if committed[name] != text]
+    assert stale == [], (
+        f"{directory.relative_to(ROOT)}: {stale} differ from what the API types in "
+        "python/cliques/api generate: run `make crds` (edit the types, not the YAML)"
+    )
 
 
 @pytest.mark.parametrize(
