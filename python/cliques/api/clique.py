@@ -75,7 +75,6 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
     replicas: Annotated[
         Count, crd(maximum=MAX_CLIQUE_PODS, description="Number of pods (at most 1,000).")
     ] = 1
-    #: Ready pods needed for the clique to count as available; None means `replicas`.
     min_available: (
         Annotated[
             Count,
@@ -87,7 +86,6 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
         ]
         | None
     ) = None
-    #: Clique object names this one is started after.
     starts_after: Annotated[
         list[Annotated[str, crd(max_length=labels.MAX_OBJECT_NAME_LENGTH)]],
         crd(
@@ -110,7 +108,6 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
             )
         ),
     ] = False
-    #: A PodTemplateSpec (`metadata`, `spec`), kept as JSON.
     template: Annotated[
         dict[str, Any],
         crd(
@@ -142,7 +139,6 @@ class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     gang_restarts: Annotated[
         Count64, crd(description="The gang restart count the status reports for.")
     ] = 0
-    #: Pods Kueue holds back (its admission scheduling gate) until their gang is admitted.
     queued_replicas: Annotated[
         Count,
         crd(

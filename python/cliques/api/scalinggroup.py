@@ -58,7 +58,6 @@ class CliqueScalingGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, r
         ],
     )
 
-    #: the scaling group's name in the CliqueSet's template
     group_name: Annotated[
         TemplateName,
         crd(
@@ -73,7 +72,6 @@ class CliqueScalingGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, r
             rules=[immutable("spec.gangIndex")],
         ),
     ]
-    #: instances of the group in this gang (the scale subresource's replicas)
     replicas: Annotated[
         Count,
         crd(
@@ -84,7 +82,6 @@ class CliqueScalingGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, r
             ),
         ),
     ] = 1
-    #: instances the gang needs available (the template's, copied; at most `replicas`)
     min_available: Annotated[
         Count,
         crd(
@@ -106,17 +103,13 @@ class CliqueScalingGroupStatus(msgspec.Struct, kw_only=True, rename="camel"):
     )
 
     observed_generation: Count64 = 0
-    #: instances that exist (every Clique of the instance made)
     replicas: Annotated[
         Count, crd(description="Instances that exist (every Clique of the instance made).")
     ] = 0
-    #: instances whose every Clique is Ready
     ready_replicas: Annotated[Count, crd(description="Instances whose every Clique is Ready.")] = 0
-    #: instances on the set's current templates
     updated_replicas: Annotated[
         Count, crd(description="Instances on the CliqueSet's current templates.")
     ] = 0
-    #: the label selector of the group's pods in this gang, for the scale subresource
     selector: Annotated[
         str,
         crd(
