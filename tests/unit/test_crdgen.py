@@ -153,6 +153,26 @@ def test_the_rendered_yaml_reads_back_as_the_crd_and_says_it_is_generated() -> N
     assert names["listKind"] == "ThingList" and names["singular"] == "thing"
 
 
+class Checked(msgspec.Struct):
+    """msgspec's own constraints (enforced when decoding) reach the schema too."""
+
+    n: Annotated[int, msgspec.Meta(ge=1, le=5)]
+    s: Annotated[str, msgspec.Meta(min_length=1, max_length=3, pattern="^a")]
+    items: Annotated[list[str], msgspec.Meta(max_length=2)]
+    keys: Annotated[dict[str, str], msgspec.Meta(max_length=4)]
+
+
+def test_msgspec_constraints_become_schema_bounds() -> None:
+    resource = schema.Resource(
+        root=Checked, kind="C", plural="cs", short_names=(), description="", columns=()
+    )
+    props = crdgen.build(resource)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    assert (props["n"]["minimum"], props["n"]["maximum"]) == (1, 5)
+    assert (props["s"]["minLength"], props["s"]["maxLength"], props["s"]["pattern"]) == (1, 3, "^a")
+    assert props["items"]["maxItems"] == 2
+    assert props["keys"]["maxProperties"] == 4
+
+
 class Floaty(msgspec.Struct):
     x: float
 
@@ -161,7 +181,15 @@ class Either(msgspec.Struct):
     x: int | str
 
 
-@pytest.mark.parametrize("cls", [Floaty, Either])
+class Exclusive(msgspec.Struct):
+    x: Annotated[int, msgspec.Meta(gt=0)]
+
+
+class Misnamed(msgspec.Struct):
+    inner: Annotated[Inner, crd(properties={"c": crd(maximum=1)})]
+
+
+@pytest.mark.parametrize("cls", [Floaty, Either, Exclusive, Misnamed])
 def test_types_without_a_structural_schema_are_refused(cls: type[msgspec.Struct]) -> None:
     resource = schema.Resource(
         root=cls, kind="X", plural="xs", short_names=(), description="", columns=()

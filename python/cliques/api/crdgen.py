@@ -19,7 +19,9 @@ Struct becomes a structural schema as follows:
   turn. A status Struct encodes every field and has no defaults;
 - `nullable` marks a field that may be None in a Struct that encodes None;
 - the rest (bounds, patterns, CEL rules, list types, descriptions) is declared with
-  `schema.crd`, on the field or in the Struct's `__crd__`.
+  `schema.crd`, on the field or in the Struct's `__crd__`. msgspec's own constraints
+  (`Meta(ge=..., max_length=...)`, which the decoders enforce too) become bounds as well;
+  one the schema cannot carry is an error, never dropped.
 
 `python -m cliques.api.crdgen DIR...` writes the files into each DIR; with `--check` it
 writes nothing and exits 1 when a file there differs or is missing. `make crds` runs it on
@@ -100,11 +102,14 @@ def _unwrap(t: mi.Type) -> tuple[mi.Type, Schema, dict[str, Any], bool]:
 
 
 def _type_schema(t: mi.Type) -> Schema:
-    """The schema a type gives by itself."""
+    """The schema a type gives by itself, msgspec constraints (`Meta(ge=...)`) included."""
     if isinstance(t, mi.IntType):
-        return {"type": "integer", "format": "int32"}
+        return _bounds({"type": "integer", "format": "int32"}, t, minimum="ge", maximum="le")
     if isinstance(t, mi.StrType):
-        return {"type": "string"}
+        out = _bounds({"type": "string"}, t, minLength="min_length", maxLength="max_length")
+        if t.pattern is not None:
+            out["pattern"] = t.pattern
+        return out
     if isinstance(t, mi.BoolType):
         return {"type": "boolean"}
     if isinstance(t, mi.LiteralType):
@@ -112,18 +117,34 @@ def _type_schema(t: mi.Type) -> Schema:
             raise SchemaError(f"only string Literals have a schema, not {t}")
         return {"type": "string", "enum": list(t.values)}
     if isinstance(t, mi.ListType):
-        return {"type": "array", "items": _value_schema(t.item_type)}
+        out = {"type": "array", "items": _value_schema(t.item_type)}
+        return _bounds(out, t, minItems="min_length", maxItems="max_length")
     if isinstance(t, mi.DictType):
         if not isinstance(t.key_type, mi.StrType):
             raise SchemaError(f"only maps with string keys have a schema, not {t}")
         if isinstance(t.value_type, mi.AnyType):
-            return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        return {"type": "object", "additionalProperties": _value_schema(t.value_type)}
+            out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        else:
+            out = {"type": "object", "additionalProperties": _value_schema(t.value_type)}
+        return _bounds(out, t, minProperties="min_length", maxProperties="max_length")
     if isinstance(t, mi.StructType):
         if t.cls is ObjectMeta:
             return {"type": "object"}
         return _struct_schema(t)
     raise SchemaError(f"no schema for {t}")
+
+
+def _bounds(out: Schema, t: mi.Type, **keywords: str) -> Schema:
+    """`out` with the msgspec constraints of `t` named in `keywords` (JSON-schema keyword
+    -> constraint); a constraint of `t` the schema would not carry is an error, never
+    dropped."""
+    for keyword, constraint in keywords.items():
+        if (value := getattr(t, constraint)) is not None:
+            out[keyword] = value
+    for constraint in ("gt", "lt", "multiple_of"):
+        if getattr(t, constraint, None) is not None:
+            raise SchemaError(f"{constraint} has no CRD schema here (use ge and le): {t}")
+    return out
 
 
 def _value_schema(t: mi.Type, nullable: bool = False) -> Schema:
@@ -133,6 +154,8 @@ def _value_schema(t: mi.Type, nullable: bool = False) -> Schema:
     out = _type_schema(mi.type_info(shape) if shape is not None else inner)
     out.update(keywords)
     for name, meta in (extra.get(schema.PROPERTIES) or {}).items():
+        if name not in out.get("properties", {}):
+            raise SchemaError(f"properties: {name!r} is not a field of {inner}")
         prop = out["properties"][name]
         if meta.description is not None:
             prop["description"] = meta.description
