@@ -293,7 +293,8 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = ">" if len(value) > 80 and "\n" not in value and value.strip() == value else None
+    foldable = " " in value and "\n" not in value and value.strip() == value
+    style = ">" if foldable and len(value) > 60 else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -314,7 +315,7 @@ def render(resource: schema.Resource) -> str:
         f"# from {module}.{resource.root.__name__} and the types it uses\n"
         f"# (python/{module.replace('.', '/')}.py). Edit the types, not this file.\n"
     )
-    body = yaml.dump(build(resource), Dumper=_Dumper, sort_keys=False, width=100)
+    body = yaml.dump(build(resource), Dumper=_Dumper, sort_keys=False, width=80)
     return header + body
 
 
