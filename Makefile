@@ -1,5 +1,5 @@
 # The one entry point: `make dev`, `make test`, `make lint`, `make demo`, `make bench`,
-# `make image`, `make test-compat`.
+# `make image`, `make test-compat`, `make crds`.
 # Every target installs what it needs into .venv (and Go builds into ~/.cache/cliques) and
 # reuses what is already there.
 
@@ -12,7 +12,7 @@ RUST_SOURCES := $(shell find rust/core/src rust/py/src -name '*.rs' 2>/dev/null)
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: dev test lint fmt unit integration cargo-test test-compat demo bench image clean
+.PHONY: dev test lint fmt crds unit integration cargo-test test-compat demo bench image clean
 
 dev: $(STAMPS)/ext
 
@@ -38,8 +38,17 @@ lint: dev
 	$(PY) -m mypy.stubtest cliques._core
 	$(PY) scripts/gen_schema_table.py --check-committed
 	$(PY) scripts/import_graph.py --check
+	$(PY) -m cliques.api.crdgen --check $(CRD_DIRS)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+# The CRDs are generated from the API types (python/cliques/api; docs/install.md): one
+# generation, written to every directory that ships a copy. `make lint` fails when a
+# committed copy differs.
+CRD_DIRS := python/cliques/data/crds deploy/crds deploy/helm/cliques/crds
+
+crds: dev
+	$(PY) -m cliques.api.crdgen $(CRD_DIRS)
 
 fmt: dev
 	$(VENV)/bin/ruff format python tests bench scripts

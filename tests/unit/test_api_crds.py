@@ -1,6 +1,8 @@
-"""The CRDs in deploy/crds, checked offline: structural-schema essentials, and agreement with
-the msgspec Structs of cliques.api (field names, defaults). The API server's own verdict on
-them is in tests/integration/test_crd_validation.py."""
+"""The CRDs in deploy/crds, checked offline: they are what `make crds` generates from the
+msgspec Structs of cliques.api (cliques.api.crdgen), their schemas are structural, their
+bounds are the API's constants, and the Structs read them as the API server does (field
+names, defaults, enums). How the generator maps a type is tested in test_crdgen.py; the API
+server's own verdict on the CRDs is in tests/integration/test_crd_validation.py."""
 
 import copy
 import re
@@ -13,9 +15,16 @@ import pytest
 import yaml
 
 from cliques import api
-from cliques.api import labels, scalinggroup
+from cliques.api import crdgen, labels, scalinggroup, shapes
 
-CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = ROOT / "deploy" / "crds"
+# Every directory that holds a copy of the generated CRDs (`make crds` writes them all).
+COPIES = [
+    ROOT / "deploy" / "crds",
+    ROOT / "deploy" / "helm" / "cliques" / "crds",
+    ROOT / "python" / "cliques" / "data" / "crds",
+]
 Schema = dict[str, Any]
 
 
@@ -69,6 +78,18 @@ def test_the_directory_holds_exactly_the_three_crds() -> None:
         "cliquescalinggroups.cliques.dev.yaml",
         "cliquesets.cliques.dev.yaml",
     ]
+
+
+@pytest.mark.parametrize("directory", COPIES, ids=[str(d.relative_to(ROOT)) for d in COPIES])
+def test_the_committed_crds_are_the_generated_ones(directory: Path) -> None:
+    generated = crdgen.generate()
+    committed = {p.name: p.read_text(encoding="utf-8") for p in directory.glob("*.yaml")}
+    assert sorted(committed) == sorted(generated)
+    stale = [name for name, text in generated.items() if committed[name] != text]
+    assert stale == [], (
+        f"{directory.relative_to(ROOT)}: {stale} differ from what the API types in "
+        "python/cliques/api generate: run `make crds` (edit the types, not the YAML)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -314,8 +335,8 @@ def test_a_scaling_group_cannot_be_scaled_below_min_available() -> None:
 @pytest.mark.parametrize(
     ("field", "most"),
     [
-        ("labels", api.cliqueset.MAX_TEMPLATE_LABELS),
-        ("annotations", api.cliqueset.MAX_TEMPLATE_ANNOTATIONS),
+        ("labels", shapes.MAX_TEMPLATE_LABELS),
+        ("annotations", shapes.MAX_TEMPLATE_ANNOTATIONS),
     ],
 )
 def test_pod_templates_may_not_carry_the_operators_keys(field: str, most: int) -> None:
@@ -412,6 +433,15 @@ def defaulted(schema: Schema, value: Any) -> Any:
     return out
 
 
+def bare(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    """A field's type without its `Annotated` declarations (also inside `| None`)."""
+    if isinstance(t, msgspec.inspect.Metadata):
+        return bare(t.type)
+    if isinstance(t, msgspec.inspect.UnionType):
+        return msgspec.inspect.UnionType(tuple(bare(u) for u in t.types))
+    return t
+
+
 def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]:
     info = msgspec.inspect.type_info(cls)
     assert isinstance(info, msgspec.inspect.StructType)
@@ -466,7 +496,7 @@ def test_structs_match_the_schema(
             # Required by the CRD: the Struct must always encode it.
             assert field.required or not cls.__struct_config__.omit_defaults, where
         if "enum" in prop:
-            literal = field.type
+            literal = bare(field.type)
             if isinstance(literal, msgspec.inspect.UnionType) and "default" not in prop:
                 # An enum without a CRD default: Literal | None, None meaning "absent".
                 rest = [t for t in literal.types if not isinstance(t, msgspec.inspect.NoneType)]

@@ -75,9 +75,13 @@ def test_the_deploy_copies_are_identical(directory: str, copy: Path) -> None:
     copied = {p.name: p.read_bytes() for p in copy.glob("*.yaml")}
     assert packaged, directory
     where = copy.relative_to(ROOT)
+    fix = (
+        "make crds"
+        if directory == data.CRDS
+        else f"cp python/cliques/data/{directory}/*.yaml {where}/"
+    )
     assert copied == packaged, (
-        f"python/cliques/data/{directory}/ is the source and {where}/ its copy: "
-        f"cp python/cliques/data/{directory}/*.yaml {where}/"
+        f"python/cliques/data/{directory}/ and {where}/ must be the same files: {fix}"
     )
 
 

@@ -13,7 +13,8 @@ imports nothing from the rest of `cliques`. Import it as a namespace::
 The decoders are reusable `msgspec.json.Decoder` instances' `decode` methods, built once
 here; they accept `bytes` (or `str`) and raise `msgspec.ValidationError` (a `ValueError`)
 naming the JSON path of a field of the wrong type. The Structs live in `meta`,
-`cliqueset`, `clique` and `pod`; the CRDs that match them in `deploy/crds/`.
+`cliqueset`, `clique`, `scalinggroup` and `pod`; the CRDs are generated from them
+(`crdgen`, `make crds`) into `deploy/crds/`.
 """
 
 from typing import Any

@@ -7,15 +7,30 @@ their spec is a copy of the CliqueSet's clique template, resolved for one gang (
 `starts_after` holds Clique object names, not role names, and `min_available` is always
 set by the controller).
 
-Mirrors `deploy/crds/cliques.cliques.dev.yaml`; the same encoding rules as `cliqueset`.
+The Clique CRD is generated from these Structs (`crdgen`, `RESOURCE`): the schema guards
+the operator's own writes with the CliqueSet's counts and pod-template checks, and keeps
+cliqueName and gangIndex immutable. The same encoding rules as `cliqueset`.
 """
 
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
 import msgspec
 
-from cliques.api import labels
-from cliques.api.meta import Condition, ListMeta, ObjectMeta
+from cliques.api import labels, shapes
+from cliques.api.cliqueset import MAX_CLIQUE_PODS, MAX_CLIQUES
+from cliques.api.meta import CONDITIONS, Condition, ListMeta, ObjectMeta
+from cliques.api.schema import (
+    AGE,
+    DNS1123_LABEL,
+    INVALID,
+    Column,
+    Count,
+    Count64,
+    Resource,
+    Rule,
+    crd,
+    immutable,
+)
 
 # The condition types a Clique reports.
 CONDITION_READY: Final = "Ready"
@@ -25,19 +40,84 @@ CONDITION_STARTED: Final = "Started"
 class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The desired state of one clique of one gang."""
 
-    #: The role name within the gang (the CliqueSet's clique template name).
-    clique_name: str
-    gang_index: int
-    replicas: int = 1
-    #: Ready pods needed for the clique to count as available; None means `replicas`.
-    min_available: int | None = None
-    #: Clique object names this one is started after.
-    starts_after: list[str] = msgspec.field(default_factory=list)
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description="The desired state of one clique of one gang.",
+        rules=[
+            Rule(
+                rule=(
+                    "!has(self.minAvailable) || self.minAvailable <= "
+                    "(has(self.replicas) ? self.replicas : 1)"
+                ),
+                message="spec.minAvailable must be less than or equal to spec.replicas",
+                field_path=".minAvailable",
+                reason=INVALID,
+            )
+        ],
+    )
+
+    clique_name: Annotated[
+        str,
+        crd(
+            min_length=1,
+            max_length=labels.MAX_CLIQUE_NAME_LENGTH,
+            pattern=DNS1123_LABEL,
+            description="The role name within the gang (the CliqueSet's clique template name).",
+            rules=[immutable("spec.cliqueName")],
+        ),
+    ]
+    gang_index: Annotated[
+        Count,
+        crd(
+            description="The index of the gang this Clique belongs to.",
+            rules=[immutable("spec.gangIndex")],
+        ),
+    ]
+    replicas: Annotated[
+        Count, crd(maximum=MAX_CLIQUE_PODS, description="Number of pods (at most 1,000).")
+    ] = 1
+    min_available: (
+        Annotated[
+            Count,
+            crd(
+                description=(
+                    "Ready pods needed for the Clique to be available. Unset means replicas."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    starts_after: Annotated[
+        list[Annotated[str, crd(max_length=labels.MAX_OBJECT_NAME_LENGTH)]],
+        crd(
+            max_items=MAX_CLIQUES,
+            list_type="set",
+            description="Names of the Cliques (objects, same namespace) this one starts after.",
+        ),
+    ] = msgspec.field(default_factory=list)
     #: Start order is enforced after placement: every pod is created at once and those of
     #: a Clique with `starts_after` wait in an init container (`controllers.start_gate`).
-    start_gate: bool = False
-    #: A PodTemplateSpec (`metadata`, `spec`), kept as JSON.
-    template: dict[str, Any]
+    start_gate: Annotated[
+        bool,
+        crd(
+            description=(
+                "Enforce startsAfter after placement: create every pod at once, each with an "
+                "init container that waits until the operator opens its start gate (the "
+                "cliques.dev/start-gate annotation), once the Cliques named in startsAfter are "
+                "Ready. Set with gang scheduling, whose scheduler binds none of a gang's pods "
+                "until all of them exist."
+            )
+        ),
+    ] = False
+    template: Annotated[
+        dict[str, Any],
+        crd(
+            shape=shapes.CliquePodTemplate,
+            description=(
+                "The PodTemplateSpec of this Clique's pods. Only metadata.labels, "
+                "metadata.annotations and spec.containers are checked here."
+            ),
+        ),
+    ]
 
     @property
     def effective_min_available(self) -> int:
@@ -48,22 +128,55 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
 class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     """The observed state of a Clique, computed from its pods. Every field is encoded."""
 
-    observed_generation: int = 0
-    replicas: int = 0
-    ready_replicas: int = 0
-    updated_replicas: int = 0
-    #: The gang restart count the status reports for.
-    gang_restarts: int = 0
-    #: Pods Kueue holds back (its admission scheduling gate) until their gang is admitted.
-    queued_replicas: int = 0
-    template_hash: str = ""
-    hash_algorithm: int = 0
-    selector: str = ""
-    conditions: list[Condition] = msgspec.field(default_factory=list)
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description="The observed state of a Clique, computed from its pods."
+    )
+
+    observed_generation: Count64 = 0
+    replicas: Count = 0
+    ready_replicas: Count = 0
+    updated_replicas: Count = 0
+    gang_restarts: Annotated[
+        Count64, crd(description="The gang restart count the status reports for.")
+    ] = 0
+    queued_replicas: Annotated[
+        Count,
+        crd(
+            description=(
+                "Pods Kueue holds back with its admission gate until their gang is admitted."
+            )
+        ),
+    ] = 0
+    template_hash: Annotated[
+        str,
+        crd(max_length=63, description="The canonical hash of the template the pods run."),
+    ] = ""
+    hash_algorithm: Annotated[
+        Count,
+        crd(description="The version of the hash algorithm that computed templateHash."),
+    ] = 0
+    selector: Annotated[
+        str,
+        crd(description="The label selector of this Clique's pods, for the scale subresource."),
+    ] = ""
+    conditions: Annotated[list[Condition], CONDITIONS] = msgspec.field(default_factory=list)
 
 
 class Clique(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """A Clique object. `api_version` and `kind` are filled in when absent."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "!has(self.spec.startsAfter) || !(self.metadata.name in self.spec.startsAfter)"
+                ),
+                message="spec.startsAfter must not name the Clique itself",
+                field_path=".spec.startsAfter",
+                reason=INVALID,
+            )
+        ]
+    )
 
     api_version: str = ""
     kind: str = ""
@@ -84,6 +197,38 @@ class CliqueList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
 
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[Clique] = msgspec.field(default_factory=list)
+
+
+RESOURCE: Final = Resource(
+    root=Clique,
+    kind=labels.KIND_CLIQUE,
+    plural="cliques",
+    short_names=("cq",),
+    description="One clique (role) of one gang of a CliqueSet.",
+    columns=(
+        Column(
+            name="Replicas",
+            type="integer",
+            description="Desired number of pods.",
+            json_path=".spec.replicas",
+        ),
+        Column(
+            name="Ready",
+            type="integer",
+            description="Ready pods.",
+            json_path=".status.readyReplicas",
+        ),
+        Column(
+            name="Updated",
+            type="integer",
+            description="Pods running the current template.",
+            json_path=".status.updatedReplicas",
+        ),
+        Column(name="Clique", type="string", priority=1, json_path=".spec.cliqueName"),
+        Column(name="Gang", type="integer", priority=1, json_path=".spec.gangIndex"),
+        AGE,
+    ),
+)
 
 
 class SharedTemplates:

@@ -1,11 +1,41 @@
 """The CliqueSet resource (`cliques.dev/v1alpha1`) as msgspec Structs.
 
 A CliqueSet is what a user writes: `spec.replicas` gangs, each made of the cliques (roles)
-listed in `spec.template.cliques`. The Structs mirror the CRD in
-`deploy/crds/cliquesets.cliques.dev.yaml` field for field, with the same defaults, so a
-CliqueSet decoded from a manifest that the API server has not defaulted yet reads the same
-as one read back from the server; encoding omits the fields at their default, and the API
-server fills them in again.
+listed in `spec.template.cliques`. The CRD (`deploy/crds/cliquesets.cliques.dev.yaml`) is
+generated from these Structs (`crdgen`, `RESOURCE`): its field names, types and defaults
+are theirs, and what the API server checks beyond that is declared on them
+(`schema.crd`). So a CliqueSet decoded from a manifest that the API server has not
+defaulted yet reads the same as one read back from the server; encoding omits the fields
+at their default, and the API server fills them in again.
+
+What the API server refuses, and where:
+
+- schema: types, enums, int32 minimums (no negative count), maxima (at most 10,000 gangs,
+  1,000 pods per clique), clique names (DNS-1123 label, at most 20 characters), unique
+  clique names (listType=map), 1..16 cliques, a pod template with at least one container,
+  containers unique by name, restartPolicy Always only; failurePolicy seconds and counts,
+  placement topology keys (qualified names, as node label keys are); resourceClaims (at
+  most 16, unique DNS-1123 names, scope Pod, Gang or Set, a template with a spec);
+  scalingGroups (at most 8, unique clique-like names, 1..16 cliques each, at most 100
+  instances); autoscaling (maxReplicas at least 1 and at most 1,000 pods for a clique, 100
+  instances for a group; at most 16 metrics).
+- CEL: the CliqueSet name (a DNS-1035 label of at most 52 characters, so the gang Service
+  `<name>-<gang index>` is a valid Service name); minAvailable <= replicas; startsAfter
+  only with startupType Explicit, never naming its own clique, only naming cliques of the
+  template; at most 5,000 pods per gang, 10,000 Cliques and 100,000 pods per CliqueSet; no
+  clique or group name with a digits-only part before a '-' (set `a` clique `b-2-c` and
+  set `a-1-b` clique `c` would both name a Clique `a-1-b-2-c`); restartBackoff
+  initialSeconds <= maxSeconds; no label or annotation key of the operator's in a pod
+  template, and at most 256 of each; at most 4 Gang-scope resourceClaims,
+  resourceClaims[].cliques naming cliques of the template, no claim name that a pod
+  template's own spec.resourceClaims uses; autoscaling minReplicas <= maxReplicas; a
+  scaling group's cliques naming cliques of the template, each clique in one group at most,
+  no autoscaling on a clique of a group, no group named as a clique (HPAs are named after
+  both), and in a set with scaling groups no clique name ending in '-' and digits
+  (instance Cliques are `<set>-<gang>-<clique>-<instance>`).
+
+What only the controller can see (a startsAfter cycle) is reported as condition
+Degraded/InvalidSpec, never refused by the API server.
 
 A pod template stays a plain `dict[str, Any]`: the operator never interprets a PodSpec
 beyond the few fields it injects, and the canonical template hash (`cliques.hashing`)
@@ -18,22 +48,45 @@ as 0 and not left at its old value.
 Neighbours: `meta` (ObjectMeta, Condition), `clique` (the per-gang children).
 """
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 
-from cliques.api import labels
-from cliques.api.meta import Condition, ListMeta, ObjectMeta
+from cliques.api import labels, policies, shapes
+from cliques.api.meta import CONDITIONS, Condition, ListMeta, ObjectMeta
+from cliques.api.schema import (
+    AGE,
+    DNS1123_LABEL,
+    INVALID,
+    Column,
+    Count,
+    Count64,
+    Resource,
+    Rule,
+    crd,
+)
 
 StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
-UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
-InPlacePolicy = Literal["Never", "IfPossible"]
-GangSchedulingBackend = Literal["Auto", "Workload", "None"]
-GangDisruption = Literal["Gang", "Pod"]
-GangRestartPolicy = Literal["RecreateGang", "None"]
-PackMode = Literal["Required", "Preferred"]
 SubdomainPolicy = Literal["Shared", "UniquePerGang"]
 ClaimScope = Literal["Pod", "Gang", "Set"]
+
+# The policies (`policies`) are part of the CliqueSet API, and named here too.
+UpdateStrategyType = policies.UpdateStrategyType
+InPlacePolicy = policies.InPlacePolicy
+GangSchedulingBackend = policies.GangSchedulingBackend
+GangDisruption = policies.GangDisruption
+GangRestartPolicy = policies.GangRestartPolicy
+PackMode = policies.PackMode
+UpdateStrategy = policies.UpdateStrategy
+GangScheduling = policies.GangScheduling
+RestartBackoff = policies.RestartBackoff
+FailurePolicy = policies.FailurePolicy
+PackPolicy = policies.PackPolicy
+ExclusivePolicy = policies.ExclusivePolicy
+Placement = policies.Placement
+Autoscaling = policies.Autoscaling
+MAX_FAILURE_SECONDS: Final = policies.MAX_FAILURE_SECONDS
+MAX_GANG_RESTARTS: Final = policies.MAX_GANG_RESTARTS
 
 STARTUP_ANY_ORDER: Final = "AnyOrder"
 STARTUP_IN_ORDER: Final = "InOrder"
@@ -67,8 +120,10 @@ CONDITION_PROGRESSING: Final = "Progressing"
 CONDITION_DEGRADED: Final = "Degraded"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 
-# The sizes the CRD allows (schema maxima and a CEL rule): one object cannot ask the
-# operator for unbounded work or memory. tests/unit/test_api_crds.py ties them to the CRD.
+# The sizes the CRD allows (schema maxima and CEL rules, declared with them below): one
+# object cannot ask the operator for unbounded work or memory. The labels and annotations
+# of a pod template are bounded in `shapes` (MAX_TEMPLATE_LABELS, MAX_TEMPLATE_ANNOTATIONS),
+# the failurePolicy seconds and restarts in `policies`.
 MAX_GANGS: Final = 10_000
 MAX_CLIQUE_PODS: Final = 1_000
 MAX_GANG_PODS: Final = 5_000
@@ -76,13 +131,8 @@ MAX_GANG_PODS: Final = 5_000
 #: pods of a gang): CEL rules on `spec`, checked on a scale through the subresource too.
 MAX_SET_CLIQUES: Final = 10_000
 MAX_SET_PODS: Final = 100_000
-#: Labels and annotations in one pod template (`maxProperties`; it bounds the CEL rule
-#: that refuses the operator's keys there).
-MAX_TEMPLATE_LABELS: Final = 256
-MAX_TEMPLATE_ANNOTATIONS: Final = 256
-#: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
-MAX_FAILURE_SECONDS: Final = 86_400
-MAX_GANG_RESTARTS: Final = 10_000
+#: Cliques in one gang template (and names in a list of cliques).
+MAX_CLIQUES: Final = 16
 #: `spec.resourceClaims` entries, and Gang-scope ones (a PodGroup shares at most 4 claims,
 #: `MaxPodGroupResourceClaims` in scheduling.k8s.io/v1beta1).
 MAX_SET_CLAIMS: Final = 16
@@ -92,97 +142,121 @@ MAX_SCALING_GROUPS: Final = 8
 MAX_GROUP_INSTANCES: Final = 100
 
 
-class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once;
-    with `in_place` IfPossible, a gang whose change is only container images keeps its pods
-    (`cliques.hashing.in_place`)."""
-
-    type: UpdateStrategyType = "RollingUpdate"
-    max_unavailable: int = 1
-    in_place: InPlacePolicy = "Never"
-
-
-class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """How the pods of a gang are scheduled all-or-nothing (docs/gangs.md).
-
-    `Workload`: through the scheduler's gang scheduling (a `scheduling.k8s.io` PodGroup per
-    gang from Kubernetes 1.36, a v1alpha1 Workload on 1.35; the `GenericWorkload` gate);
-    `None`: pod by pod; `Auto`: `Workload` where the cluster serves it, else `None`.
-    `disruption`: how the scheduler may preempt a gang (PodGroups only): `Gang` whole or
-    not at all, `Pod` pod by pod.
-    """
-
-    backend: GangSchedulingBackend = "Auto"
-    disruption: GangDisruption = "Gang"
-
-
-class RestartBackoff(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """The wait before a gang is recreated: `initial_seconds`, doubled per restart up to
-    `max_seconds`."""
-
-    initial_seconds: int = 10
-    max_seconds: int = 300
-
-
-class FailurePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """What happens to a gang that stays below `minAvailable`."""
-
-    #: RecreateGang: delete and recreate every pod of the gang; None: leave it to the pods.
-    restart_policy: GangRestartPolicy = "None"
-    #: How long a gang may stay below minAvailable before it counts as failed.
-    min_available_breached_seconds: int = 30
-    #: Recreations allowed before the gang is reported GangFailed and left as it is.
-    max_gang_restarts: int = 5
-    restart_backoff: RestartBackoff = msgspec.field(default_factory=RestartBackoff)
-
-
-class PackPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Every pod of a gang in one topology domain (one value of `topology_key`)."""
-
-    topology_key: str
-    mode: PackMode = "Required"
-
-
-class ExclusivePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """No two gangs of the CliqueSet share a topology domain (a value of `topology_key`)."""
-
-    topology_key: str
-
-
-class Placement(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Where a gang's pods go, compiled into pod (anti-)affinity
-    (`cliques.controllers.placement`)."""
-
-    pack: PackPolicy | None = None
-    exclusive: ExclusivePolicy | None = None
-
-
-class Autoscaling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """An `autoscaling/v2` HorizontalPodAutoscaler the operator keeps for each gang's clique
-    or scaling group (docs/scaling.md): between `min_replicas` and `max_replicas`, on
-    `metrics` (MetricSpecs as in an HPA; none means the HPA's default, 80% average CPU
-    utilization) with `behavior` (an HPA's, or its defaults). While it is set, the
-    template's `replicas` is the initial value only: the HPA's choice stands."""
-
-    min_replicas: int = 1
-    max_replicas: int
-    metrics: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    behavior: dict[str, Any] | None = None
+#: The name of a clique (or scaling group) template: a DNS-1123 label short enough to be
+#: part of Clique, pod and HPA names.
+TemplateName = Annotated[
+    str, crd(min_length=1, max_length=labels.MAX_CLIQUE_NAME_LENGTH, pattern=DNS1123_LABEL)
+]
+#: A reference to a clique template by name.
+CliqueRef = Annotated[str, crd(max_length=labels.MAX_CLIQUE_NAME_LENGTH)]
 
 
 class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """One clique (role) of every gang: its pod count, readiness bar and pod template."""
 
-    name: str
-    replicas: int = 1
-    #: Ready pods the clique needs to count as available; None means `replicas`.
-    min_available: int | None = None
-    #: Names of the cliques of the same gang this one waits for (startupType Explicit).
-    starts_after: list[str] = msgspec.field(default_factory=list)
-    #: A PodTemplateSpec (`metadata`, `spec`), kept as the JSON the user wrote.
-    template: dict[str, Any]
-    #: An HPA per gang on this clique's Clique (not for a clique in a scaling group).
-    autoscaling: Autoscaling | None = None
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "!has(self.minAvailable) || self.minAvailable <= "
+                    "(has(self.replicas) ? self.replicas : 1)"
+                ),
+                message="minAvailable must be less than or equal to replicas",
+                message_expression=(
+                    "'minAvailable must be less than or equal to replicas in clique ' + self.name"
+                ),
+                field_path=".minAvailable",
+                reason=INVALID,
+            ),
+            Rule(
+                rule="!self.name.matches('(^|-)[0-9]+-')",
+                message=(
+                    "a clique name must not have a part made only of digits before a '-' "
+                    "(like 'b-2-c'): names <set>-<gang>-<clique> would be ambiguous"
+                ),
+                message_expression=(
+                    "'clique name ' + self.name + ' must not have a part made only of digits "
+                    "before a dash (like b-2-c): names <set>-<gang>-<clique> would be ambiguous'"
+                ),
+                field_path=".name",
+                reason=INVALID,
+            ),
+            Rule(
+                rule="!has(self.startsAfter) || !(self.name in self.startsAfter)",
+                message="startsAfter must not name the clique itself",
+                message_expression=(
+                    "'startsAfter of clique ' + self.name + ' must not name the clique itself'"
+                ),
+                field_path=".startsAfter",
+                reason=INVALID,
+            ),
+        ]
+    )
+
+    name: Annotated[
+        TemplateName,
+        crd(
+            description=(
+                "The role name, unique in the gang: a DNS-1123 label of at most 20 characters "
+                "(it is part of Clique names and pod hostnames)."
+            )
+        ),
+    ]
+    replicas: Annotated[
+        Count,
+        crd(
+            maximum=MAX_CLIQUE_PODS,
+            description="Pods of this clique in every gang (at most 1,000).",
+        ),
+    ] = 1
+    min_available: (
+        Annotated[
+            Count,
+            crd(
+                description=(
+                    "Ready pods the clique needs to count as available (and to let the cliques "
+                    "that start after it start). Unset means replicas."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    starts_after: Annotated[
+        list[CliqueRef],
+        crd(
+            max_items=MAX_CLIQUES,
+            list_type="set",
+            description=(
+                "Cliques of the same gang this one starts after (startupType Explicit only)."
+            ),
+        ),
+    ] = msgspec.field(default_factory=list)
+    template: Annotated[
+        dict[str, Any],
+        crd(
+            shape=shapes.PodTemplate,
+            description=(
+                "The PodTemplateSpec of this clique's pods. Only metadata.labels, "
+                "metadata.annotations and spec.containers are checked here; the rest is kept "
+                "as written and checked by the API server when pods are made."
+            ),
+        ),
+    ]
+    autoscaling: (
+        Annotated[
+            Autoscaling,
+            policies.autoscaling_of(
+                "the clique",
+                "pods",
+                MAX_CLIQUE_PODS,
+                "A HorizontalPodAutoscaler (autoscaling/v2) per gang on this clique's Clique, "
+                "between minReplicas and maxReplicas pods (docs/scaling.md). While it is set, "
+                "replicas is the initial pod count only. Not for a clique of a scaling group "
+                "(autoscale the group instead).",
+            ),
+        ]
+        | None
+    ) = None
 
     @property
     def effective_min_available(self) -> int:
@@ -197,14 +271,86 @@ class ScalingGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="cam
     scale subresource: `kubectl scale`, an HPA); `replicas` here is what a new gang starts
     with, and what the gangs follow when it changes (unless `autoscaling` is set)."""
 
-    name: str
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "(has(self.minAvailable) ? self.minAvailable : 1) <= "
+                    "(has(self.replicas) ? self.replicas : 1)"
+                ),
+                message="minAvailable must be less than or equal to replicas in a scaling group",
+                message_expression=(
+                    "'minAvailable must be less than or equal to replicas in scaling group ' "
+                    "+ self.name"
+                ),
+                field_path=".minAvailable",
+                reason=INVALID,
+            ),
+            Rule(
+                rule="!self.name.matches('(^|-)[0-9]+-')",
+                message=(
+                    "a scaling group name must not have a part made only of digits before a "
+                    "'-' (like 'b-2-c'): names <set>-<gang>-<group> would be ambiguous"
+                ),
+                message_expression=(
+                    "'scaling group name ' + self.name + ' must not have a part made only of "
+                    "digits before a dash (like b-2-c): names <set>-<gang>-<group> would be "
+                    "ambiguous'"
+                ),
+                field_path=".name",
+                reason=INVALID,
+            ),
+        ]
+    )
+
+    name: Annotated[
+        TemplateName,
+        crd(
+            description=(
+                "The group name, unique in the gang and not the name of a clique: a DNS-1123 "
+                "label of at most 20 characters (it is part of the CliqueScalingGroup and HPA "
+                "names)."
+            )
+        ),
+    ]
     #: the clique templates of each instance, in the order the template lists them
-    cliques: list[str]
-    replicas: int = 1
-    #: instances a gang needs available to be available
-    min_available: int = 1
-    #: An HPA per gang on its CliqueScalingGroup.
-    autoscaling: Autoscaling | None = None
+    cliques: Annotated[
+        list[CliqueRef],
+        crd(
+            min_items=1,
+            max_items=MAX_CLIQUES,
+            list_type="set",
+            description=(
+                "The clique templates of each instance (names of spec.template.cliques, each "
+                "in one group at most)."
+            ),
+        ),
+    ]
+    replicas: Annotated[
+        Count,
+        crd(
+            maximum=MAX_GROUP_INSTANCES,
+            description="Instances of the group a new gang starts with (at most 100).",
+        ),
+    ] = 1
+    min_available: Annotated[
+        Count, crd(description="Available instances a gang needs to count as available.")
+    ] = 1
+    autoscaling: (
+        Annotated[
+            Autoscaling,
+            policies.autoscaling_of(
+                "the group",
+                "instances",
+                MAX_GROUP_INSTANCES,
+                "A HorizontalPodAutoscaler (autoscaling/v2) per gang on its "
+                "CliqueScalingGroup, between minReplicas and maxReplicas instances "
+                "(docs/scaling.md). While it is set, replicas is the initial instance count "
+                "only.",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -212,13 +358,48 @@ class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     one per pod (`Pod`), one per gang shared by its pods (`Gang`), or one for the whole set
     (`Set`). A container asks for it as `resources.claims: [{name: <name>}]`."""
 
-    #: the pod-level claim name (a DNS label), unique in the set and in the pod templates
-    name: str
-    scope: ClaimScope
-    #: the cliques whose pods get the claim; empty means every clique
-    cliques: list[str] = msgspec.field(default_factory=list)
-    #: a ResourceClaimTemplate's `metadata` and `spec` (resource.k8s.io/v1)
-    template: dict[str, Any]
+    name: Annotated[
+        str,
+        crd(
+            min_length=1,
+            max_length=63,
+            pattern=DNS1123_LABEL,
+            description=(
+                "The pod-level claim name (a DNS-1123 label), unique in the set and in its pod "
+                "templates."
+            ),
+        ),
+    ]
+    scope: Annotated[
+        ClaimScope,
+        crd(
+            description=(
+                "Pod (a claim per pod), Gang (one per gang, shared by its pods) or Set (one for "
+                "the set)."
+            )
+        ),
+    ]
+    cliques: Annotated[
+        list[CliqueRef],
+        crd(
+            max_items=MAX_CLIQUES,
+            list_type="set",
+            description=(
+                "The cliques whose pods get the claim; empty or left out means every clique."
+            ),
+        ),
+    ] = msgspec.field(default_factory=list)
+    template: Annotated[
+        dict[str, Any],
+        crd(
+            shape=shapes.ClaimTemplate,
+            description=(
+                "A ResourceClaimTemplate's metadata and spec (resource.k8s.io/v1): the devices "
+                "each claim asks for. Checked by the API server when the operator makes the "
+                "claim objects."
+            ),
+        ),
+    ]
 
     def applies_to(self, clique: str) -> bool:
         """Whether the pods of clique `clique` get this claim."""
@@ -229,28 +410,352 @@ class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename
     """The gang template: its cliques, in the order `InOrder` starts them, and the scaling
     groups that replicate some of them inside each gang."""
 
-    cliques: list[CliqueTemplate]
-    scaling_groups: list[ScalingGroup] = msgspec.field(default_factory=list)
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "self.cliques.all(c, !has(c.startsAfter) "
+                    "|| c.startsAfter.all(s, self.cliques.exists(o, o.name == s)))"
+                ),
+                message=(
+                    "every spec.template.cliques[].startsAfter entry must name a clique of "
+                    "spec.template.cliques"
+                ),
+                field_path=".cliques",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "self.cliques.map(c, has(c.replicas) ? c.replicas : 1).sum() "
+                    f"<= {MAX_GANG_PODS}"
+                ),
+                message=(
+                    f"a gang may have at most {MAX_GANG_PODS} pods (the sum of "
+                    "spec.template.cliques[].replicas)"
+                ),
+                field_path=".cliques",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.scalingGroups) || self.scalingGroups.all(g, "
+                    "g.cliques.all(n, self.cliques.exists(c, c.name == n)))"
+                ),
+                message=(
+                    "every spec.template.scalingGroups[].cliques entry must name a clique of "
+                    "spec.template.cliques"
+                ),
+                message_expression=(
+                    "'every spec.template.scalingGroups[].cliques entry must name a clique of "
+                    "spec.template.cliques: scaling groups %s name cliques the template "
+                    "lacks'.format([self.scalingGroups.filter(g, !g.cliques.all(n, "
+                    "self.cliques.exists(c, c.name == n))).map(g, g.name)])"
+                ),
+                field_path=".scalingGroups",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.scalingGroups) || self.cliques.all(c, "
+                    "self.scalingGroups.filter(g, c.name in g.cliques).size() <= 1)"
+                ),
+                message=(
+                    "a clique may be in at most one scaling group "
+                    "(spec.template.scalingGroups[].cliques)"
+                ),
+                message_expression=(
+                    "'a clique may be in at most one scaling group "
+                    "(spec.template.scalingGroups[].cliques): cliques %s are in more than "
+                    "one'.format([self.cliques.filter(c, self.scalingGroups.filter(g, "
+                    "c.name in g.cliques).size() > 1).map(c, c.name)])"
+                ),
+                field_path=".scalingGroups",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.scalingGroups) || self.scalingGroups.all(g, "
+                    "!self.cliques.exists(c, c.name == g.name))"
+                ),
+                message=(
+                    "a spec.template.scalingGroups[].name must not be the name of a clique of "
+                    "spec.template.cliques (the operator names HorizontalPodAutoscalers after "
+                    "both)"
+                ),
+                message_expression=(
+                    "'spec.template.scalingGroups[].name %s must not be the name of a clique of "
+                    "spec.template.cliques (the operator names HorizontalPodAutoscalers after "
+                    "both)'.format([self.scalingGroups.filter(g, self.cliques.exists(c, "
+                    "c.name == g.name)).map(g, g.name)])"
+                ),
+                field_path=".scalingGroups",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.scalingGroups) || self.cliques.all(c, !has(c.autoscaling) "
+                    "|| !self.scalingGroups.exists(g, c.name in g.cliques))"
+                ),
+                message=(
+                    "spec.template.cliques[].autoscaling is not allowed on a clique of a "
+                    "scaling group: autoscale the group "
+                    "(spec.template.scalingGroups[].autoscaling)"
+                ),
+                message_expression=(
+                    "'spec.template.cliques[].autoscaling is not allowed on a clique of a "
+                    "scaling group: autoscale the group (spec.template.scalingGroups[]"
+                    ".autoscaling), not cliques %s'.format([self.cliques.filter(c, "
+                    "has(c.autoscaling) && self.scalingGroups.exists(g, c.name in "
+                    "g.cliques)).map(c, c.name)])"
+                ),
+                field_path=".cliques",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.scalingGroups) || size(self.scalingGroups) == 0 "
+                    "|| self.cliques.all(c, !c.name.matches('-[0-9]+$'))"
+                ),
+                message=(
+                    "with spec.template.scalingGroups, a spec.template.cliques[].name must not "
+                    "end in a '-' and digits: the Cliques of a group instance are named "
+                    "<set>-<gang>-<clique>-<instance>"
+                ),
+                message_expression=(
+                    "'with spec.template.scalingGroups, a spec.template.cliques[].name must not "
+                    "end in a dash and digits (the Cliques of a group instance are named "
+                    "<set>-<gang>-<clique>-<instance>): %s'.format([self.cliques.filter(c, "
+                    "c.name.matches('-[0-9]+$')).map(c, c.name)])"
+                ),
+                field_path=".cliques",
+                reason=INVALID,
+            ),
+        ]
+    )
+
+    cliques: Annotated[
+        list[CliqueTemplate],
+        crd(
+            min_items=1,
+            max_items=MAX_CLIQUES,
+            list_type="map",
+            list_map_keys=["name"],
+            description="The cliques (roles) of every gang; InOrder starts them in this order.",
+        ),
+    ]
+    scaling_groups: Annotated[
+        list[ScalingGroup],
+        crd(
+            max_items=MAX_SCALING_GROUPS,
+            list_type="map",
+            list_map_keys=["name"],
+            description=(
+                "Cliques replicated together inside each gang (docs/scaling.md): every gang "
+                "has replicas instances of a group, each a sub-gang with its own Cliques "
+                "(<set>-<gang>-<clique>-<instance>), pods and leader. Each gang's instance "
+                "count is its CliqueScalingGroup's spec.replicas (<set>-<gang>-<group>, with a "
+                "scale subresource for kubectl scale and HPAs); replicas here is what a new "
+                "gang starts with, and what the gangs follow when it changes (unless "
+                "autoscaling is set)."
+            ),
+        ),
+    ] = msgspec.field(default_factory=list)
+
+
+#: `spec.replicas` as a CEL expression (the CRD's default where it is absent).
+_GANGS: Final = "(has(self.replicas) ? self.replicas : 1)"
+#: The pods of one gang as a CEL expression on `spec`.
+_GANG_PODS: Final = "self.template.cliques.map(c, has(c.replicas) ? c.replicas : 1).sum()"
 
 
 class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The desired state of a CliqueSet."""
 
-    replicas: int = 1
-    startup_type: StartupType = "AnyOrder"
-    update_strategy: UpdateStrategy = msgspec.field(default_factory=UpdateStrategy)
-    headless_service: bool = True
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description="The desired state of a CliqueSet.",
+        rules=[
+            Rule(
+                rule=(
+                    "(has(self.startupType) && self.startupType == 'Explicit') || "
+                    "self.template.cliques.all(c, !has(c.startsAfter) || "
+                    "size(c.startsAfter) == 0)"
+                ),
+                message=(
+                    "spec.template.cliques[].startsAfter is allowed only when spec.startupType "
+                    "is Explicit"
+                ),
+                message_expression=(
+                    "'spec.template.cliques[].startsAfter is allowed only when spec.startupType "
+                    "is Explicit (it is ' + (has(self.startupType) ? self.startupType : "
+                    "'AnyOrder') + ')'"
+                ),
+                field_path=".startupType",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=f"{_GANGS} * size(self.template.cliques) <= {MAX_SET_CLIQUES}",
+                message=(
+                    f"a CliqueSet may have at most {MAX_SET_CLIQUES} Cliques (spec.replicas x "
+                    "the number of spec.template.cliques)"
+                ),
+                message_expression=(
+                    f"'a CliqueSet may have at most {MAX_SET_CLIQUES} Cliques: spec.replicas x "
+                    "the number of spec.template.cliques is %d x %d = %d'.format(["
+                    f"{_GANGS[1:-1]}, size(self.template.cliques), {_GANGS} * "
+                    "size(self.template.cliques)])"
+                ),
+                field_path=".replicas",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=f"{_GANGS} * {_GANG_PODS} <= {MAX_SET_PODS}",
+                message=(
+                    f"a CliqueSet may have at most {MAX_SET_PODS} pods (spec.replicas x the sum "
+                    "of spec.template.cliques[].replicas)"
+                ),
+                message_expression=(
+                    f"'a CliqueSet may have at most {MAX_SET_PODS} pods: spec.replicas x the sum "
+                    "of spec.template.cliques[].replicas is %d x %d = %d'.format(["
+                    f"{_GANGS[1:-1]}, {_GANG_PODS}, {_GANGS} * {_GANG_PODS}])"
+                ),
+                field_path=".replicas",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.resourceClaims) || "
+                    f"self.resourceClaims.filter(c, c.scope == 'Gang').size() <= {MAX_GANG_CLAIMS}"
+                ),
+                message=(
+                    f"at most {MAX_GANG_CLAIMS} spec.resourceClaims may have scope Gang (a "
+                    f"PodGroup shares at most {MAX_GANG_CLAIMS} claims)"
+                ),
+                field_path=".resourceClaims",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.resourceClaims) || self.resourceClaims.all(c, !has(c.cliques) "
+                    "|| c.cliques.all(n, self.template.cliques.exists(q, q.name == n)))"
+                ),
+                message=(
+                    "every spec.resourceClaims[].cliques entry must name a clique of "
+                    "spec.template.cliques"
+                ),
+                field_path=".resourceClaims",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.resourceClaims) || self.template.cliques.all(q, "
+                    "!has(q.template.spec.resourceClaims) || "
+                    "q.template.spec.resourceClaims.all(r, "
+                    "!self.resourceClaims.exists(c, c.name == r.name)))"
+                ),
+                message=(
+                    "a spec.resourceClaims[].name must not be the name of a claim in a clique's "
+                    "pod template (spec.template.cliques[].template.spec.resourceClaims)"
+                ),
+                message_expression=(
+                    "'spec.resourceClaims names %s are also claims of a clique pod template "
+                    "(spec.template.cliques[].template.spec.resourceClaims): pick other "
+                    "names'.format([self.resourceClaims.filter(c, self.template.cliques.exists("
+                    "q, has(q.template.spec.resourceClaims) && "
+                    "q.template.spec.resourceClaims.exists(r, r.name == c.name))).map(c, "
+                    "c.name)])"
+                ),
+                field_path=".resourceClaims",
+                reason=INVALID,
+            ),
+        ],
+    )
+
+    replicas: Annotated[
+        Count,
+        crd(
+            maximum=MAX_GANGS,
+            description=("Number of gangs (at most 10,000). The scale subresource points here."),
+        ),
+    ] = 1
+    startup_type: Annotated[
+        StartupType,
+        crd(
+            description=(
+                "AnyOrder starts every clique of a gang at once; InOrder starts each clique "
+                "after the one before it in spec.template.cliques has minAvailable ready pods; "
+                "Explicit starts each clique after the cliques in its startsAfter."
+            )
+        ),
+    ] = "AnyOrder"
+    update_strategy: Annotated[
+        UpdateStrategy, crd(description="How a template change rolls out, gang by gang.")
+    ] = msgspec.field(default_factory=UpdateStrategy)
+    headless_service: Annotated[
+        bool,
+        crd(
+            description=(
+                "Headless Services that give every pod a stable DNS name "
+                "(<hostname>.<service>.<namespace>.svc), laid out by subdomainPolicy."
+            )
+        ),
+    ] = True
     #: How the headless Services are laid out: `Shared`, one for the whole CliqueSet, or
     #: `UniquePerGang`. None (left out): what the CliqueSet's gangs already use, `Shared`
     #: for a CliqueSet without gangs (`controllers.subdomains`). The CRD has no default
     #: for it on purpose: the API server would apply one to stored CliqueSets too.
-    subdomain_policy: SubdomainPolicy | None = None
-    gang_scheduling: GangScheduling = msgspec.field(default_factory=GangScheduling)
-    failure_policy: FailurePolicy = msgspec.field(default_factory=FailurePolicy)
-    placement: Placement | None = None
-    #: DRA claims the operator adds to the pods (`CliqueSetClaim`)
-    resource_claims: list[CliqueSetClaim] = msgspec.field(default_factory=list)
-    template: CliqueSetTemplate
+    subdomain_policy: (
+        Annotated[
+            SubdomainPolicy,
+            crd(
+                description=(
+                    "The layout of the headless Services. Shared: one Service named after the "
+                    "CliqueSet, pod hostnames <clique>-<gang>-<pod index>. UniquePerGang: one "
+                    "Service <name>-<gang> per gang, pod hostnames <clique>-<pod index>. A gang "
+                    "keeps the layout it was created with: a change applies to gangs created "
+                    "afterwards and never recreates pods. Left out: the layout the CliqueSet's "
+                    "gangs already use, Shared for a CliqueSet without gangs (docs/operator.md)."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    gang_scheduling: Annotated[
+        GangScheduling,
+        crd(description="How the pods of a gang are scheduled all-or-nothing (docs/gangs.md)."),
+    ] = msgspec.field(default_factory=GangScheduling)
+    failure_policy: Annotated[
+        FailurePolicy, crd(description="What happens to a gang that stays below minAvailable.")
+    ] = msgspec.field(default_factory=FailurePolicy)
+    placement: (
+        Annotated[
+            Placement,
+            crd(
+                description=(
+                    "Where a gang's pods go, compiled into pod affinity and anti-affinity added "
+                    "to each pod's own (docs/gangs.md)."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    resource_claims: Annotated[
+        list[CliqueSetClaim],
+        crd(
+            max_items=MAX_SET_CLAIMS,
+            list_type="map",
+            list_map_keys=["name"],
+            description=(
+                "DRA claims the operator adds to the pods of some cliques (docs/gangs.md). A "
+                "container asks for one with resources.claims [{name: <name>}]. Scope Pod: a "
+                "claim per pod (a ResourceClaimTemplate); Gang: one claim per gang, shared by "
+                "its pods (through the gang's PodGroup where the server has "
+                "DRAWorkloadResourceClaims, else a ResourceClaim per gang); Set: one claim "
+                "shared by every pod of the set. A change of a claim rolls the pods that get "
+                "it; a change of a Gang claim makes each gang again whole."
+            ),
+        ),
+    ] = msgspec.field(default_factory=list)
+    template: Annotated[CliqueSetTemplate, crd(description="The gang template.")]
 
     def clique(self, name: str) -> CliqueTemplate | None:
         """The clique template called `name`, or None."""
@@ -264,21 +769,32 @@ class GangAdmission(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     """A gang Kueue has not admitted: `Queued` or `Evicted`, with Kueue's reason and
     message."""
 
-    gang: int
-    state: str
-    reason: str = ""
-    message: str = ""
+    gang: Count
+    state: Annotated[str, crd(enum=["Queued", "Evicted"])]
+    reason: Annotated[str, crd(max_length=256)] = ""
+    message: Annotated[str, crd(max_length=32768)] = ""
 
 
 class QueueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     """How Kueue admits a queued CliqueSet's gangs (`kueue.x-k8s.io/queue-name`)."""
 
-    name: str
-    priority_class: str = ""
+    name: Annotated[str, crd(max_length=253, description="The LocalQueue.")]
+    priority_class: Annotated[
+        str,
+        crd(
+            max_length=253,
+            description="The WorkloadPriorityClass (kueue.x-k8s.io/priority-class).",
+        ),
+    ] = ""
     #: gangs Kueue admitted (none of their pods held back by its gate)
-    admitted_gangs: int = 0
-    #: the first gangs that are not admitted, in gang order
-    gangs: list[GangAdmission] = msgspec.field(default_factory=list)
+    admitted_gangs: Annotated[Count, crd(description="Gangs Kueue admitted.")] = 0
+    gangs: Annotated[
+        list[GangAdmission],
+        crd(
+            max_items=20,
+            description="The first gangs Kueue has not admitted, in gang order.",
+        ),
+    ] = msgspec.field(default_factory=list)
 
 
 class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
@@ -289,28 +805,89 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
     being rolled.
     """
 
-    observed_generation: int = 0
-    replicas: int = 0
-    ready_replicas: int = 0
-    available_replicas: int = 0
-    updated_replicas: int = 0
-    #: gangs recreated whole by failurePolicy RecreateGang, in total
-    gang_restarts: int = 0
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description=(
+            "The observed state of a CliqueSet, computed from its Cliques. Counts are in gangs."
+        )
+    )
+
+    observed_generation: Count64 = 0
+    replicas: Count = 0
+    ready_replicas: Count = 0
+    available_replicas: Count = 0
+    updated_replicas: Count = 0
+    gang_restarts: Annotated[
+        Count64,
+        crd(description="Gangs recreated whole by failurePolicy RecreateGang, in total."),
+    ] = 0
     #: gangs on the current templates that their last roll updated in place (the same
     #: pods), and that it updated by replacing their pods (`updateStrategy.inPlace`)
-    updated_in_place: int = 0
-    updated_by_replacement: int = 0
-    template_hash: str = ""
-    hash_algorithm: int = 0
-    #: The label selector of the CliqueSet's pods, serialized, for the scale subresource.
-    selector: str = ""
+    updated_in_place: Annotated[
+        Count,
+        crd(
+            description=(
+                "Gangs on the current template whose last roll kept their pods "
+                "(updateStrategy.inPlace)."
+            )
+        ),
+    ] = 0
+    updated_by_replacement: Annotated[
+        Count,
+        crd(description="Gangs on the current template whose last roll replaced their pods."),
+    ] = 0
+    template_hash: Annotated[
+        str,
+        crd(max_length=63, description="The canonical hash of the current gang template."),
+    ] = ""
+    hash_algorithm: Annotated[
+        Count,
+        crd(description="The version of the hash algorithm that computed templateHash."),
+    ] = 0
+    selector: Annotated[
+        str,
+        crd(
+            description=("The label selector of this CliqueSet's pods, for the scale subresource.")
+        ),
+    ] = ""
     #: Kueue's admission of the gangs of a queued set (None: not queued)
-    queue: QueueStatus | None = None
-    conditions: list[Condition] = msgspec.field(default_factory=list)
+    queue: (
+        Annotated[
+            QueueStatus,
+            crd(
+                description=(
+                    "How Kueue admits the gangs of a set labelled kueue.x-k8s.io/queue-name."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    conditions: Annotated[list[Condition], CONDITIONS] = msgspec.field(default_factory=list)
 
 
 class CliqueSet(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """A CliqueSet object. `api_version` and `kind` are filled in when absent."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+                message=(
+                    "metadata.name must be a DNS-1035 label (lower-case letters, digits and "
+                    "'-', starting with a letter): it names the gangs' Services"
+                ),
+                reason=INVALID,
+            ),
+            Rule(
+                rule=f"size(self.metadata.name) <= {labels.MAX_CLIQUESET_NAME_LENGTH}",
+                message=(
+                    "metadata.name must be at most "
+                    f"{labels.MAX_CLIQUESET_NAME_LENGTH} characters, so that the gang "
+                    f"Service name <name>-<gang index> fits in {labels.MAX_LABEL_LENGTH}"
+                ),
+                reason=INVALID,
+            ),
+        ]
+    )
 
     api_version: str = ""
     kind: str = ""
@@ -333,3 +910,46 @@ class CliqueSetList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
 
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[CliqueSet] = msgspec.field(default_factory=list)
+
+
+RESOURCE: Final = Resource(
+    root=CliqueSet,
+    kind=labels.KIND_CLIQUESET,
+    plural="cliquesets",
+    short_names=("cqs",),
+    description="A set of identical gangs of pods; each gang is one Clique per clique template.",
+    columns=(
+        Column(
+            name="Replicas",
+            type="integer",
+            description="Desired number of gangs.",
+            json_path=".spec.replicas",
+        ),
+        Column(
+            name="Ready",
+            type="integer",
+            description="Gangs whose every clique has minAvailable ready pods.",
+            json_path=".status.readyReplicas",
+        ),
+        Column(
+            name="Updated",
+            type="integer",
+            description="Gangs running the current template.",
+            json_path=".status.updatedReplicas",
+        ),
+        Column(
+            name="Available",
+            type="integer",
+            description="Gangs ready and not being rolled.",
+            json_path=".status.availableReplicas",
+        ),
+        Column(
+            name="Status",
+            type="string",
+            description="Reason of the Available condition.",
+            json_path='.status.conditions[?(@.type=="Available")].reason',
+        ),
+        Column(name="Startup", type="string", priority=1, json_path=".spec.startupType"),
+        AGE,
+    ),
+)

@@ -15,9 +15,11 @@ and watch events with them.
 
 import datetime
 import time
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
+
+from cliques.api.schema import MAX_QUALIFIED_NAME_LENGTH, QUALIFIED_NAME, Count64, crd
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -80,12 +82,18 @@ class Condition(msgspec.Struct, kw_only=True, rename="camel"):
     non-empty CamelCase word.
     """
 
-    type: str
+    type: Annotated[str, crd(max_length=MAX_QUALIFIED_NAME_LENGTH, pattern=QUALIFIED_NAME)]
     status: ConditionStatus
-    reason: str
-    message: str = ""
-    last_transition_time: str
-    observed_generation: int = 0
+    reason: Annotated[
+        str, crd(min_length=1, max_length=1024, pattern="^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+    ]
+    message: Annotated[str, crd(max_length=32768, required=True)] = ""
+    last_transition_time: Annotated[str, crd(format="date-time")]
+    observed_generation: Count64 = 0
+
+
+#: The schema of a status's `conditions`: at most 16, one per type.
+CONDITIONS: Final = crd(max_items=16, list_type="map", list_map_keys=["type"])
 
 
 def same_marks(a: ObjectMeta, b: ObjectMeta) -> bool:

@@ -4,16 +4,28 @@ One per gang and scaling group of a CliqueSet, named `<cliqueset>-<gang index>-<
 owned by the CliqueSet: the scale target of that group in that gang. Its `spec.replicas` is
 how many instances of the group the gang has; the scale subresource (`kubectl scale`, an
 HPA, KEDA) writes it, the CliqueSet controller makes the instances and reports them in the
-status, with the label selector of their pods (`status.selector`). Mirrors
-`deploy/crds/cliquescalinggroups.cliques.dev.yaml`; the same encoding rules as `cliqueset`.
+status, with the label selector of their pods (`status.selector`). Its CRD is generated
+from these Structs (`crdgen`, `RESOURCE`); the same encoding rules as `cliqueset`.
 """
 
-from typing import Final
+from typing import Annotated, ClassVar, Final
 
 import msgspec
 
 from cliques.api import labels
+from cliques.api.cliqueset import MAX_GROUP_INSTANCES, TemplateName
 from cliques.api.meta import ListMeta, ObjectMeta
+from cliques.api.schema import (
+    AGE,
+    INVALID,
+    Column,
+    Count,
+    Count64,
+    Resource,
+    Rule,
+    crd,
+    immutable,
+)
 
 KIND: Final = labels.KIND_SCALING_GROUP
 
@@ -21,27 +33,91 @@ KIND: Final = labels.KIND_SCALING_GROUP
 class CliqueScalingGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """How many instances of a scaling group one gang has."""
 
-    #: the scaling group's name in the CliqueSet's template
-    group_name: str
-    gang_index: int
-    #: instances of the group in this gang (the scale subresource's replicas)
-    replicas: int = 1
-    #: instances the gang needs available (the template's, copied; at most `replicas`)
-    min_available: int = 1
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description="How many instances of a scaling group one gang has.",
+        rules=[
+            # On spec, so that a write through the scale subresource is checked too:
+            # kubectl scale (or an HPA) cannot go below minAvailable.
+            Rule(
+                rule=(
+                    "(has(self.replicas) ? self.replicas : 1) >= "
+                    "(has(self.minAvailable) ? self.minAvailable : 1)"
+                ),
+                message=(
+                    "spec.replicas must be at least spec.minAvailable: kubectl scale (the scale "
+                    "subresource) cannot go below minAvailable"
+                ),
+                message_expression=(
+                    "'spec.replicas must be at least spec.minAvailable (%d): kubectl scale (the "
+                    "scale subresource) cannot go below minAvailable'.format("
+                    "[has(self.minAvailable) ? self.minAvailable : 1])"
+                ),
+                field_path=".replicas",
+                reason=INVALID,
+            )
+        ],
+    )
+
+    group_name: Annotated[
+        TemplateName,
+        crd(
+            description="The scaling group's name in the CliqueSet's template.",
+            rules=[immutable("spec.groupName")],
+        ),
+    ]
+    gang_index: Annotated[
+        Count,
+        crd(
+            description="The index of the gang this group's instances belong to.",
+            rules=[immutable("spec.gangIndex")],
+        ),
+    ]
+    replicas: Annotated[
+        Count,
+        crd(
+            maximum=MAX_GROUP_INSTANCES,
+            description=(
+                "Instances of the group in this gang (at most 100). The scale subresource "
+                "points here."
+            ),
+        ),
+    ] = 1
+    min_available: Annotated[
+        Count,
+        crd(
+            description=(
+                "Instances the gang needs available (the template's, copied); replicas may "
+                "not go below it."
+            )
+        ),
+    ] = 1
 
 
 class CliqueScalingGroupStatus(msgspec.Struct, kw_only=True, rename="camel"):
     """The instances of the group in this gang. Every field is encoded."""
 
-    observed_generation: int = 0
-    #: instances that exist (every Clique of the instance made)
-    replicas: int = 0
-    #: instances whose every Clique is Ready
-    ready_replicas: int = 0
-    #: instances on the set's current templates
-    updated_replicas: int = 0
-    #: the label selector of the group's pods in this gang, for the scale subresource
-    selector: str = ""
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        description=(
+            "The instances of the group in this gang, computed by the CliqueSet controller."
+        )
+    )
+
+    observed_generation: Count64 = 0
+    replicas: Annotated[
+        Count, crd(description="Instances that exist (every Clique of the instance made).")
+    ] = 0
+    ready_replicas: Annotated[Count, crd(description="Instances whose every Clique is Ready.")] = 0
+    updated_replicas: Annotated[
+        Count, crd(description="Instances on the CliqueSet's current templates.")
+    ] = 0
+    selector: Annotated[
+        str,
+        crd(
+            description=(
+                "The label selector of the group's pods in this gang, for the scale subresource."
+            )
+        ),
+    ] = ""
 
 
 class CliqueScalingGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -66,3 +142,29 @@ class CliqueScalingGroupList(msgspec.Struct, kw_only=True, omit_defaults=True, r
 
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[CliqueScalingGroup] = msgspec.field(default_factory=list)
+
+
+RESOURCE: Final = Resource(
+    root=CliqueScalingGroup,
+    kind=KIND,
+    plural="cliquescalinggroups",
+    short_names=("cqsg",),
+    description=(
+        "The instances of one scaling group in one gang of a CliqueSet; the group's scale target."
+    ),
+    columns=(
+        Column(
+            name="Replicas",
+            type="integer",
+            description="Desired number of instances of the group in this gang.",
+            json_path=".spec.replicas",
+        ),
+        Column(
+            name="Ready",
+            type="integer",
+            description="Instances whose every Clique is Ready.",
+            json_path=".status.readyReplicas",
+        ),
+        AGE,
+    ),
+)

@@ -10,9 +10,11 @@ source checkout::
         session.install_crds(env, crds)
     text = data.read(data.EXAMPLES, "llama.yaml")
 
-The files in `crds/` and `examples/` are the canonical copies. `deploy/crds/` and
-`deploy/examples/` in the source tree (what `kubectl apply -k deploy/` installs) are copies
-of them, kept byte-identical by `tests/unit/test_package_resources.py`.
+The files in `crds/` are generated from the API types (`cliques.api.crdgen`, `make crds`),
+like their copies `deploy/crds/` and `deploy/helm/cliques/crds/`. The files in
+`examples/` are the canonical copies; `deploy/examples/` in the source tree (what
+`kubectl apply -k deploy/` installs) is a copy of them. `tests/unit/test_package_resources.py`
+keeps every copy byte-identical.
 This module imports nothing from the rest of `cliques`.
 """
 

@@ -1,0 +1,279 @@
+"""How a CliqueSet's gangs are updated, scheduled, healed, placed and autoscaled: the
+policy Structs of `CliqueSetSpec` and of its clique and scaling-group templates.
+
+Part of the CliqueSet resource (`cliqueset` names these Structs, their Literal types and
+bounds too), with the same encoding rules; like the rest of the API, their CRD schema is
+declared on the fields (`schema.crd`) and generated from them (`crdgen`).
+"""
+
+from typing import Annotated, Any, ClassVar, Final, Literal
+
+import msgspec
+
+from cliques.api.schema import (
+    INVALID,
+    MAX_QUALIFIED_NAME_LENGTH,
+    QUALIFIED_NAME,
+    Count,
+    Rule,
+    crd,
+)
+
+UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
+InPlacePolicy = Literal["Never", "IfPossible"]
+GangSchedulingBackend = Literal["Auto", "Workload", "None"]
+GangDisruption = Literal["Gang", "Pod"]
+GangRestartPolicy = Literal["RecreateGang", "None"]
+PackMode = Literal["Required", "Preferred"]
+
+#: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
+MAX_FAILURE_SECONDS: Final = 86_400
+MAX_GANG_RESTARTS: Final = 10_000
+
+
+class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once;
+    with `in_place` IfPossible, a gang whose change is only container images keeps its pods
+    (`cliques.hashing.in_place`)."""
+
+    type: UpdateStrategyType = "RollingUpdate"
+    max_unavailable: Annotated[
+        int,
+        crd(minimum=1, description="Gangs that may be down at once during a rolling update."),
+    ] = 1
+    in_place: Annotated[
+        InPlacePolicy,
+        crd(
+            description=(
+                "IfPossible: a gang whose pods differ from the new template only in container "
+                "images is updated in place (same pods, nodes, IPs and DRA claims; the kubelet "
+                "restarts the changed containers), gang by gang within maxUnavailable; any "
+                "other change replaces the gang's pods. Never: a roll always replaces the pods "
+                "(docs/operator.md)."
+            )
+        ),
+    ] = "Never"
+
+
+class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """How the pods of a gang are scheduled all-or-nothing (docs/gangs.md).
+
+    `Workload`: through the scheduler's gang scheduling (a `scheduling.k8s.io` PodGroup per
+    gang from Kubernetes 1.36, a v1alpha1 Workload on 1.35; the `GenericWorkload` gate);
+    `None`: pod by pod; `Auto`: `Workload` where the cluster serves it, else `None`.
+    `disruption`: how the scheduler may preempt a gang (PodGroups only): `Gang` whole or
+    not at all, `Pod` pod by pod.
+    """
+
+    backend: Annotated[
+        GangSchedulingBackend,
+        crd(
+            description=(
+                "Workload: through the scheduler's gang scheduling, so it binds a gang's pods "
+                "all at once or none (scheduling.k8s.io v1beta1 or v1alpha2: a PodGroup per "
+                "gang, Kubernetes 1.36+; v1alpha1: a Workload per CliqueSet, Kubernetes 1.35; "
+                "with the GenericWorkload feature gate); None: pod by pod; Auto: Workload "
+                "where the cluster serves it, else None."
+            )
+        ),
+    ] = "Auto"
+    disruption: Annotated[
+        GangDisruption,
+        crd(
+            description=(
+                "How the scheduler may preempt a gang for a higher-priority one (with "
+                "PodGroups, Kubernetes 1.36+): Gang takes the whole gang or none of it, Pod "
+                "single pods. A change reaches a running gang when all its pods are next made "
+                "again (a gang restart, a roll of all its cliques)."
+            )
+        ),
+    ] = "Gang"
+
+
+#: A `failurePolicy` duration: at most a day.
+Seconds = Annotated[int, crd(minimum=0, maximum=MAX_FAILURE_SECONDS)]
+
+
+class RestartBackoff(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """The wait before a gang is recreated: `initial_seconds`, doubled per restart up to
+    `max_seconds`."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "!has(self.initialSeconds) || !has(self.maxSeconds) || "
+                    "self.initialSeconds <= self.maxSeconds"
+                ),
+                # No messageExpression: string(int) makes the API server's CEL cost estimate
+                # of the whole schema exceed its budget (the CRD is refused).
+                message=(
+                    "restartBackoff.initialSeconds must be less than or equal to "
+                    "restartBackoff.maxSeconds"
+                ),
+                field_path=".initialSeconds",
+                reason=INVALID,
+            )
+        ]
+    )
+
+    initial_seconds: Seconds = 10
+    max_seconds: Seconds = 300
+
+
+class FailurePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """What happens to a gang that stays below `minAvailable`."""
+
+    restart_policy: Annotated[
+        GangRestartPolicy,
+        crd(
+            description=(
+                "RecreateGang deletes and recreates every pod of a gang that stayed below "
+                "minAvailable for minAvailableBreachedSeconds; None leaves the pods to their "
+                "own restartPolicy."
+            )
+        ),
+    ] = "None"
+    min_available_breached_seconds: Annotated[
+        Seconds,
+        crd(description="Seconds a gang may stay below minAvailable before it counts as failed."),
+    ] = 30
+    max_gang_restarts: Annotated[
+        int,
+        crd(
+            minimum=0,
+            maximum=MAX_GANG_RESTARTS,
+            description=(
+                "Recreations of one gang before it is reported GangFailed and left as it is."
+            ),
+        ),
+    ] = 5
+    restart_backoff: Annotated[
+        RestartBackoff,
+        crd(
+            description=(
+                "The wait before a recreation, doubled each time from initialSeconds up to "
+                "maxSeconds."
+            )
+        ),
+    ] = msgspec.field(default_factory=RestartBackoff)
+
+
+#: A node label key naming a topology domain.
+TopologyKey = Annotated[
+    str,
+    crd(
+        min_length=1,
+        max_length=MAX_QUALIFIED_NAME_LENGTH,
+        pattern=QUALIFIED_NAME,
+        description="A node label key, such as topology.kubernetes.io/zone.",
+    ),
+]
+
+
+class PackPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Every pod of a gang in one topology domain (one value of `topology_key`)."""
+
+    topology_key: TopologyKey
+    mode: Annotated[
+        PackMode,
+        crd(
+            description=(
+                "Required (pods wait for room in the gang's domain) or Preferred (a scoring hint)."
+            )
+        ),
+    ] = "Required"
+
+
+class ExclusivePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """No two gangs of the CliqueSet share a topology domain (a value of `topology_key`)."""
+
+    topology_key: TopologyKey
+
+
+class Placement(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Where a gang's pods go, compiled into pod (anti-)affinity
+    (`cliques.controllers.placement`)."""
+
+    pack: (
+        Annotated[
+            PackPolicy,
+            crd(
+                description=(
+                    "Every pod of a gang in one topology domain (one value of topologyKey)."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    exclusive: (
+        Annotated[
+            ExclusivePolicy,
+            crd(description="No two gangs of this CliqueSet in one topology domain."),
+        ]
+        | None
+    ) = None
+
+
+class Autoscaling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """An `autoscaling/v2` HorizontalPodAutoscaler the operator keeps for each gang's clique
+    or scaling group (docs/scaling.md): between `min_replicas` and `max_replicas`, on
+    `metrics` (MetricSpecs as in an HPA; none means the HPA's default, 80% average CPU
+    utilization) with `behavior` (an HPA's, or its defaults). While it is set, the
+    template's `replicas` is the initial value only: the HPA's choice stands. Its bound on
+    `max_replicas` and the descriptions of both counts are declared where it is used
+    (`autoscaling_of`)."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule="(has(self.minReplicas) ? self.minReplicas : 1) <= self.maxReplicas",
+                message=(
+                    "autoscaling.minReplicas must be less than or equal to autoscaling.maxReplicas"
+                ),
+                field_path=".minReplicas",
+                reason=INVALID,
+            )
+        ]
+    )
+
+    min_replicas: Count = 1
+    max_replicas: Annotated[int, crd(minimum=1)]
+    metrics: Annotated[
+        list[dict[str, Any]],
+        crd(
+            max_items=16,
+            description=(
+                "MetricSpecs, as in an autoscaling/v2 HPA (checked by the API server when the "
+                "operator writes the HPA). Empty or left out: the HPA's default, 80% average "
+                "CPU utilization."
+            ),
+        ),
+    ] = msgspec.field(default_factory=list)
+    behavior: (
+        Annotated[
+            dict[str, Any],
+            crd(
+                description=(
+                    "An autoscaling/v2 HPA's behavior (scale-up and scale-down policies); left "
+                    "out, its defaults."
+                )
+            ),
+        ]
+        | None
+    ) = None
+
+
+def autoscaling_of(what: str, unit: str, most: int, described: str) -> msgspec.Meta:
+    """The schema of an `autoscaling` field that scales `what` (the clique, the group) in
+    `unit`s (pods, instances), at most `most` of them."""
+    return crd(
+        description=described,
+        properties={
+            "minReplicas": crd(description=f"The fewest {unit} the HPA may scale {what} to."),
+            "maxReplicas": crd(
+                maximum=most,
+                description=f"The most {unit} the HPA may scale {what} to (at most {most:,}).",
+            ),
+        },
+    )
