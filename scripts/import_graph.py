@@ -5,7 +5,7 @@
 
 Every `import cliques...` and `from cliques... import ...` in python/cliques counts, the
 imports made inside functions (lazily) included, and so does a string that is exactly a
-module's name (`importlib.import_module("cliques.bench.hashbench")`); imports under
+module's name (`importlib.import_module("cliques_lab.bench.hashbench")`); imports under
 `if TYPE_CHECKING:` are left out (they do not run), and so are names built at run time
 (`f"cliques.cli.{name}"`). An edge `a --> b` means a module of `a` imports a module of
 `b`; at package level its label is the number of such module pairs. Stdlib only.

@@ -381,7 +381,7 @@ def test_bench_hash_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_generic_selector_loop_agrees_with_the_core() -> None:
     from cliques import _core
-    from cliques.bench import hashbench
+    from cliques_lab.bench import hashbench
 
     sets: list[dict[str, str]] = [
         *hashbench.label_sets(500),
