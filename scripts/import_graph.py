@@ -2,13 +2,15 @@
 
     python scripts/import_graph.py                   # packages: api, kube, controllers, ...
     python scripts/import_graph.py --level module    # every module, grouped by package
+    python scripts/import_graph.py --lab             # cliques-lab's packages too (lab.bench, ...)
 
-Every `import cliques...` and `from cliques... import ...` in python/cliques counts, the
-imports made inside functions (lazily) included, and so does a string that is exactly a
-module's name (`importlib.import_module("cliques_lab.bench.hashbench")`); imports under
-`if TYPE_CHECKING:` are left out (they do not run), and so are names built at run time
-(`f"cliques.cli.{name}"`). An edge `a --> b` means a module of `a` imports a module of
-`b`; at package level its label is the number of such module pairs. Stdlib only.
+Every `import cliques...` and `from cliques... import ...` in python/cliques (and with
+`--lab` in lab/cliques_lab) counts, the imports made inside functions (lazily) included, and
+so does a string that is exactly a module's name
+(`importlib.import_module("cliques_lab.bench.hashbench")`); imports under `if TYPE_CHECKING:`
+are left out (they do not run), and so are names built at run time (`f"cliques.cli.{name}"`).
+An edge `a --> b` means a module of `a` imports a module of `b`; at package level its label
+is the number of such module pairs. Stdlib only.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "python" / "cliques"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python" / "cliques"
+LAB = ROOT / "lab" / "cliques_lab"
 
 
 def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = LAB if path.is_relative_to(LAB) else PACKAGE
+    rel = path.relative_to(package.parent).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
 
@@ -57,14 +62,19 @@ def imports(path: Path, modules: set[str]) -> set[str]:
     return {m for m in out if m in modules}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(lab: bool = False) -> dict[str, set[str]]:
     paths = sorted(PACKAGE.rglob("*.py"))
+    if lab:
+        paths += sorted(LAB.rglob("*.py"))
     modules = {module_name(p) for p in paths} | {"cliques._core"}
     return {module_name(p): imports(p, modules) - {module_name(p)} for p in paths}
 
 
 def package_of(module: str) -> str:
+    """`cliques.kube.client` -> `kube`, `cliques_lab.bench.scale` -> `lab.bench`."""
     parts = module.split(".")
+    if parts[0] == LAB.name:
+        return f"lab.{parts[1]}" if len(parts) > 1 else "lab"
     return parts[1] if len(parts) > 1 else "cliques"
 
 
@@ -103,8 +113,9 @@ def module_mermaid(edges: dict[str, set[str]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", choices=("package", "module"), default="package")
+    parser.add_argument("--lab", action="store_true", help="add cliques-lab (lab/cliques_lab)")
     args = parser.parse_args()
-    edges = graph()
+    edges = graph(args.lab)
     print(package_mermaid(edges) if args.level == "package" else module_mermaid(edges))
 
 
