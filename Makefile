@@ -14,7 +14,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: dev test lint fmt crds unit integration cargo-test test-compat demo bench image clean
 
-dev: $(STAMPS)/ext
+dev: $(STAMPS)/lab
 
 $(STAMPS)/venv:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "cliques needs Python 3.11+"'
@@ -22,7 +22,7 @@ $(STAMPS)/venv:
 	$(PY) -m pip install --quiet --upgrade pip
 	mkdir -p $(STAMPS) && touch $@
 
-$(STAMPS)/deps: $(STAMPS)/venv pyproject.toml
+$(STAMPS)/deps: $(STAMPS)/venv pyproject.toml lab/pyproject.toml
 	$(PY) scripts/install_deps.py
 	touch $@
 
@@ -31,9 +31,17 @@ $(STAMPS)/ext: $(STAMPS)/deps $(RUST_SOURCES)
 	$(PY) -c 'import cliques._core'
 	touch $@
 
+# cliques-lab (lab/): the dev cluster, the demo and the benchmarks, which add `cliques
+# dev-cluster`, `cliques demo` and `cliques bench`. Its dependencies came with the others
+# (scripts/install_deps.py); cliques itself is the editable install above.
+$(STAMPS)/lab: $(STAMPS)/ext lab/pyproject.toml
+	$(PY) -m pip install --quiet --no-deps --editable lab
+	$(VENV)/bin/cliques dev-cluster --help > /dev/null
+	touch $@
+
 lint: dev
-	$(VENV)/bin/ruff check python tests bench scripts
-	$(VENV)/bin/ruff format --check python tests bench scripts
+	$(VENV)/bin/ruff check python lab tests bench scripts
+	$(VENV)/bin/ruff format --check python lab tests bench scripts
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest cliques._core
 	$(PY) scripts/gen_schema_table.py --check-committed
@@ -51,8 +59,8 @@ crds: dev
 	$(PY) -m cliques.api.crdgen $(CRD_DIRS)
 
 fmt: dev
-	$(VENV)/bin/ruff format python tests bench scripts
-	$(VENV)/bin/ruff check --fix python tests bench scripts
+	$(VENV)/bin/ruff format python lab tests bench scripts
+	$(VENV)/bin/ruff check --fix python lab tests bench scripts
 	cargo fmt --all
 
 cargo-test:

@@ -10,8 +10,10 @@ The image is two layers, assembled with `umoci` from what Debian and PyPI serve:
 2. app: the runtime dependencies from `requirements/runtime.lock` (every file checked against
    its hash, binary wheels only, installed by the build machine's pip into the image's
    `/usr/local/lib/python3.11/dist-packages`), the operator's wheel (`maturin build --release
-   --locked`), byte-compiled, and `/usr/local/bin/cliques`. Compilers, cargo, pip and their
-   caches stay on the build machine.
+   --locked`: the operator, the hashing module and the `cliques` command's core), byte-compiled,
+   and `/usr/local/bin/cliques`. Compilers, cargo, pip and their caches stay on the build
+   machine, and so does cliques-lab (lab/: the dev cluster, the demo, the benchmarks): the
+   build fails if any of it reached the image (`lab_files`).
 
 The config runs `/usr/local/bin/cliques` as 65532:65532. The result is an OCI layout tarred
 into `dist/cliques-<version>-<commit>.oci.tar` (load it with `podman load -i`, or
@@ -253,6 +255,9 @@ def install_app(rootfs: Path, wheel: Path) -> None:
     run(*pip, "--require-hashes", "-r", ROOT / "requirements/runtime.lock", env=pip_env())
     step(f"the operator: {wheel.name}")
     run(*pip, wheel, env=pip_env())
+    stray = lab_files(site)
+    if stray:
+        raise BuildError(f"the image would carry cliques-lab: {', '.join(stray)}")
     shutil.rmtree(site / "bin", ignore_errors=True)  # launchers with the build machine's path
     launcher = rootfs / ENTRYPOINT.lstrip("/")
     launcher.parent.mkdir(parents=True, exist_ok=True)
@@ -264,6 +269,16 @@ def install_app(rootfs: Path, wheel: Path) -> None:
         "--invalidation-mode", "unchecked-hash", "/" + SITE,
     )  # fmt: skip
     run("chroot", rootfs, "/usr/bin/python3", "-I", "-c", "import cliques._core, uvloop, aiohttp")
+
+
+# What cliques-lab installs (lab/), and where the lab's modules lived inside cliques before
+# they became a distribution of their own: none of it belongs in the operator's image.
+LAB_PATTERNS = ("cliques_lab", "cliques_lab-*", "cliques/bench", "cliques/devcluster")
+
+
+def lab_files(site: Path) -> list[str]:
+    """The paths under `site` that belong to cliques-lab, relative to it (none, normally)."""
+    return sorted(str(p.relative_to(site)) for pat in LAB_PATTERNS for p in site.glob(pat))
 
 
 def umoci(*args: str | Path) -> str:

@@ -1,4 +1,4 @@
-"""Generate python/cliques/devcluster/gomod/kube-<major>.<minor>/go.mod (and go.sum) for a
+"""Generate lab/cliques_lab/devcluster/gomod/kube-<major>.<minor>/go.mod (and go.sum) for a
 Kubernetes release.
 
 k8s.io/kubernetes cannot be required as is: its go.mod replaces every staging module
@@ -8,8 +8,8 @@ that list from the release's go.mod, replaces each staging module by its publish
 `v0.<minor>.<patch>` instead, names the four commands we build as `tool`s, and lets
 `go mod tidy` pin everything else in go.mod and go.sum. Each minor release has its own
 directory (`gomod/kube-1.37` for v1.37.2), so that several can be supported side by side;
-a new one must also be added to `KUBE_VERSIONS` in cliques/devcluster/gomodules.py, with
-its gates in `GANG_FEATURE_GATES` and `GANG_RUNTIME_CONFIG` (cliques/devcluster/kwok.py).
+a new one must also be added to `KUBE_VERSIONS` in cliques_lab/devcluster/gomodules.py, with
+its gates in `GANG_FEATURE_GATES` and `GANG_RUNTIME_CONFIG` (cliques_lab/devcluster/kwok.py).
 
     python scripts/gen_kube_gomod.py v1.37.2          # writes gomod/kube-1.37
     python scripts/gen_kube_gomod.py v1.37.3          # moves gomod/kube-1.37 to 1.37.3
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GOMOD_DIR = ROOT / "python" / "cliques" / "devcluster" / "gomod"
+GOMOD_DIR = ROOT / "lab" / "cliques_lab" / "devcluster" / "gomod"
 MODULE = "cliques.dev/devcluster/kube"
 TOOLS = (
     "k8s.io/kubernetes/cmd/kube-apiserver",

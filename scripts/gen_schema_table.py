@@ -4,7 +4,7 @@ The canonical pod-template form (docs/hashing.md) needs to know, for every field
 from `PodTemplateSpec` and `PodSpec`, what the Kubernetes API says it is: a struct, a map, a
 list of some list-type, a quantity or a plain scalar. This script reads
 `api/openapi-spec/v3/api__v1_openapi.json` from the `k8s.io/kubernetes` Go module at the
-version pinned in python/cliques/devcluster/gomod/kube-1.35/go.mod and writes:
+version pinned in lab/cliques_lab/devcluster/gomod/kube-1.35/go.mod and writes:
 
 - testdata/pod-schema.json, read by the pure-Python reference (tests/reference_canonical.py);
 - rust/core/src/schema_gen.rs, static tables compiled into the Rust core.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-GO_MOD = ROOT / "python/cliques/devcluster/gomod/kube-1.35/go.mod"
+GO_MOD = ROOT / "lab/cliques_lab/devcluster/gomod/kube-1.35/go.mod"
 JSON_OUT = ROOT / "testdata/pod-schema.json"
 RUST_OUT = ROOT / "rust/core/src/schema_gen.rs"
 SPEC_PATH = "api/openapi-spec/v3/api__v1_openapi.json"

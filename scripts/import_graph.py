@@ -2,18 +2,21 @@
 
     python scripts/import_graph.py                   # print the packages: api, kube, ...
     python scripts/import_graph.py --level module    # print every module, grouped by package
+    python scripts/import_graph.py --lab             # print cliques-lab's packages too
     python scripts/import_graph.py --write           # write both to docs/diagrams/
     python scripts/import_graph.py --check           # exit 1 if docs/diagrams/ is stale
 
 The files written are Markdown holding one mermaid block each (GitHub draws them), linked
-from docs/architecture.md; `make lint` runs `--check`.
+from docs/architecture.md; `make lint` runs `--check`. They show the product (`cliques`)
+only.
 
-Every `import cliques...` and `from cliques... import ...` in python/cliques counts, the
-imports made inside functions (lazily) included, and so does a string that is exactly a
-module's name (`importlib.import_module("cliques.bench.hashbench")`); imports under
-`if TYPE_CHECKING:` are left out (they do not run), and so are names built at run time
-(`f"cliques.cli.{name}"`). An edge `a --> b` means a module of `a` imports a module of
-`b`; at package level its label is the number of such module pairs. Stdlib only.
+Every `import cliques...` and `from cliques... import ...` in python/cliques (and with
+`--lab` in lab/cliques_lab) counts, the imports made inside functions (lazily) included, and
+so does a string that is exactly a module's name
+(`importlib.import_module("cliques_lab.bench.hashbench")`); imports under `if TYPE_CHECKING:`
+are left out (they do not run), and so are names built at run time (`f"cliques.cli.{name}"`).
+An edge `a --> b` means a module of `a` imports a module of `b`; at package level its label
+is the number of such module pairs. Stdlib only.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "python" / "cliques"
 DIAGRAMS = ROOT / "docs" / "diagrams"
+LAB = ROOT / "lab" / "cliques_lab"
 
 
 def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = LAB if path.is_relative_to(LAB) else PACKAGE
+    rel = path.relative_to(package.parent).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
 
@@ -64,14 +69,19 @@ def imports(path: Path, modules: set[str]) -> set[str]:
     return {m for m in out if m in modules}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(lab: bool = False) -> dict[str, set[str]]:
     paths = sorted(PACKAGE.rglob("*.py"))
+    if lab:
+        paths += sorted(LAB.rglob("*.py"))
     modules = {module_name(p) for p in paths} | {"cliques._core"}
     return {module_name(p): imports(p, modules) - {module_name(p)} for p in paths}
 
 
 def package_of(module: str) -> str:
+    """`cliques.kube.client` -> `kube`, `cliques_lab.bench.scale` -> `lab.bench`."""
     parts = module.split(".")
+    if parts[0] == LAB.name:
+        return f"lab.{parts[1]}" if len(parts) > 1 else "lab"
     return parts[1] if len(parts) > 1 else "cliques"
 
 
@@ -140,14 +150,16 @@ def page(level: str, edges: dict[str, set[str]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", choices=("package", "module"), default="package")
+    parser.add_argument("--lab", action="store_true", help="add cliques-lab (lab/cliques_lab)")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true", help=f"write both diagrams to {DIAGRAMS}")
     action.add_argument("--check", action="store_true", help="exit 1 if those files are stale")
     args = parser.parse_args()
-    edges = graph()
     if not (args.write or args.check):
+        edges = graph(args.lab)
         print(package_mermaid(edges) if args.level == "package" else module_mermaid(edges))
         return 0
+    edges = graph(False)
     stale = []
     for level, (name, _, _) in PAGES.items():
         path, text = DIAGRAMS / name, page(level, edges)

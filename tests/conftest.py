@@ -5,7 +5,7 @@ Fixtures (any test directory can use them; unit tests simply never ask):
 - `kube_cluster` (session): a `KubeCluster` - `kubeconfig` (Path), `server`, `kubectl` (the
   binary matching the cluster), `name` and `logs_dir` (None for an external cluster),
   `env()` and `kubectl_run(...)`. Starts the dev cluster `cliques-test` (4 KWOK GPU nodes,
-  QPS limits off) through `cliques.devcluster`, or reuses it if it already runs. Concurrent
+  QPS limits off) through `cliques_lab.devcluster`, or reuses it if it already runs. Concurrent
   test sessions share it (a shared lock under <cache>/pytest/); the last session to finish
   stops it, unless a person started it (then it is left running).
 - `kubeconfig` (session): `str(kube_cluster.kubeconfig)`.
@@ -27,7 +27,7 @@ Environment:
 - `CLIQUES_KUBECTL`: the kubectl to use with it (default: the cached build, else PATH).
 - `CLIQUES_TEST_CLUSTER`: the dev cluster's name (default `cliques-test`).
 - `CLIQUES_KUBE_VERSION`: the Kubernetes version of the dev cluster, one of
-  `cliques.devcluster.gomodules.KUBE_VERSIONS` (default 1.37.2; only that version is
+  `cliques_lab.devcluster.gomodules.KUBE_VERSIONS` (default 1.37.2; only that version is
   built). A running cluster of that name with another version (or other gates) is not
   reused: the tests fail, naming the command that removes it. `make test-compat` runs the
   gang tests on each older version, each in a cluster of its own name.
@@ -136,8 +136,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _build_addons(session, addons)
     if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
         return
-    from cliques.devcluster import build, gomodules, progress
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import build, gomodules, progress
+    from cliques_lab.devcluster.errors import DevClusterError
 
     try:
         version = gomodules.kube_version()
@@ -162,8 +162,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _build_helm(session: pytest.Session) -> None:
-    from cliques.devcluster import build, gomodules, progress
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import build, gomodules, progress
+    from cliques_lab.devcluster.errors import DevClusterError
 
     if build.installed_tool(gomodules.HELM) is not None:
         return
@@ -179,8 +179,8 @@ def _build_helm(session: pytest.Session) -> None:
 def _build_addons(session: pytest.Session, names: list[str]) -> None:
     """Build what the `addons(...)` tests' own clusters run: the cluster's binaries (of
     $CLIQUES_KUBE_VERSION) and each add-on's module."""
-    from cliques.devcluster import addons, build, progress
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import addons, build, progress
+    from cliques_lab.devcluster.errors import DevClusterError
 
     stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
     reporter = progress.PlainReporter(stream)
@@ -213,7 +213,7 @@ def helm(request: pytest.FixtureRequest) -> Path:
     failed = request.config.stash.get(_HELM_ERROR_KEY, None)
     if failed is not None:
         pytest.fail(f"helm could not be built:\n{failed}", pytrace=False)
-    from cliques.devcluster import build, gomodules
+    from cliques_lab.devcluster import build, gomodules
 
     return build.ensure_tool(gomodules.HELM).binary("helm")
 
@@ -236,9 +236,9 @@ def kube_cluster(
             yield cluster
         return
 
-    from cliques.devcluster import build, gomodules
-    from cliques.devcluster import cluster as devcluster
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import build, gomodules
+    from cliques_lab.devcluster import cluster as devcluster
+    from cliques_lab.devcluster.errors import DevClusterError
 
     name = os.environ.get("CLIQUES_TEST_CLUSTER", DEFAULT_TEST_CLUSTER)
     version = gomodules.kube_version()  # checked before the build
@@ -331,7 +331,7 @@ def _find_kubectl() -> Path:
     explicit = os.environ.get("CLIQUES_KUBECTL")
     if explicit:
         return Path(explicit)
-    from cliques.devcluster import build
+    from cliques_lab.devcluster import build
 
     binaries = build.installed_binaries()
     if binaries is not None:

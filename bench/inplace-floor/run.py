@@ -32,12 +32,12 @@ import time
 from typing import Any
 
 from cliques.api.pod import Pod
-from cliques.bench import procstats, workload
 from cliques.controllers import inplace
-from cliques.devcluster import cluster as devcluster
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import NAMESPACES, PODS, SERVICES
+from cliques_lab.bench import procstats, workload
+from cliques_lab.devcluster import cluster as devcluster
 
 PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller")
 GANG = "floor.cliques.dev/gang"

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from cliques import data
-from cliques.bench import opmetrics, workload
-from cliques.bench.scale import Sampler
 from cliques.controllers import scaling
-from cliques.devcluster import cluster as devcluster
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, SCALING_GROUPS
+from cliques_lab.bench import opmetrics, workload
+from cliques_lab.bench.scale import Sampler
+from cliques_lab.devcluster import cluster as devcluster
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 NAME = "events"

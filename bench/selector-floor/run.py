@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 from cliques import _core
-from cliques.bench.hashbench import (
+from cliques_lab.bench.hashbench import (
     GO_CACHE,
     LABEL_SETS,
     SELECTOR,

@@ -49,7 +49,6 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
-from cliques.bench import curves, procstats, workload
 from cliques.controllers import builders, cliqueset_planner
 from cliques.controllers.revision import Hasher
 from cliques.kube import errors
@@ -57,6 +56,7 @@ from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, CLIQUESETS, NAMESPACES, PODS, SERVICES
 from cliques.operator.process import tune_gc
+from cliques_lab.bench import curves, procstats, workload
 
 IN_FLIGHT = 16  # the operator's default --concurrency
 NOW = "2026-01-01T00:00:00Z"
@@ -416,7 +416,7 @@ WORK = {
 def _plane(cluster: str) -> dict[str, int]:
     """The dev cluster `cluster`'s control-plane pids, the components `cliques bench plot`
     counts (the fake kubelets left out); empty if it does not run."""
-    from cliques.devcluster import cluster as devcluster
+    from cliques_lab.devcluster import cluster as devcluster
 
     found = devcluster.status(cluster)
     return {

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from cliques.bench import kinds, report
-from cliques.bench.workload import Shape
-from cliques.devcluster import build, gomodules
+from cliques_lab.bench import kinds, report
+from cliques_lab.bench.workload import Shape
+from cliques_lab.devcluster import build, gomodules
 from tests.support.kubectl import Kubectl
 
 pytestmark = [pytest.mark.cluster, pytest.mark.lws]

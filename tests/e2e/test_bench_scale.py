@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from cliques.bench import scale
 from cliques.kube.resources import Resource
+from cliques_lab.bench import scale
 from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster

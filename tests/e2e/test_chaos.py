@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cliques.bench import chaos
+from cliques_lab.bench import chaos
 from tests.conftest import KubeCluster
 
 pytestmark = pytest.mark.cluster

@@ -7,7 +7,7 @@ come back from their create with Kueue's scheduling gate; Kueue makes one Worklo
 group, admits it within the 4 CPUs of the ClusterQueue, and removes the gate, so the scheduler
 binds both pods to KWOK nodes. A second group that asks for more than the quota gets a Workload
 that stays pending and keeps its pods gated. The labels, annotation and gate are Kueue's own
-(`cliques.devcluster.kueue`, from Kueue's pod integration constants). Every wait has a
+(`cliques_lab.devcluster.kueue`, from Kueue's pod integration constants). Every wait has a
 deadline; Kueue and the cluster are built first if they are missing (tests/conftest.py).
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from cliques.devcluster import addons_up, kueue, kwok
-from cliques.devcluster import cluster as devcluster
+from cliques_lab.devcluster import addons_up, kueue, kwok
+from cliques_lab.devcluster import cluster as devcluster
 from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
 

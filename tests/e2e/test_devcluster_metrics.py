@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from cliques.devcluster import cluster as devcluster
-from cliques.devcluster import metrics_server
+from cliques_lab.devcluster import cluster as devcluster
+from cliques_lab.devcluster import metrics_server
 from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
 

@@ -31,8 +31,8 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.pod import Pod
-from cliques.devcluster import kwok
 from cliques.kube.resources import CLIQUES, EVENTS, PODS
+from cliques_lab.devcluster import kwok
 from tests.support.gangnodes import gang_nodes, own_slot, slot_cliqueset
 from tests.support.harness import Cluster, PodTracker, cliqueset, running_operator, wait_for
 
@@ -166,7 +166,7 @@ def start_delay(kube_cluster: Any) -> str:
     """The start delay annotation, once the dev cluster's KWOK stages are known to act on
     it (a cluster created by an older version keeps its old stages until recreated)."""
     if kube_cluster.name is not None:
-        from cliques.devcluster import cluster as devcluster
+        from cliques_lab.devcluster import cluster as devcluster
 
         saved = devcluster.paths_for(kube_cluster.name).saved_config
         missing = kwok.stage_changes(saved.read_text(encoding="utf-8"))

@@ -16,8 +16,8 @@ from cliques.api import labels
 from cliques.api.meta import Condition, find_condition
 from cliques.api.pod import Pod
 from cliques.controllers import start_gate
-from cliques.devcluster import kwok
 from cliques.kube.resources import PODS
+from cliques_lab.devcluster import kwok
 from tests.support import gangs
 from tests.support.gangnodes import gang_nodes, slot_cliqueset
 from tests.support.harness import Cluster, running_operator, wait_for

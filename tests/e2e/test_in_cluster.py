@@ -89,6 +89,9 @@ def test_the_image_holds_the_operator_and_nothing_to_build_or_install_with(
     present = [p for p in absent if (rootfs / p).exists() or (rootfs / p).is_symlink()]
     assert not present, f"the image holds {present}"
     assert not list(site.glob("pip")) and not list(site.glob("*.whl"))
+    lab = [str(p.relative_to(site)) for p in site.glob("cliques*") if "lab" in p.name]
+    lab += [name for name in ("bench", "devcluster") if (site / "cliques" / name).exists()]
+    assert lab == [], f"the image carries cliques-lab: {lab}"
     assert not list(rootfs.glob("**/.git")), "a .git directory in the image"
     total = sum(f.stat().st_size for f in rootfs.rglob("*") if f.is_file() and not f.is_symlink())
     assert total < 150 * 10**6, f"the image's files take {total / 1e6:.0f} MB"

@@ -19,10 +19,10 @@ import pytest
 from cliques.api import labels
 from cliques.api.pod import Pod
 from cliques.controllers import inplace
-from cliques.devcluster import kwok
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import PODS
+from cliques_lab.devcluster import kwok
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 GANGS = 3

@@ -28,10 +28,10 @@ import pytest
 from cliques.api import labels
 from cliques.api.pod import Pod
 from cliques.controllers import kueue as cq_kueue
-from cliques.devcluster import kueue as dev_kueue
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS
+from cliques_lab.devcluster import kueue as dev_kueue
 from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace
 from tests.support.harness import Cluster, cliqueset, install_crds, running_operator, wait_for

@@ -21,10 +21,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from cliques.bench import children
-from cliques.bench.chaos_proxy import FaultProxy
 from cliques.kube.resources import Resource
 from cliques.operator.supervisor import EXIT_NEEDS_FIX
+from cliques_lab.bench import children
+from cliques_lab.bench.chaos_proxy import FaultProxy
 from tests.integration.test_client_throttling import write_token_kubeconfig
 from tests.support.harness import Cluster, cliqueset, wait_for
 

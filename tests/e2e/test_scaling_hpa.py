@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from cliques.api.clique import Clique
-from cliques.devcluster import metrics_server
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUES, PODS
+from cliques_lab.devcluster import metrics_server
 from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace
 from tests.support.harness import Cluster, install_crds, running_operator, wait_for

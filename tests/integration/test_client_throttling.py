@@ -143,8 +143,8 @@ async def apf_cluster(kube_cluster: Any) -> AsyncIterator[ApfCluster]:
     if kube_cluster.name is None:
         pytest.skip("the external test cluster does not enforce API Priority and Fairness")
 
-    from cliques.devcluster import cluster as devcluster
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import cluster as devcluster
+    from cliques_lab.devcluster.errors import DevClusterError
 
     name = _apf_sibling_name(kube_cluster.name)
     try:

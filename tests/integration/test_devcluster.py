@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from cliques.cli import devcluster_cmd
-from cliques.devcluster import build, cluster, gomodules, kwok, processes
-from cliques.devcluster.errors import ComponentError
+from cliques_lab.cli import devcluster_cmd
+from cliques_lab.devcluster import build, cluster, gomodules, kwok, processes
+from cliques_lab.devcluster.errors import ComponentError
 
 from ..conftest import KubeCluster
 

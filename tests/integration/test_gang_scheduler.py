@@ -1,7 +1,7 @@
 """Gang scheduling and placement on the real kube-scheduler, without the operator.
 
 The dev cluster runs with the gang-scheduling gates of its Kubernetes version
-(cliques.devcluster.kwok). Each test adds its own KWOK nodes offering a resource no other
+(cliques_lab.devcluster.kwok). Each test adds its own KWOK nodes offering a resource no other
 node has (`example.com/slot`), so its pods can only land there, and removes them
 afterwards. The bodies come from the pure builders the operator uses, for the gang API the
 cluster serves: `controllers.workload` (the Workload; on 1.35 each pod's workloadRef) and

@@ -23,8 +23,8 @@ from typing import TypeVar
 
 import pytest
 
-from cliques.devcluster import build, processes
-from cliques.devcluster import cluster as devcluster
+from cliques_lab.devcluster import build, processes
+from cliques_lab.devcluster import cluster as devcluster
 from tests.conftest import KubeCluster, _shared_by_sessions
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cliques.devcluster import kwok
+from cliques_lab.devcluster import kwok
 from tests.support.kubectl import Kubectl
 
 SLOT = "example.com/slot"

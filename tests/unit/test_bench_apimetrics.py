@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cliques.bench import apimetrics
+from cliques_lab.bench import apimetrics
 
 METRICS = (Path(__file__).parent / "data" / "apiserver-metrics.txt").read_text()
 

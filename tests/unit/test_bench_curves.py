@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cliques.bench import curves, report
+from cliques_lab.bench import curves, report
 
 
 def deploy_run(operator: str, cpu: float, rss: float, kcm: float | None = None) -> dict[str, Any]:

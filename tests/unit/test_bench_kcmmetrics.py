@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from cliques.bench import kcmmetrics
+from cliques_lab.bench import kcmmetrics
 
 TEXT = """\
 # HELP workqueue_work_duration_seconds [ALPHA] How long processing an item takes.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cliques.bench import opmetrics
+from cliques_lab.bench import opmetrics
 
 BEFORE = """\
 # TYPE cliques_api_requests_total counter

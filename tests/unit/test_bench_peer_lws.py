@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cliques.bench import peer_lws
-from cliques.bench.peer_lws import Ports
+from cliques_lab.bench import peer_lws
+from cliques_lab.bench.peer_lws import Ports
 
 # The shape of LWS's config/webhook: manifests through a Service, a kustomize patch that
 # replaces the pod webhook with one that has an object selector.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from cliques.bench import procstats
+from cliques_lab.bench import procstats
 
 
 def test_cpu_of_reads_live_processes_and_leaves_out_the_gone() -> None:

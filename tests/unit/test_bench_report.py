@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cliques.bench import report
+from cliques_lab.bench import report
 
 
 def phase(name: str, wall: float, cpu: float, **kw: Any) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from cliques.bench import scale_cli
 from cliques.cli import build_parser
-from cliques.devcluster import session
+from cliques_lab.bench import scale_cli
+from cliques_lab.devcluster import session
 
 
 def test_fresh_cluster_is_refused_with_an_external_kubeconfig(
@@ -241,7 +241,7 @@ def test_an_api_server_that_does_not_answer_is_a_clear_error(
 
 
 def test_the_node_limit_is_the_dev_clusters() -> None:
-    from cliques.devcluster import kwok
+    from cliques_lab.devcluster import kwok
 
     assert scale_cli.MAX_NODES == kwok.MAX_NODES
 

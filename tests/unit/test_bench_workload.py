@@ -3,7 +3,7 @@
 import pytest
 
 from cliques import hashing
-from cliques.bench import workload
+from cliques_lab.bench import workload
 
 
 def test_shape_parse_and_desired_pods() -> None:

@@ -8,8 +8,8 @@ import copy
 import pytest
 
 from cliques import hashing
-from cliques.bench import kinds, workload, workload_lws
-from cliques.bench.workload import Shape
+from cliques_lab.bench import kinds, workload, workload_lws
+from cliques_lab.bench.workload import Shape
 
 
 def test_a_shape_becomes_leaderworkersets_of_groups() -> None:

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cliques.api.cliqueset import MAX_GANG_PODS, CliqueSet
-from cliques.bench.chaos_actions import FAULTS, Draw, Shape, manifest
-from cliques.bench.chaos_monitor import desired_of
 from cliques.controllers.revision import Hasher
+from cliques_lab.bench.chaos_actions import FAULTS, Draw, Shape, manifest
+from cliques_lab.bench.chaos_monitor import desired_of
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 

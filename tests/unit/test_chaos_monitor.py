@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 
 from cliques.api.pod import Pod
-from cliques.bench.chaos_actions import CliqueShape, Shape
-from cliques.bench.chaos_monitor import Monitor, desired_of
 from cliques.controllers.revision import Hasher
+from cliques_lab.bench.chaos_actions import CliqueShape, Shape
+from cliques_lab.bench.chaos_monitor import Monitor, desired_of
 
 SHAPE = Shape("s", 2, (CliqueShape("lead", 1, 1),), max_unavailable=1)
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from cliques.bench import chaos_cli
+from cliques_lab.bench import chaos_cli
 
 
 @pytest.mark.parametrize(

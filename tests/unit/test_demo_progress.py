@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from cliques.api.cliqueset import CliqueSet
-from cliques.cli.demo_cmd import _available, progress_line
+from cliques_lab.cli.demo_cmd import _available, progress_line
 
 _NOW = "2026-11-22T19:00:00Z"
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cliques.devcluster import (
+from cliques_lab.devcluster import (
     addons,
     addons_up,
     certs,
@@ -33,7 +33,7 @@ from cliques.devcluster import (
     metrics_server,
     processes,
 )
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster.errors import DevClusterError
 from tests.unit.test_devcluster_cluster import fake_cluster
 
 # --- the registry -----------------------------------------------------------------------

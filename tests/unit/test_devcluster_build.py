@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cliques.devcluster import build, gomodules, progress
-from cliques.devcluster.errors import BuildError, GoNotFoundError
+from cliques_lab.devcluster import build, gomodules, progress
+from cliques_lab.devcluster.errors import BuildError, GoNotFoundError
 
 # A stand-in for `go`: `env` answers like Go 1.26, `list` prints a few package paths, `build`
 # writes one executable per package into the -o directory that prints every pinned version.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cliques.devcluster import cluster, kwok
-from cliques.devcluster.errors import ComponentError, DevClusterError
+from cliques_lab.devcluster import cluster, kwok
+from cliques_lab.devcluster.errors import ComponentError, DevClusterError
 from tests.conftest import copy_component_logs, namespace_name
 
 

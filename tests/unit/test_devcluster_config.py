@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cliques.devcluster import build, gomodules, kwok
+from cliques_lab.devcluster import build, gomodules, kwok
 
 GOMOD = """\
 // header comment
@@ -336,7 +336,7 @@ def test_malformed_feature_gates_are_refused_with_the_form(text: str) -> None:
 def _parser() -> Any:
     import argparse
 
-    from cliques.cli import devcluster_cmd
+    from cliques_lab.cli import devcluster_cmd
 
     parser = argparse.ArgumentParser()
     devcluster_cmd.register(parser.add_subparsers())
@@ -382,7 +382,7 @@ def test_up_refuses_a_bad_version_or_gates_in_one_line(
 def test_up_reads_the_version_from_the_environment_unless_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from cliques.cli import devcluster_cmd
+    from cliques_lab.cli import devcluster_cmd
 
     monkeypatch.delenv(gomodules.KUBE_VERSION_ENV, raising=False)
     assert devcluster_cmd._kube_version(None) is None  # the existing cluster's, or the default

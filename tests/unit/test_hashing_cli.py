@@ -381,7 +381,7 @@ def test_bench_hash_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_generic_selector_loop_agrees_with_the_core() -> None:
     from cliques import _core
-    from cliques.bench import hashbench
+    from cliques_lab.bench import hashbench
 
     sets: list[dict[str, str]] = [
         *hashbench.label_sets(500),
@@ -405,3 +405,29 @@ def test_generic_selector_loop_agrees_with_the_core() -> None:
 def test_bench_without_a_benchmark_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench"]) == 2
     assert "hash" in capsys.readouterr().out
+
+
+def test_bench_hash_loads_the_reference_without_registering_it(tmp_path: Path) -> None:
+    from cliques_lab.bench import hashbench
+
+    reference = tmp_path.joinpath(*hashbench.REFERENCE)
+    reference.parent.mkdir()
+    reference.write_text(
+        "from __future__ import annotations\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Canonical:\n"
+        "    text: str\n"
+        "    _: dataclasses.KW_ONLY\n"
+        "    kind: str = 'PodTemplateSpec'\n"
+        "def canonical_json(doc):\n"
+        "    return Canonical(str(sorted(doc)), kind='x').text.encode()\n"
+    )
+    before = set(sys.modules)
+    loaded = hashbench.load_reference(tmp_path)
+    assert loaded.canonical_json({"b": 1, "a": 2}) == b"['a', 'b']"
+    assert set(sys.modules) == before
+    # The checkout's own reference loads the same way and agrees with the core.
+    real = hashbench.load_reference(Path(__file__).resolve().parents[2])
+    doc = {"spec": {"containers": [{"name": "main", "image": "nginx"}]}}
+    assert real.template_hash(doc) == hashing.template_hash(doc)

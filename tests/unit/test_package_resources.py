@@ -1,4 +1,4 @@
-"""The installed package reads no file of the source checkout.
+"""The installed packages (cliques and cliques-lab) read no file of the source checkout.
 
 `cliques demo` and `cliques bench scale` install the CRDs and apply an example from the
 package itself (`cliques.data`, read through `importlib.resources`); `deploy/crds/` and
@@ -23,11 +23,12 @@ import yaml
 
 from cliques import data
 from cliques.cli import build_parser
-from cliques.devcluster import session
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster import session
+from cliques_lab.devcluster.errors import DevClusterError
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "cliques"
+LAB = ROOT / "lab" / "cliques_lab"
 # (package data directory, a copy of it in the source tree)
 COPIES = [
     (data.CRDS, ROOT / "deploy" / "crds"),
@@ -109,10 +110,13 @@ def _checkout_paths(tree: ast.AST) -> list[str]:
     return found
 
 
-def test_no_module_climbs_out_of_the_package() -> None:
+@pytest.mark.parametrize("package", [PACKAGE, LAB], ids=["cliques", "cliques_lab"])
+def test_no_module_climbs_out_of_the_package(package: Path) -> None:
     bad = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent)
+    paths = sorted(package.rglob("*.py"))
+    assert paths
+    for path in paths:
+        rel = path.relative_to(package.parent)
         text = path.read_text()
         for lineno, line in enumerate(text.splitlines(), 1):
             if CLIMBING.search(line):
@@ -149,7 +153,7 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_bench_scale_runs_without_the_kopf_peer_by_default(
     elsewhere: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cliques.bench import scale_cli
+    from cliques_lab.bench import scale_cli
 
     args = _scale("--kubeconfig", "/nonexistent")  # refused after the operators are resolved
     assert scale_cli._operator_names(args) == [
@@ -175,14 +179,14 @@ def test_bench_scale_says_where_the_kopf_peer_lives_when_asked_for_it(
 def test_bench_scale_notes_the_missing_peer_before_the_cluster(
     elsewhere: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cliques.bench import scale_cli
+    from cliques_lab.bench import scale_cli
 
     scale_cli._check_args(_scale())
     assert "running without it" in capsys.readouterr().err
 
 
 def test_bench_scale_finds_a_named_kopf_peer(elsewhere: Path) -> None:
-    from cliques.bench import scale_cli
+    from cliques_lab.bench import scale_cli
 
     args = _scale("--operators", "kopf", "--kopf-peer", str(ROOT / "bench" / "peers" / "kopf"))
     assert scale_cli._operator_names(args) == [("kopf", None)]
@@ -226,7 +230,7 @@ def test_bench_hash_outside_a_checkout_names_the_option(
 
 
 def test_bench_hash_finds_a_named_checkout(elsewhere: Path) -> None:
-    from cliques.bench import hashbench
+    from cliques_lab.bench import hashbench
 
     assert hashbench.find_checkout(ROOT / "bench") == ROOT
     assert build_parser().parse_args(["bench", "hash", "--checkout", str(ROOT)]).checkout == ROOT

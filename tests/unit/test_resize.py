@@ -25,7 +25,7 @@ from cliques.api.pod import (
 )
 from cliques.controllers import clique_planner, cliqueset_planner, inplace
 from cliques.controllers.clique_planner import CliqueSnapshot
-from cliques.devcluster import kwok
+from cliques_lab.devcluster import kwok
 from tests.unit.planner_fixtures import NOW, clique, cliqueset, gangs, pod, set_snapshot
 
 

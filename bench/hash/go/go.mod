@@ -1,5 +1,5 @@
 // Times k8s.io/kubernetes/pkg/util/hash.DeepHashObject for `cliques bench hash`.
-// The replace block is copied from python/cliques/devcluster/gomod/kube-1.35/go.mod (k8s.io/kubernetes
+// The replace block is copied from lab/cliques_lab/devcluster/gomod/kube-1.35/go.mod (k8s.io/kubernetes
 // requires its staging modules at v0.0.0 and expects these replaces).
 module cliques.dev/bench/hash
 

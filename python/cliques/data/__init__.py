@@ -1,8 +1,8 @@
 """The manifests that ship inside the package: the three CRDs and the example CliqueSets.
 
-`cliques demo` and `cliques bench scale` install the CRDs and apply an example on a cluster;
-they read them from here, through `importlib.resources`, so an installed wheel needs no
-source checkout::
+`cliques demo` and `cliques bench scale` (cliques-lab's commands) install the CRDs and apply
+an example on a cluster; they read them from here, through `importlib.resources`, so an
+installed wheel needs no source checkout::
 
     from cliques import data
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from cliques.devcluster.build import Binaries
+from cliques_lab.devcluster.build import Binaries
 
 DEFAULT_NAME: Final = "cliques"
 DEFAULT_NODES: Final = 4

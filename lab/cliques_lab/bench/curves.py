@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cliques.bench.workload import Shape
+from cliques_lab.bench.workload import Shape
 
 #: The control plane a user's cluster runs, whatever the nodes are: the kwok controller
 #: (the fake kubelets) is left out of it.

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster.errors import DevClusterError
 
 CRD_NAMES = (
     "crd/cliquesets.cliques.dev",

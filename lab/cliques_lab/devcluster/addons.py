@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from cliques.devcluster import gomodules
-from cliques.devcluster.gomodules import GoModule
+from cliques_lab.devcluster import gomodules
+from cliques_lab.devcluster.gomodules import GoModule
 
 
 @dataclass(frozen=True)

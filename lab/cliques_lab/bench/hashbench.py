@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib.util
 import json
 import os
 import platform
 import random
+import runpy
 import shutil
 import statistics
 import subprocess
@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 from cliques import _core, hashing
@@ -173,15 +173,16 @@ def find_checkout(start: Path | None = None) -> Path:
     )
 
 
-def load_reference(root: Path) -> ModuleType:
+def load_reference(root: Path) -> SimpleNamespace:
+    """The checkout's tests/reference_canonical.py, run as a script by `runpy`: its module
+    is in `sys.modules` while it runs (what dataclasses and the like look up as classes are
+    made) and taken out again, so nothing of the checkout stays registered here."""
     path = root.joinpath(*REFERENCE)
-    spec = importlib.util.spec_from_file_location("cliques_bench_reference", path)
-    if spec is None or spec.loader is None:
-        raise BenchError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and the like look the module up
-    spec.loader.exec_module(module)
-    return module
+    try:
+        names = runpy.run_path(str(path), run_name="cliques_bench_reference")
+    except OSError as exc:
+        raise BenchError(f"cannot load {path}: {exc}") from exc
+    return SimpleNamespace(**names)
 
 
 def hash_serialised(dumps: Callable[[Any], bytes], doc: Mapping[str, Any]) -> str:

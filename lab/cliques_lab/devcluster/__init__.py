@@ -12,6 +12,6 @@ words a person can act on). The optional add-ons (`up --with kueue`, `--with
 metrics-server`): `addons` (which there are and how a cluster records them), `kueue` and
 `metrics_server` (their configuration, CRDs and webhooks, pure), `certs` (the webhook
 certificates, made with openssl) and `addons_up` (building and starting them).
-The `cliques dev-cluster` command (`cliques.cli.devcluster_cmd`) and the pytest fixture in
+The `cliques dev-cluster` command (`cliques_lab.cli.devcluster_cmd`) and the pytest fixture in
 tests/ are the two front ends.
 """

@@ -34,14 +34,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cliques.bench import children, procstats
-from cliques.bench.chaos_actions import FAULTS, Draw, Invalid, Shape, Step, manifest
-from cliques.bench.chaos_monitor import Monitor, desired_of
-from cliques.bench.chaos_proxy import FaultProxy
 from cliques.controllers.revision import Hasher
 from cliques.kube import errors
 from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, Resource
+from cliques_lab.bench import children, procstats
+from cliques_lab.bench.chaos_actions import FAULTS, Draw, Invalid, Shape, Step, manifest
+from cliques_lab.bench.chaos_monitor import Monitor, desired_of
+from cliques_lab.bench.chaos_proxy import FaultProxy
 
 SERVICES = Resource("", "v1", "services", "Service")
 #: Seconds every valid set gets, after the faults stop, to be Available with its pods.
@@ -375,8 +375,8 @@ class Engine:
             if self.cfg.cluster is None:
                 self.counts["fault apiserver-restart skipped (no dev cluster)"] += 1
                 return
-            from cliques.devcluster import cluster
-            from cliques.devcluster.errors import ComponentError
+            from cliques_lab.devcluster import cluster
+            from cliques_lab.devcluster.errors import ComponentError
 
             await self._heal()
             try:
@@ -392,7 +392,7 @@ class Engine:
         server is down (as on any cluster, where the kubelet restarts them)."""
         if self.cfg.cluster is None or "apiserver-restart" not in self.cfg.faults:
             return
-        from cliques.devcluster import cluster
+        from cliques_lab.devcluster import cluster
 
         name = self.cfg.cluster
         if (await asyncio.to_thread(cluster.status, name)).state != "running":

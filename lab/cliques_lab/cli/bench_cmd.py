@@ -1,4 +1,4 @@
-"""`cliques bench BENCHMARK`: run one of the benchmarks in cliques.bench.
+"""`cliques bench BENCHMARK`: run one of the benchmarks in cliques_lab.bench.
 
     cliques bench hash [--rounds N] [--round-ms MS] [--no-go] [--results DIR] [--check]
     cliques bench scale [--shape 1x500x2] [--operators cliques-w1,cliques-wN,kopf] ...
@@ -76,7 +76,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         name="hash",
         help="template hash (Rust, pure Python, Go DeepHashObject) and Selector.filter",
-        module="cliques.bench.hashbench",
+        module="cliques_lab.bench.hashbench",
         add_arguments=_hash_arguments,
         options=_hash_options,
     ),
@@ -92,10 +92,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub = benchmarks.add_parser(bench.name, help=bench.help, description=bench.help)
         bench.add_arguments(sub)
         sub.set_defaults(func=lambda args, bench=bench: _run(bench, args))
-    from cliques.bench import scale_cli  # `bench scale` and `bench report`: options of their own
+    # `bench scale` and `bench report` have options of their own, as has `bench chaos`.
+    from cliques_lab.bench import scale_cli
 
     scale_cli.add_parsers(benchmarks)
-    from cliques.bench import chaos_cli  # `bench chaos`
+    from cliques_lab.bench import chaos_cli
 
     chaos_cli.add_parser(benchmarks)
     parser.set_defaults(func=lambda args: _usage(parser))

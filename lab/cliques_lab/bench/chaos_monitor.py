@@ -35,12 +35,12 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
-from cliques.bench.chaos_actions import Shape, manifest
 from cliques.controllers import placement
 from cliques.controllers.revision import Hasher
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, PODS
+from cliques_lab.bench.chaos_actions import Shape, manifest
 
 Identity = tuple[str, int, str, int]  # set, gang, clique, pod index
 

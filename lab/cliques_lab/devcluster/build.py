@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from cliques.devcluster import gomodules
-from cliques.devcluster.errors import BuildError, DevClusterError, GoNotFoundError
-from cliques.devcluster.gomodules import GoModule
-from cliques.devcluster.progress import QuietReporter, Reporter, format_seconds
+from cliques_lab.devcluster import gomodules
+from cliques_lab.devcluster.errors import BuildError, DevClusterError, GoNotFoundError
+from cliques_lab.devcluster.gomodules import GoModule
+from cliques_lab.devcluster.progress import QuietReporter, Reporter, format_seconds
 
 # Go that can switch to a newer toolchain by itself (GOTOOLCHAIN=auto) when a go.mod asks.
 _MIN_GO = (1, 21)

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cliques.bench import workload, workload_lws
-from cliques.bench.workload import Shape
 from cliques.kube.resources import CLIQUESETS, Resource
+from cliques_lab.bench import workload, workload_lws
+from cliques_lab.bench.workload import Shape
 
 #: Where the harness starts and where the rolling update goes.
 FIRST_IMAGE = "busybox:1.36"

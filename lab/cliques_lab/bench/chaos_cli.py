@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from cliques import argtypes, data
-from cliques.bench import report
-from cliques.bench.chaos_actions import FAULTS
+from cliques_lab.bench import report
+from cliques_lab.bench.chaos_actions import FAULTS
 
 
 def add_parser(bench_sub: Any) -> None:
@@ -196,7 +196,7 @@ def _one_seed(
     args: argparse.Namespace, faults: tuple[str, ...], kubeconfig: str, seed: int
 ) -> dict[str, Any]:
     """One seed's run: progress, summary and its JSON result; returns the result."""
-    from cliques.bench import chaos
+    from cliques_lab.bench import chaos
 
     started = dt.datetime.now(dt.UTC)
     stem = f"chaos-{seed}-{started.strftime('%Y%m%dT%H%M%SZ')}"
@@ -267,8 +267,8 @@ def _fmt(counts: dict[str, int]) -> str:
 
 
 def _dev_cluster(name: str) -> str:
-    from cliques.devcluster import session
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import session
+    from cliques_lab.devcluster.errors import DevClusterError
 
     try:
         env = session.start(name, 4, disable_qps_limits=True)
@@ -282,7 +282,7 @@ def _dev_cluster(name: str) -> str:
 async def _with_progress(cfg: Any) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from cliques.bench import chaos
+    from cliques_lab.bench import chaos
 
     with Progress(
         TextColumn("{task.description:>10}"),

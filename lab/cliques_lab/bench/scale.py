@@ -42,13 +42,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cliques.bench import apimetrics, children, kcmmetrics, kinds, opmetrics, procstats, workload
-from cliques.bench.kinds import WorkloadKind
-from cliques.bench.observer import Observer
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.kubeconfig import ConfigError
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
+from cliques_lab.bench import (
+    apimetrics,
+    children,
+    kcmmetrics,
+    kinds,
+    opmetrics,
+    procstats,
+    workload,
+)
+from cliques_lab.bench.kinds import WorkloadKind
+from cliques_lab.bench.observer import Observer
 
 
 class Peer(Protocol):

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cliques import data
-from cliques.devcluster import session
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster import session
+from cliques_lab.devcluster.errors import DevClusterError
 
 if TYPE_CHECKING:  # the API types need msgspec, which `cliques hash` installs do without
     from cliques.api.cliqueset import CliqueSet

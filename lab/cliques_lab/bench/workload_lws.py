@@ -16,9 +16,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cliques.bench import workload
-from cliques.bench.workload import Shape
 from cliques.kube.resources import Resource
+from cliques_lab.bench import workload
+from cliques_lab.bench.workload import Shape
 
 LEADERWORKERSETS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 

@@ -1,4 +1,4 @@
-"""Benchmarks behind `cliques bench` (python/cliques/cli/bench_cmd.py), one module each.
+"""Benchmarks behind `cliques bench` (`cliques_lab.cli.bench_cmd`), one module each.
 
 `hashbench`: the canonical template hash against pure Python and Kubernetes' Go
 `DeepHashObject`, and `Selector.filter` against a Python loop. Benchmarks need a source

@@ -11,16 +11,16 @@
                                                   only build (or check) the binaries
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
-modules in `cliques/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
+modules in `cliques_lab/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
 machine and Kubernetes version); `--with kueue` / `--with metrics-server` also build and
-run those add-ons (`cliques.devcluster.addons`). `--kube-version` picks one of
+run those add-ons (`cliques_lab.devcluster.addons`). `--kube-version` picks one of
 `gomodules.KUBE_VERSIONS` (default `$CLIQUES_KUBE_VERSION`, else
 `gomodules.DEFAULT_KUBE_VERSION`); a version outside them is refused in one line naming the
 supported ones. Every error the dev
 cluster knows about (`DevClusterError`: no Go, a failed build step, a component that does
 not come up, an existing cluster of another version) is printed as its message with exit
 status 1.
-The work happens in `cliques.devcluster`; this module only parses and prints.
+The work happens in `cliques_lab.devcluster`; this module only parses and prints.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import textwrap
 from typing import Any
 
 from cliques import argtypes
-from cliques.devcluster import addons, build, cluster, gomodules, kwok, progress
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster import addons, build, cluster, gomodules, kwok, progress
+from cliques_lab.devcluster.errors import DevClusterError
 
 
 def register(subparsers: Any) -> None:

@@ -37,14 +37,14 @@ from typing import Any
 
 import yaml
 
-from cliques.bench import children, scale, workload
-from cliques.bench.kinds import LEADERWORKERSET
-from cliques.bench.workload_lws import LEADERWORKERSETS
-from cliques.devcluster import build, gomodules
-from cliques.devcluster.progress import Reporter
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import Resource
+from cliques_lab.bench import children, scale, workload
+from cliques_lab.bench.kinds import LEADERWORKERSET
+from cliques_lab.bench.workload_lws import LEADERWORKERSETS
+from cliques_lab.devcluster import build, gomodules
+from cliques_lab.devcluster.progress import Reporter
 
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False

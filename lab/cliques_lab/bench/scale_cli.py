@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cliques import argtypes, data
-from cliques.bench import report, workload
+from cliques_lab.bench import report, workload
 
 if TYPE_CHECKING:
-    from cliques.bench import scale
+    from cliques_lab.bench import scale
 
-MAX_NODES = 1000  # the dev cluster's limit (cliques.devcluster.kwok.MAX_NODES)
+MAX_NODES = 1000  # the dev cluster's limit (cliques_lab.devcluster.kwok.MAX_NODES)
 DEFAULT_OPERATORS = "cliques-w1,cliques-wN,kopf"
 # Operators that are not cliques: the kopf peer (Python, in the source tree) and
 # LeaderWorkerSet's manager (Go, built into the dev-cluster cache).
@@ -237,7 +237,7 @@ def kopf_peer_found(peer: Path) -> bool:
 
 
 def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
-    from cliques.bench import scale
+    from cliques_lab.bench import scale
 
     names = _operator_names(args)
     try:
@@ -266,9 +266,9 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
 
 def _lws_spec(args: argparse.Namespace) -> scale.OperatorSpec:
     """Build lws-manager if the cache lacks it (with progress), find its module source."""
-    from cliques.bench import peer_lws
-    from cliques.devcluster import progress
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.bench import peer_lws
+    from cliques_lab.devcluster import progress
+    from cliques_lab.devcluster.errors import DevClusterError
 
     reporter = progress.make_reporter()
     try:
@@ -284,8 +284,8 @@ def _lws_spec(args: argparse.Namespace) -> scale.OperatorSpec:
 def _kubeconfig(args: argparse.Namespace) -> str:
     if args.kubeconfig:
         return str(args.kubeconfig)
-    from cliques.devcluster import session
-    from cliques.devcluster.errors import DevClusterError
+    from cliques_lab.devcluster import session
+    from cliques_lab.devcluster.errors import DevClusterError
 
     try:
         env = session.start(
@@ -302,7 +302,7 @@ def _control_plane(args: argparse.Namespace) -> dict[str, int]:
     """The dev cluster's component pids (none for a cluster given by --kubeconfig)."""
     if args.kubeconfig:
         return {}
-    from cliques.devcluster import cluster
+    from cliques_lab.devcluster import cluster
 
     found = cluster.status(args.cluster)
     return {c.name: c.pid for c in found.components if c.running and c.pid is not None}
@@ -382,7 +382,7 @@ class Signals:
 
 
 def run_scale(args: argparse.Namespace) -> int:
-    from cliques.bench import scale
+    from cliques_lab.bench import scale
 
     try:
         shape = _check_args(args)
@@ -485,7 +485,7 @@ def run_scale(args: argparse.Namespace) -> int:
 async def _with_progress(
     spec: scale.OperatorSpec, cfg: scale.Settings, run: scale.OperatorRun
 ) -> scale.OperatorRun:
-    from cliques.bench import scale
+    from cliques_lab.bench import scale
 
     try:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -548,7 +548,7 @@ def _only(doc: dict[str, Any], operators: set[str] | None) -> dict[str, Any]:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    from cliques.bench import curves
+    from cliques_lab.bench import curves
 
     picked = [_picked(str(p)) for p in args.files]
     missing = [p for p, _ in picked if not p.is_file()]

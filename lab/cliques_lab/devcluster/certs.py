@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from cliques.devcluster.errors import DevClusterError
+from cliques_lab.devcluster.errors import DevClusterError
 
 SERVING_NAMES: Final = ("IP:127.0.0.1", "IP:::1", "DNS:localhost")
 CA_DAYS: Final = 3650

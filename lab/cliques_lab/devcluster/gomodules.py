@@ -23,7 +23,7 @@ commands to build), so the versions live in one place and `go get -tool` updates
 version's kube module, etcd and kwok; only the chosen version is ever built); `TOOLS` are
 built only when asked for (helm, for the Helm chart's tests and
 `cliques dev-cluster build --helm`; lws-manager, for `cliques bench scale --operators lws`;
-kueue and metrics-server, for the dev cluster's add-ons, `cliques.devcluster.addons`).
+kueue and metrics-server, for the dev cluster's add-ons, `cliques_lab.devcluster.addons`).
 `kube_version()` turns what a person typed (`1.37.2`, `v1.37.2`, `$CLIQUES_KUBE_VERSION`)
 into a key of `KUBE_VERSIONS`, or refuses it with the supported ones.
 """

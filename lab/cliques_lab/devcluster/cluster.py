@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cliques.devcluster import addons, addons_up, gomodules, kwok, processes
-from cliques.devcluster.build import (
+from cliques_lab.devcluster import addons, addons_up, gomodules, kwok, processes
+from cliques_lab.devcluster.build import (
     Binaries,
     ModuleBuild,
     cache_root,
@@ -59,8 +59,8 @@ from cliques.devcluster.build import (
     installed_tool,
     module_source,
 )
-from cliques.devcluster.errors import ComponentError, DevClusterError
-from cliques.devcluster.progress import Reporter
+from cliques_lab.devcluster.errors import ComponentError, DevClusterError
+from cliques_lab.devcluster.progress import Reporter
 
 State = Literal["running", "degraded", "stopped", "absent"]
 

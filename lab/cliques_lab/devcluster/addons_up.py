@@ -32,16 +32,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from cliques.devcluster import addons, certs, kueue, kwok, metrics_server, processes
-from cliques.devcluster.build import ModuleBuild, ensure_tool, module_source
-from cliques.devcluster.errors import ComponentError, DevClusterError
-from cliques.devcluster.gomodules import KUEUE_METRICS_CERT_ENV
-from cliques.devcluster.progress import QuietReporter, Reporter
+from cliques_lab.devcluster import addons, certs, kueue, kwok, metrics_server, processes
+from cliques_lab.devcluster.build import ModuleBuild, ensure_tool, module_source
+from cliques_lab.devcluster.errors import ComponentError, DevClusterError
+from cliques_lab.devcluster.gomodules import KUEUE_METRICS_CERT_ENV
+from cliques_lab.devcluster.progress import QuietReporter, Reporter
 
 if TYPE_CHECKING:
     import subprocess
 
-    from cliques.devcluster.cluster import ClusterPaths
+    from cliques_lab.devcluster.cluster import ClusterPaths
 
 FIELD_MANAGER = "cliques-dev-cluster"
 # Within the 30 s cluster._Kubectl gives one kubectl call.
