@@ -207,3 +207,31 @@ def test_a_run_without_a_template_hash_is_shown_with_a_note(tmp_path: Path) -> N
     text = report.compare([old, new])
     assert "note: old.json: no pod-template hash recorded" in text
     assert "| cliques-w1 | pods-ready |" in text and "| lws | pods-ready |" in text
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_the_timeline_legend_stays_clear_of_the_axis_label(count: int) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    phases = ["pods-created", "pods-ready", "available", "steady-state", "delete"]
+    runs = [
+        {
+            "operator": f"op{i}",
+            "phases": [{"phase": p, "wall": 1.0 + j} for j, p in enumerate(phases)],
+        }
+        for i in range(count)
+    ]
+    fig = report.timeline_figure({"shape": "1x2x2"}, runs, [r["operator"] for r in runs])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    (legend,) = fig.legends
+    label = fig.axes[0].xaxis.label.get_window_extent(renderer)
+    box = legend.get_window_extent(renderer)
+    assert not box.overlaps(label)
+    assert box.y1 <= label.y0  # below it, inside the figure
+    assert box.y0 >= 0
+    plt.close(fig)

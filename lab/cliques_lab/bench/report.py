@@ -265,7 +265,35 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     many = doc.get("repeat", 1) > 1
     names = [r["operator"] + (f" #{r.get('round', 1)}" if many else "") for r in runs]
     paths = []
-    fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(1, len(runs))))
+    fig = timeline_figure(doc, runs, names)
+    p = out_dir / f"{stem}-timeline.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for run, name in zip(runs, names, strict=True):
+        tl = run["cpu_timeline"]
+        if tl:
+            ax.plot([t for t, _ in tl], [c for _, c in tl], label=name)
+    ax.set_xlabel("seconds since the operator started")
+    ax.set_ylabel("operator CPU seconds (cumulative)")
+    ax.set_title(f"operator CPU over the run ({doc['shape']})")
+    ax.legend()
+    fig.tight_layout()
+    p = out_dir / f"{stem}-cpu.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    return paths
+
+
+def timeline_figure(doc: dict[str, Any], runs: list[dict[str, Any]], names: list[str]) -> Any:
+    """The phase timeline of `runs` (a matplotlib Figure): a bar per run, a colour per
+    phase, the legend below the axes and their label."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 2 + 0.6 * max(1, len(runs))), layout="constrained")
     colors = plt.get_cmap("tab10")
     for y, run in enumerate(runs):
         start = 0.0
@@ -289,28 +317,8 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     ax.set_yticks(range(len(runs)), names)
     ax.set_xlabel("seconds")
     ax.set_title(f"cliques bench scale {doc['shape']}: phases")
-    ax.legend(ncol=4, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35))
-    fig.tight_layout()
-    p = out_dir / f"{stem}-timeline.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-
-    fig, ax = plt.subplots(figsize=(10, 4))
-    for run, name in zip(runs, names, strict=True):
-        tl = run["cpu_timeline"]
-        if tl:
-            ax.plot([t for t, _ in tl], [c for _, c in tl], label=name)
-    ax.set_xlabel("seconds since the operator started")
-    ax.set_ylabel("operator CPU seconds (cumulative)")
-    ax.set_title(f"operator CPU over the run ({doc['shape']})")
-    ax.legend()
-    fig.tight_layout()
-    p = out_dir / f"{stem}-cpu.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-    return paths
+    fig.legend(ncol=4, fontsize="small", loc="outside lower center")
+    return fig
 
 
 def template_hashes(doc: dict[str, Any]) -> set[str]:
