@@ -94,7 +94,7 @@ def clique_body(
     pod_group: str = "",
     scheduler_packs: bool = False,
     layout: dict[str, str] | None = None,
-    gated: bool = False,
+    start_gates: bool = False,
     claims_via_group: bool = False,
     kueue_revision: str = "",
     member: str = "",
@@ -106,11 +106,11 @@ def clique_body(
     set with scaling groups, `scaling.dependencies`); `member` its name in the gang
     (`labels.member_name`: the role, or `<role>-<instance>` for an instance of a scaling
     group, whose `member_labels` say so); `workload` the Workload its gang uses (1.35),
-    `pod_group` the PodGroup (1.36 on);
-    `layout` its gang's DNS layout annotations (`subdomains`), none if None; `gated`: its
-    start order is enforced after placement (`startGate`); `claims_via_group`: its gang's
-    PodGroup lists the gang's DRA claims (`claims.pod_claims`); `kueue_revision`: the
-    gang's Kueue pod group revision (`kueue`), "" for a set Kueue does not queue."""
+    `pod_group` the PodGroup (1.36 on); `layout` its gang's DNS layout annotations
+    (`subdomains`), none if None; `start_gates`: its start order is kept by start gates
+    after placement (`startGate`); `claims_via_group`: its gang's PodGroup lists the
+    gang's DRA claims (`claims.pod_claims`); `kueue_revision`: the gang's Kueue pod group
+    revision (`kueue`), "" for a set Kueue does not queue."""
     name = cqs.metadata.name
     ns = cqs.metadata.namespace
     annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(algorithm)}
@@ -145,7 +145,7 @@ def clique_body(
             "replicas": tmpl.replicas,
             "minAvailable": tmpl.effective_min_available,
             "startsAfter": deps,
-            **({"startGate": True} if gated and deps else {}),
+            **({"startGate": True} if start_gates and deps else {}),
             "template": gang_template(
                 cqs,
                 gang,

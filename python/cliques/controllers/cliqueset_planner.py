@@ -132,7 +132,7 @@ class CliqueSetSnapshot:
     #: (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha, `gang_trees`)
     gang_version: str = "v1alpha1"
     pod_groups: list[PodGroup] = field(default_factory=list)
-    #: the gated PodGroup fields the server keeps (`gangapi.FEATURES`)
+    #: the PodGroup fields behind feature gates that the server keeps (`gangapi.FEATURES`)
     gang_features: frozenset[str] = frozenset()
     #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
     #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
@@ -173,8 +173,8 @@ class _Setup:
     sched: gang_scheduling.GangPlan
     #: a gang's PodGroup is made before its pods (its Gang-scope claims go through it)
     group_first: bool
-    #: start order is enforced by scheduling gates (`gang_scheduling.gated`)
-    gated: bool
+    #: start order is kept by start gates (`gang_scheduling.start_gates`)
+    start_gates: bool
     queue: kueue.Queue | None
     queue_problem: str
     via_group: Callable[[str, int], bool]
@@ -227,7 +227,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     members = _members_by_gang(snap, setup)
     # 2. The verdicts on the gangs (kept between plans with the gang trees, for the gangs
     # whose Cliques are the same).
-    ctx = cliqueset_rollout.context(cqs, snap.hashes, setup.deps, snap.algorithm, gated=setup.gated)
+    ctx = cliqueset_rollout.context(
+        cqs, snap.hashes, setup.deps, snap.algorithm, start_gates=setup.start_gates
+    )
     gangs = cliqueset_rollout.judge_gangs(
         members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, snap.previous, setup.counts
     )
@@ -314,7 +316,7 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
         bucket=bucket,
         sched=sched,
         group_first=group_first and sched.decision.backend == "Workload",
-        gated=gang_scheduling.gated(sched.decision),
+        start_gates=gang_scheduling.start_gates(sched.decision),
         queue=queue,
         queue_problem=(
             kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
@@ -474,7 +476,7 @@ def _gang_cliques(
             pod_group=sched.member_pod_group(index, member.group, member.instance),
             scheduler_packs=sched.scheduler_packs,
             layout=subdomains.member_annotations(cqs, index, layout, lay, member),
-            gated=setup.gated,
+            start_gates=setup.start_gates,
             claims_via_group=setup.via_group(sched.pod_group(index), index),
             kueue_revision=snap.kueue_revision,
         )
@@ -783,7 +785,7 @@ def _admission(
     reasons come from the Workloads of the gangs' pod groups."""
     cqs = snap.cliqueset
     gangs = range(cqs.spec.replicas)
-    gated = {
+    queued_pods = {
         g: sum((c.status.queued_replicas if c.status else 0) for c in by_gang.get(g, {}).values())
         or (0 if by_gang.get(g) else 1)
         for g in gangs
@@ -794,7 +796,7 @@ def _admission(
         if (name := kueue.group_name(cqs.metadata.name, g, snap.kueue_revision))
         in snap.kueue_workloads
     }
-    states = kueue.gang_states(gangs, gated, workloads)
+    states = kueue.gang_states(gangs, queued_pods, workloads)
     listed = [
         GangAdmission(gang=s.gang, state=s.state, reason=s.reason, message=s.message[:4096])
         for s in states

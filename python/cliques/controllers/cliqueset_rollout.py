@@ -94,8 +94,9 @@ class Context:
     #: the clique templates in order: (role, replicas, minAvailable)
     templates: tuple[tuple[str, int, int], ...]
     algorithm: int
-    #: start order is enforced after placement (`startGate` on Cliques with `startsAfter`)
-    gated: bool = False
+    #: start order is kept by start gates after placement (`startGate` on Cliques with
+    #: `startsAfter`)
+    start_gates: bool = False
     #: the gangs' epochs are tracked (`failurePolicy: RecreateGang`: only a gang that was
     #: available whole can break); without it, no gang needs one
     epochs: bool = False
@@ -109,7 +110,7 @@ def context(
     deps: dict[str, list[str]],
     algorithm: int,
     *,
-    gated: bool = False,
+    start_gates: bool = False,
 ) -> Context:
     cliques = cqs.spec.template.cliques
     return Context(
@@ -118,7 +119,7 @@ def context(
         deps=deps,
         templates=tuple((t.name, t.replicas, t.effective_min_available) for t in cliques),
         algorithm=algorithm,
-        gated=gated,
+        start_gates=start_gates,
         epochs=cqs.spec.failure_policy.restart_policy == "RecreateGang",
         layout=scaling.layout(cqs.spec),
     )
@@ -320,7 +321,7 @@ def _classify(
                 change.spec["startsAfter"] = starts_after
         # (a clique whose dependencies are only instances of a group that the gang does not
         # need waits for no Clique: no gate, as `builders.clique_body` makes it)
-        start_gate = ctx.gated and bool(starts_after)
+        start_gate = ctx.start_gates and bool(starts_after)
         if cspec.start_gate != start_gate:
             change = change or Change()
             change.spec["startGate"] = start_gate

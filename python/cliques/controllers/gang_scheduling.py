@@ -24,7 +24,7 @@ condition.
   other. Composites no group descends from are deleted, once nothing names them.
 - Start order: the scheduler binds none of a gang's pods until all of them exist, so with
   the Workload backend a clique cannot hold its pods back until the cliques it starts
-  after are Ready. Its Clique gets `startGate` instead (`gated`): all pods are created,
+  after are Ready. Its Clique gets `startGate` instead (`start_gates`): all pods are created,
   and each waits at its start gate after placement (`start_gate`).
 """
 
@@ -119,11 +119,11 @@ def plan(
     counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> GangPlan:
     """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
-    the set owns (from 1.36 on); `features`: the gated PodGroup fields the server keeps;
-    `moving`: gangs about to move to their wanted group (made whole again by a roll), whose
-    wanted group is made ahead of them; `tree_memo`: the previous plan's
-    (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each scaling group),
-    where gangs are composite trees."""
+    the set owns (from 1.36 on); `features`: the PodGroup fields behind feature gates
+    that the server keeps; `moving`: gangs about to move to their wanted group (made
+    whole again by a roll), whose wanted group is made ahead of them; `tree_memo`: the
+    previous plan's (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each
+    scaling group), where gangs are composite trees."""
     shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
     decision = workload.decide(
         cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
@@ -303,8 +303,8 @@ def gang_workload(members: Mapping[str, Clique], current: str) -> str:
     return current
 
 
-def gated(decision: workload.Decision) -> bool:
-    """Whether start order is enforced after placement (`startGate` on the Cliques): with
+def start_gates(decision: workload.Decision) -> bool:
+    """Whether start order is kept by start gates after placement (`startGate` on the Cliques): with
     the Workload backend a gang's pods must all exist for any of them to be scheduled."""
     return decision.backend == "Workload"
 

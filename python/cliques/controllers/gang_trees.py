@@ -452,7 +452,8 @@ def plan(
     counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> TreePlan:
     """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
-    `features`: the gated PodGroup fields the server keeps; `memo`: the previous plan's
+    `features`: the PodGroup fields behind feature gates that the
+    server keeps; `memo`: the previous plan's
     (`TreePlan.memo`); `counts`: gang -> the instances of each group it is to have (its
     scale targets'), whose PodGroups are made with their Cliques. The module docstring
     says what is kept, made, patched and deleted; each gang is planned on its own

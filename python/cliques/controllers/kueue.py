@@ -212,16 +212,17 @@ def _workload_state(workload: KueueWorkload) -> tuple[str, str, str] | None:
 
 def gang_states(
     gangs: Iterable[int],
-    gated: Mapping[int, int],
+    queued_pods: Mapping[int, int],
     workloads: Mapping[int, KueueWorkload],
 ) -> list[GangState]:
-    """Each gang's admission: Queued while any of its pods is gated by Kueue (`gated`:
-    gang -> pods still gated), else Admitted; the group's Workload (`workloads`, by gang)
-    names why it waits, and that it was evicted while its pods are being made again."""
+    """Each gang's admission: Queued while any of its pods is held by Kueue's gate
+    (`queued_pods`: gang -> pods still held), else Admitted; the group's Workload
+    (`workloads`, by gang) names why it waits, and that it was evicted while its pods are
+    being made again."""
     out = []
     for gang in sorted(gangs):
         told = _workload_state(workloads[gang]) if gang in workloads else None
-        waiting = gated.get(gang, 0) > 0
+        waiting = queued_pods.get(gang, 0) > 0
         if told is not None and told[0] == EVICTED:
             out.append(GangState(gang, EVICTED, told[1], told[2]))
         elif waiting:

@@ -220,8 +220,9 @@ def plan(
     features: frozenset[str] = frozenset(),
 ) -> GroupPlan:
     """`wanted`: group name -> gang, every group a live Clique names and the wanted group
-    of each gang that has no live Clique yet; `features`: the gated PodGroup fields the
-    server keeps. Missing ones are made, `minCount` follows where it may, the rest go."""
+    of each gang that has no live Clique yet; `features`: the PodGroup fields behind
+    feature gates that the server keeps. Missing ones are made, `minCount` follows where
+    it may, the rest go."""
     meta = cqs.metadata
     needed = shape(cqs, features).needed
     res = gangapi.podgroups(version)
