@@ -178,6 +178,7 @@ class _Setup:
     queue: kueue.Queue | None
     queue_problem: str
     via_group: Callable[[str, int], bool]
+    #: the PodGroups in the cache (read only where `group_first`)
     observed_groups: frozenset[str]
     roles: Mapping[str, CliqueTemplate]
     lay: scaling.Layout
@@ -324,7 +325,9 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
             else ""
         ),
         via_group=_claims_via_group(snap, sched.wanted),
-        observed_groups=frozenset(g.metadata.name for g in snap.pod_groups),
+        observed_groups=(
+            frozenset(g.metadata.name for g in snap.pod_groups) if group_first else frozenset()
+        ),
         roles={c.name: c for c in spec.template.cliques},
         lay=lay,
         counts=counts,
