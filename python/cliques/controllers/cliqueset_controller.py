@@ -8,7 +8,8 @@ cluster serves the Workload API.
 It only handles CliqueSets whose bucket this process owns (`owns(namespace, name)`).
 Watch events of Cliques and Services also satisfy its expectations.
 
-It keeps what is worth keeping between two plans of a CliqueSet: the template hashes of its
+It keeps what is worth keeping between two plans of a CliqueSet, in one record per
+CliqueSet UID (`SetState`, dropped whole when the set goes): the template hashes of its
 generation (of `placement.hash_basis`: the user's template, with gang 0's placement terms
 when `spec.placement` asks for any), and the gang verdicts of its last plan
 (`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
@@ -123,6 +124,26 @@ class Settled:
     failure: failures.Failure | None
 
 
+@dataclasses.dataclass(slots=True)
+class SetState:
+    """What the controller keeps of one CliqueSet between its plans, by UID: made by
+    `CliqueSetController._state` and dropped by `CliqueSetController._forget`, nowhere
+    else, so nothing of a deleted set is left behind."""
+
+    #: store changes of its children seen so far
+    children: int = 0
+    #: seconds its last plan took (what one more reconcile costs)
+    plan_cost: float = 0.0
+    #: its last plan only waited on its children (`only_waits`)
+    waiting: bool = False
+    #: what its last plan saw, when that plan had nothing to do
+    settled: Settled | None = None
+    #: the generation its template hashes are of, the cliques' hashes, the Kueue revision
+    hashes: tuple[int, dict[str, str], str] | None = None
+    #: the gang verdicts of its last plan, as the planner returned them
+    judgement: cliqueset_rollout.Judgement | None = None
+
+
 class CliqueSetController:
     def __init__(
         self,
@@ -164,10 +185,6 @@ class CliqueSetController:
         self.hpas = hpas
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
-        #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
-        self._plan_cost: dict[str, float] = {}
-        #: CliqueSet keys whose last plan only waited on its children (`only_waits`)
-        self._waiting: set[str] = set()
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
@@ -179,14 +196,8 @@ class CliqueSetController:
         self.held = StatusHold(
             status_hold, self.queue.add, cliqueset_status.progress_only, name=NAME
         )
-        #: CliqueSet UID -> store changes of its children seen so far (while it is known)
-        self._children: dict[str, int] = {}
-        #: CliqueSet key -> what its last plan saw, when that plan had nothing to do
-        self._settled: dict[str, Settled] = {}
-        #: (UID, generation) -> the cliques' template hashes and the Kueue revision ("")
-        self._hash_memo: dict[tuple[str, int], tuple[dict[str, str], str]] = {}
-        #: CliqueSet UID -> the gang verdicts of its last plan
-        self._judgements: dict[str, cliqueset_rollout.Judgement] = {}
+        #: CliqueSet UID -> what is kept of it between plans (while it is known)
+        self.states: dict[str, SetState] = {}
         self.runner = PlanRunner(
             NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
         )
@@ -217,15 +228,7 @@ class CliqueSetController:
         if not self.owns(meta.namespace, meta.name):
             return
         if kind == "DELETED":
-            self.expectations.forget(meta.uid)
-            self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
-            self._plan_cost.pop(key_of(new), None)
-            self._waiting.discard(key_of(new))
-            self._judgements.pop(meta.uid, None)
-            self._children.pop(meta.uid, None)
-            self._settled.pop(key_of(new), None)
-            self.held.forget(key_of(new))
-            self.failures.clear(key_of(new))
+            self._forget(new)
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -248,8 +251,9 @@ class CliqueSetController:
         meta = new.metadata
         owner = controller_uid(new)
         for uid in {owner, controller_uid(old) if old is not None else None}:
-            if uid in self._children:
-                self._children[uid] += 1
+            state = self.states.get(uid) if uid is not None else None
+            if state is not None:
+                state.children += 1
         if owner is not None:
             if kind == "DELETED":
                 self.expectations.deleted(owner, meta.name)
@@ -278,12 +282,31 @@ class CliqueSetController:
     def debounce(self, key: str) -> float:
         """How long child events of CliqueSet `key` are gathered before it reconciles
         (`child_debounce`, from what its last plan cost and whether it only waited)."""
+        cqs = self.cliquesets.store.get(key)
+        state = self.states.get(cqs.metadata.uid) if cqs is not None else None
         return child_debounce(
-            self._plan_cost.get(key, 0.0),
-            key in self._waiting,
+            state.plan_cost if state is not None else 0.0,
+            state is not None and state.waiting,
             self.child_debounce,
             self.max_child_debounce,
         )
+
+    # -- what is kept of a CliqueSet --------------------------------------------------------
+
+    def _state(self, cqs: CliqueSet) -> SetState:
+        """What is kept of `cqs` between plans (made here, the first time it is asked)."""
+        state = self.states.get(cqs.metadata.uid)
+        if state is None:
+            state = self.states[cqs.metadata.uid] = SetState()
+        return state
+
+    def _forget(self, cqs: CliqueSet) -> None:
+        """`cqs` is gone or going: nothing of it is kept any more."""
+        key = key_of(cqs)
+        self.states.pop(cqs.metadata.uid, None)
+        self.expectations.forget(cqs.metadata.uid)
+        self.held.forget(key)
+        self.failures.clear(key)
 
     # -- reconcile --------------------------------------------------------------------------
 
@@ -291,9 +314,9 @@ class CliqueSetController:
         """Each clique's template hash, and for a set Kueue queues the gangs' revision
         (`kueue.revision`), which every hash then covers: a queued gang is what Kueue
         admitted, so any change of it replaces it whole."""
-        memo_key = (cqs.metadata.uid, cqs.metadata.generation)
-        found = self._hash_memo.get(memo_key)
-        if found is None:
+        state = self._state(cqs)
+        generation = cqs.metadata.generation
+        if state.hashes is None or state.hashes[0] != generation:
             where, name = cqs.spec.placement, cqs.metadata.name
             bases = {
                 c.name: claims.hash_basis(
@@ -309,10 +332,8 @@ class CliqueSetController:
                     c: self.hasher.template_hash(dict(kueue.hash_basis(b, rev)))
                     for c, b in bases.items()
                 }
-            if len(self._hash_memo) > 10_000:
-                self._hash_memo.clear()
-            found = self._hash_memo[memo_key] = (hashes, rev)
-        return found
+            state.hashes = (generation, hashes, rev)
+        return state.hashes[1], state.hashes[2]
 
     def _rehashes(
         self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
@@ -373,7 +394,7 @@ class CliqueSetController:
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
-            previous=self._judgements.get(uid),
+            previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
             workload_api=self.gang_api.served,
@@ -435,46 +456,44 @@ class CliqueSetController:
         """The plan of `snap`; its verdicts are kept for the next plan."""
         plan = cliqueset_planner.plan(snap)
         if plan.judgement is not None:
-            self._judgements[snap.cliqueset.metadata.uid] = plan.judgement
+            self._state(snap.cliqueset).judgement = plan.judgement
         return plan
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
             if cqs is not None:
-                self._judgements.pop(cqs.metadata.uid, None)
+                self._forget(cqs)
             return Result()
         uid = cqs.metadata.uid
+        state = self._state(cqs)
         settled = Settled(
             uid,
             cqs.metadata.generation,
-            self._children.setdefault(uid, 0),
+            state.children,
             cqs.status,
             self.failures.current(key, cqs.metadata.generation),
         )
-        if self._settled.get(key) == settled and self.expectations.satisfied(uid):
+        if state.settled == settled and self.expectations.satisfied(uid):
             return Result()  # nothing the planner reads has changed since it had nothing to do
-        self._settled.pop(key, None)
+        state.settled = None
         started = time.perf_counter()
         snap = self.snapshot(cqs)
         plan = self._planned(snap)
-        self._plan_cost[key] = time.perf_counter() - started
-        if only_waits(cqs, plan, snap.expectations_satisfied):
-            self._waiting.add(key)
-        else:
-            self._waiting.discard(key)
+        state.plan_cost = time.perf_counter() - started
+        state.waiting = only_waits(cqs, plan, snap.expectations_satisfied)
         satisfied = snap.expectations_satisfied
         result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
         if (
             satisfied
             and not (plan.writes or plan.events or plan.requeue_after)
-            and self._children.get(uid) == settled.children
+            and state.children == settled.children
         ):
             if plan.status is None:
-                self._settled[key] = settled
+                state.settled = settled
             elif key not in self.held:
                 # Its status was written (and is in the cache): that is all it had to do.
                 now = self.cliquesets.store.get(key)
                 if now is not None and now.metadata.uid == uid and now.status == plan.status:
-                    self._settled[key] = dataclasses.replace(settled, status=now.status)
+                    state.settled = dataclasses.replace(settled, status=now.status)
         return result
