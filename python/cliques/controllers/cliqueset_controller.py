@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
-from cliques.api.clique import Clique
+from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
@@ -58,12 +58,25 @@ from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
 from cliques.controllers.status_hold import StatusHold
+from cliques.controllers.wiring import Wiring
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
-from cliques.kube.resources import CLIQUESETS
+from cliques.kube.resources import (
+    CLIQUES,
+    CLIQUESETS,
+    HPAS,
+    KUEUE_WORKLOADS,
+    LOCAL_QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    SCALING_GROUPS,
+    SERVICES,
+    Resource,
+)
 from cliques.kube.runner import Result
+from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "cliqueset"
@@ -78,6 +91,73 @@ _STATUS_UNREAD = (HorizontalPodAutoscaler,)
 BUSY_FACTOR = 20.0
 WAITING_FACTOR = 100.0
 WAITING_MAX = 10.0
+
+
+def _workloads(api: gangapi.GangAPI) -> Resource | None:
+    return api.workload_resource if api.served else None
+
+
+def _pod_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.podgroup_resource if api.podgroups else None
+
+
+def _composite_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.composite_resource if api.podgroups and api.composite else None
+
+
+def _resource_claims(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIMS if api.claims else None
+
+
+def _resource_claim_templates(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIM_TEMPLATES if api.claims else None
+
+
+def _kueue_workloads(api: gangapi.GangAPI) -> Resource | None:
+    return KUEUE_WORKLOADS if api.kueue else None
+
+
+def _local_queues(api: gangapi.GangAPI) -> Resource | None:
+    return LOCAL_QUEUES if api.kueue else None
+
+
+_BY_CONTROLLER: Mapping[str, store.IndexFunc[Any]] = {"controller": store.by_controller}
+
+#: The informers the controller reads: the CliqueSets, and the objects they own, selected by
+#: the label of the process's buckets and indexed by their controller (Kueue's Workloads by
+#: the CliqueSet label Kueue copies from the pods, docs/kueue.md); the LocalQueues, all of
+#: them. The gang-scheduling, DRA and Kueue kinds only where the cluster serves them.
+WATCHES: tuple[Watch, ...] = (
+    Watch("cliquesets", CliqueSet, CLIQUESETS),
+    Watch(
+        "cliques",
+        Clique,
+        CLIQUES,
+        indexers=_BY_CONTROLLER,
+        faults=True,
+        transform=SharedTemplates,
+    ),
+    Watch("services", Service, SERVICES, indexers=_BY_CONTROLLER),
+    Watch("workloads", Workload, _workloads, indexers=_BY_CONTROLLER),
+    Watch("pod_groups", PodGroup, _pod_groups, indexers=_BY_CONTROLLER),
+    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=_BY_CONTROLLER),
+    Watch("resource_claims", ClaimObject, _resource_claims, indexers=_BY_CONTROLLER),
+    Watch(
+        "resource_claim_templates",
+        ClaimObject,
+        _resource_claim_templates,
+        indexers=_BY_CONTROLLER,
+    ),
+    Watch(
+        "kueue_workloads",
+        KueueWorkload,
+        _kueue_workloads,
+        indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
+    ),
+    Watch("local_queues", LocalQueue, _local_queues, owned=False),
+    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=_BY_CONTROLLER),
+    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=_BY_CONTROLLER),
+)
 
 
 def child_debounce(cost: float, waiting: bool, floor: float, busy_max: float) -> float:
@@ -145,6 +225,34 @@ class SetState:
 
 
 class CliqueSetController:
+    NAME: ClassVar[str] = NAME
+    WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
+
+    @classmethod
+    def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueSetController:
+        """The controller on the informers of its `WATCHES` (by name; one the cluster does
+        not serve is missing) and what the process hands every controller."""
+        claim_kinds = ("resource_claims", "resource_claim_templates")
+        return cls(
+            informers["cliquesets"],
+            informers["cliques"],
+            informers["services"],
+            wiring.executor,
+            wiring.expectations,
+            wiring.hasher,
+            owns=wiring.owns,
+            gang_api=wiring.gang_api,
+            workloads=informers.get("workloads"),
+            pod_groups=informers.get("pod_groups"),
+            composite_groups=informers.get("composite_groups"),
+            claim_objects=[informers[k] for k in claim_kinds if k in informers],
+            kueue_workloads=informers.get("kueue_workloads"),
+            local_queues=informers.get("local_queues"),
+            scaling_groups=informers.get("scaling_groups"),
+            hpas=informers.get("hpas"),
+            status_hold=wiring.status_hold,
+        )
+
     def __init__(
         self,
         cliquesets: Informer[CliqueSet],
