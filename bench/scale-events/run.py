@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cliques import data
+from cliques.api.backends import GangBackend
 from cliques.controllers import scaling
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, SCALING_GROUPS
@@ -237,7 +238,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--events", type=int, default=10, help="gangs scaled, one after another")
     p.add_argument("--down", action="store_true", help="scale each gang back down too")
     p.add_argument(
-        "--backend", default="Auto", choices=("Auto", "Workload", "None"), help="gangScheduling"
+        "--backend",
+        default=GangBackend.AUTO.value,
+        choices=[b.value for b in GangBackend],
+        help="gangScheduling",
     )
     p.add_argument("--idle", type=float, default=20.0, help="seconds the idle rate is measured")
     p.add_argument("--settle", type=float, default=5.0, help="quiet seconds around the events")

@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import msgspec
 import pytest
 import yaml
 from prometheus_client import REGISTRY
 
 from cliques.kube import client as client_module
-from cliques.kube import errors, k8s
+from cliques.kube import errors, kubeconfig
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import NAMESPACES, Resource
 from tests.support.harness import wait_for
@@ -74,21 +75,20 @@ def metric(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-async def raw_get(kubeconfig: str, path: str) -> tuple[int, str | None, bytes]:
+async def raw_get(kubeconfig_path: str, path: str) -> tuple[int, str | None, bytes]:
     """GET `path` as the kubeconfig's user: status, APF FlowSchema UID header, body."""
-    cfg = k8s.Configuration()
-    await k8s.config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    async with k8s.ApiClient(cfg) as api:
-        headers = {"Accept": "application/json"}
-        await api.update_params_for_auth(headers, [], ["BearerToken"])
-        resp = await api.rest_client.request(
-            "GET", cfg.host + path, headers=headers, _preload_content=False
-        )
-        try:
-            body = await resp.read()
-            return resp.status, resp.headers.get(FLOW_SCHEMA_HEADER), body
-        finally:
-            resp.release()
+    cluster = await kubeconfig.load(kubeconfig_path)
+    headers = {"Accept": "application/json"}
+    auth = await cluster.auth.header()
+    if auth is not None:
+        headers["Authorization"] = auth
+    connector = aiohttp.TCPConnector(ssl=cluster.ssl_context() or True)
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(cluster.host + path, headers=headers) as resp,
+    ):
+        body = await resp.read()
+        return resp.status, resp.headers.get(FLOW_SCHEMA_HEADER), body
 
 
 class _Meta(msgspec.Struct, rename="camel"):

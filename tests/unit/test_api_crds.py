@@ -16,6 +16,7 @@ import yaml
 
 from cliques import api
 from cliques.api import crdgen, labels, scalinggroup, shapes
+from cliques.api.backends import GangBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"
@@ -404,7 +405,7 @@ def test_gang_field_defaults_read_the_same_from_the_structs() -> None:
         {"template": {"cliques": [{"name": "a", "template": {"spec": {"containers": []}}}]}},
         api.CliqueSetSpec,
     )
-    assert spec.gang_scheduling.backend == api.cliqueset.BACKEND_AUTO
+    assert spec.gang_scheduling.backend == GangBackend.AUTO
     assert spec.failure_policy.restart_policy == api.cliqueset.RESTART_NONE
     assert spec.failure_policy.restart_backoff == api.RestartBackoff(
         initial_seconds=10, max_seconds=300

@@ -184,9 +184,35 @@ async def test_a_child_change_while_planning_is_not_lost() -> None:
 async def test_a_deleted_set_forgets_what_it_saw() -> None:
     ctl, cqs = controller()
     await ctl.reconcile(KEY)
-    assert KEY in ctl._settled
+    state = ctl.states[cqs.metadata.uid]
+    assert state.settled is not None and state.hashes is not None
+    assert state.judgement is not None
     ctl._on_cliqueset("DELETED", cqs, cqs)
-    assert KEY not in ctl._settled and cqs.metadata.uid not in ctl._children
+    assert cqs.metadata.uid not in ctl.states
+
+
+async def test_a_deleted_set_leaves_no_state_behind() -> None:
+    """Whatever a set left in the controller (its record, expectations, a held status, a
+    refused write) is gone with its DELETED event."""
+    ctl, cqs = controller()
+    uid = cqs.metadata.uid
+    stale = relabelled(cqs)
+    assert stale.status is not None
+    stale.status.ready_replicas = 0
+    ctl.cliquesets.store.upsert(stale)
+    await ctl.reconcile(KEY)
+    ctl.expectations.expect_creates(uid, ["llama-9-leader"])
+    ctl.failures._by_key[KEY] = (cqs.metadata.generation, Failure("Forbidden", "no"))
+    ctl.held.arm(KEY)
+    ctl._on_child("MODIFIED", None, ctl.cliques.store.get("ns/llama-0-leader"))
+    assert ctl.states[uid].children == 1 and KEY in ctl.held
+    assert not ctl.expectations.satisfied(uid)
+
+    ctl._on_cliqueset("DELETED", cqs, cqs)
+    assert ctl.states == {}
+    assert ctl.expectations.satisfied(uid)
+    assert ctl.failures.current(KEY, cqs.metadata.generation) is None
+    assert KEY not in ctl.held
 
 
 # -- the status hold -----------------------------------------------------------------------

@@ -190,3 +190,44 @@ def test_a_long_first_failure_keeps_its_head_and_its_reason() -> None:
     assert short.startswith("create /api/v1/namespaces/")
     assert short.endswith("because it is being terminated") and " … " in short
     assert shorten("short", FIRST_CHARS) == "short"
+
+
+class Bounded(errors.ReconcileFailure):
+    """A failure that bounds its own retry, through the kube contract."""
+
+    @property
+    def retry_within(self) -> float | None:
+        return 0.5
+
+
+class Lookalike(Exception):
+    """An attribute of the same name on a type the runner does not know: not honoured."""
+
+    retry_within = 0.5
+
+
+async def retry_delays(failure: BaseException, attempts: int) -> list[float]:
+    """The waits the runner schedules after `attempts` failed reconciles of one key."""
+    queue = WorkQueue("test-cap", base_delay=1.0, max_delay=300.0)
+    delays: list[float] = []
+    limited = queue.add_rate_limited
+
+    def recorded(key: str, cap: float | None = None) -> float:
+        delays.append(limited(key, cap))
+        return delays[-1]
+
+    queue.add_rate_limited = recorded  # type: ignore[method-assign]
+
+    async def reconcile(key: str) -> Result:
+        raise failure
+
+    runner = Runner("test-cap", queue, reconcile, concurrency=1)
+    for _ in range(attempts):
+        await runner._process("ns/a")
+    queue.shut_down()
+    return delays
+
+
+def test_a_reconcile_failure_bounds_its_retry_and_nothing_else_does() -> None:
+    assert asyncio.run(retry_delays(Bounded("held"), 3)) == [0.5, 0.5, 0.5]
+    assert asyncio.run(retry_delays(Lookalike("held"), 3)) == [1.0, 2.0, 4.0]

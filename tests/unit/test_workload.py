@@ -3,6 +3,7 @@ and cliques.kube.gangapi (what discovery says the cluster serves)."""
 
 import asyncio
 import json
+import typing
 from typing import Any
 
 import msgspec
@@ -10,6 +11,8 @@ import pytest
 
 from cliques import api
 from cliques.api import labels
+from cliques.api.backends import GangBackend
+from cliques.api.cliqueset import GangSchedulingBackend
 from cliques.controllers import workload as wl
 from cliques.kube import errors, gangapi
 
@@ -128,6 +131,13 @@ def test_decide(requested: str, served: bool, backend: str, reason: str, satisfi
     )
     if not served and requested != "None":
         assert "no scheduling.k8s.io API group" in decision.message
+    assert type(decision.backend) is GangBackend
+
+
+def test_the_backends_are_the_values_the_spec_allows() -> None:
+    assert {b.value for b in GangBackend} == set(typing.get_args(GangSchedulingBackend))
+    with pytest.raises(ValueError):
+        wl.decide("Volcano", True)
 
 
 # ---- Discovery -------------------------------------------------------------------------------

@@ -90,19 +90,12 @@ class FaultProxy:
         self._refuse_status = 503
 
     async def start(self) -> None:
-        cfg = await kubeconfig.load(self.upstream_kubeconfig)
-        self._host = str(cfg.host).rstrip("/")
-        if self._host.startswith("https://"):
-            ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-            if cfg.cert_file and cfg.key_file:
-                ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-            if not cfg.verify_ssl:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            self._ssl = ctx
-        token = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
-        if token:
-            self._auth = {"Authorization": token if " " in token else f"Bearer {token}"}
+        cluster = await kubeconfig.load(self.upstream_kubeconfig)
+        self._host = cluster.host
+        self._ssl = cluster.ssl_context()
+        auth = await cluster.auth.header()
+        if auth:
+            self._auth = {"Authorization": auth}
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             connector=aiohttp.TCPConnector(limit=0, ssl=self._ssl if self._ssl else False),

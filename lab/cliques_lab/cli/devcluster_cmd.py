@@ -45,17 +45,39 @@ def register(subparsers: Any) -> None:
     )
     parser.set_defaults(func=lambda _args: _help(parser))
     sub = parser.add_subparsers(dest="dev_cluster_command", metavar="ACTION")
+    _up_parser(sub)
 
-    def named(action: str, help_text: str, **extra: Any) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = sub.add_parser(
-            action, help=help_text, description=help_text, **extra
-        )
-        p.add_argument(
-            "--name", default=kwok.DEFAULT_NAME, help=f"cluster name (default {kwok.DEFAULT_NAME})"
-        )
-        return p
+    down = _named(sub, "down", "stop a dev cluster and remove all its processes and files")
+    down.add_argument("--all", action="store_true", help="every dev cluster on this machine")
+    down.set_defaults(func=_down)
 
-    up = named(
+    status = _named(sub, "status", "show whether a dev cluster runs, its components and memory")
+    status.add_argument("--all", action="store_true", help="every dev cluster on this machine")
+    status.set_defaults(func=_status)
+
+    kubeconfig = _named(sub, "kubeconfig", "print the path of a dev cluster's kubeconfig")
+    kubeconfig.set_defaults(func=_kubeconfig)
+
+    env = _named(sub, "env", 'print export lines: eval "$(cliques dev-cluster env)"')
+    env.set_defaults(func=_env)
+    _build_parser(sub)
+
+
+def _named(sub: Any, action: str, help_text: str, **extra: Any) -> argparse.ArgumentParser:
+    """The parser of an action on one cluster (`--name`)."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        action, help=help_text, description=help_text, **extra
+    )
+    p.add_argument(
+        "--name", default=kwok.DEFAULT_NAME, help=f"cluster name (default {kwok.DEFAULT_NAME})"
+    )
+    return p
+
+
+def _up_parser(sub: Any) -> None:
+    """`dev-cluster up`: what a new cluster is made with."""
+    up = _named(
+        sub,
         "up",
         "start a dev cluster (or reuse the running one) and wait until it is ready",
         epilog=_up_epilog(),
@@ -115,20 +137,9 @@ def register(subparsers: Any) -> None:
     )
     up.set_defaults(func=_up)
 
-    down = named("down", "stop a dev cluster and remove all its processes and files")
-    down.add_argument("--all", action="store_true", help="every dev cluster on this machine")
-    down.set_defaults(func=_down)
 
-    status = named("status", "show whether a dev cluster runs, its components and memory")
-    status.add_argument("--all", action="store_true", help="every dev cluster on this machine")
-    status.set_defaults(func=_status)
-
-    kubeconfig = named("kubeconfig", "print the path of a dev cluster's kubeconfig")
-    kubeconfig.set_defaults(func=_kubeconfig)
-
-    env = named("env", 'print export lines: eval "$(cliques dev-cluster env)"')
-    env.set_defaults(func=_env)
-
+def _build_parser(sub: Any) -> None:
+    """`dev-cluster build`: the binaries of a version, and of the add-ons asked for."""
     build_p = sub.add_parser(
         "build", help="build the binaries (or check they are cached) and print where they are"
     )

@@ -97,10 +97,6 @@ UPDATE_RECREATE: Final = "Recreate"
 IN_PLACE_NEVER: Final = "Never"
 IN_PLACE_IF_POSSIBLE: Final = "IfPossible"
 
-BACKEND_AUTO: Final = "Auto"
-BACKEND_WORKLOAD: Final = "Workload"
-BACKEND_NONE: Final = "None"
-
 RESTART_RECREATE_GANG: Final = "RecreateGang"
 RESTART_NONE: Final = "None"
 

@@ -25,11 +25,28 @@ def register(sub: Any) -> None:
         "1 failed to start or kept crashing, 2 bad flag, 3 something a restart cannot fix "
         "(CRDs not installed, credentials or RBAC refused; the log's last line says which).",
     )
+    _cluster_args(p)
+    _process_args(p)
+    _client_args(p)
+    _controller_args(p)
+    _sharding_args(p)
+    # Set by the supervisor for its worker processes.
+    p.add_argument("--buckets", default="", help=argparse.SUPPRESS)
+    p.add_argument("--worker-name", default="", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    """Which cluster, as whom, and which namespace."""
     p.add_argument(
         "--kubeconfig", help="kubeconfig path (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
     )
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--namespace", help="watch only this namespace (default: all)")
+
+
+def _process_args(p: argparse.ArgumentParser) -> None:
+    """The worker processes, their metrics and health endpoints, their logs."""
     p.add_argument(
         "--workers",
         type=argtypes.int_at_least(1),
@@ -51,6 +68,12 @@ def register(sub: Any) -> None:
         help="port of /metrics, /healthz, /readyz on all addresses (0 = off); "
         "--metrics-bind-address sets the host too",
     )
+    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def _client_args(p: argparse.ArgumentParser) -> None:
+    """How hard the API server is asked: request rate, reconciles in flight, timeouts."""
     p.add_argument(
         "--qps",
         type=argtypes.number,
@@ -69,8 +92,17 @@ def register(sub: Any) -> None:
         default=16,
         help="reconciles in flight per controller (default 16)",
     )
-    p.add_argument("--log-format", choices=("text", "json"), default="text")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--request-timeout",
+        type=argtypes.seconds(),
+        default=90.0,
+        help="seconds an API request may take before it fails and is retried (default 90; "
+        "the API server ends its own after 60)",
+    )
+
+
+def _controller_args(p: argparse.ArgumentParser) -> None:
+    """What the controllers wait for, hold back and relist, and the start gate's image."""
     p.add_argument(
         "--expectations-ttl",
         type=argtypes.seconds(),
@@ -85,13 +117,6 @@ def register(sub: Any) -> None:
         "Ready, a CliqueSet's gangs being created or turning available) may wait for more, "
         "so that one write reports both; a Clique's stretches up to 12x while pods are slow "
         "to start (0 = write at once; default 10)",
-    )
-    p.add_argument(
-        "--request-timeout",
-        type=argtypes.seconds(),
-        default=90.0,
-        help="seconds an API request may take before it fails and is retried (default 90; "
-        "the API server ends its own after 60)",
     )
     p.add_argument(
         "--resync-period",
@@ -109,6 +134,10 @@ def register(sub: Any) -> None:
     )
     # Emulates an operator upgrade whose hash algorithm differs (tests of the relabel path).
     p.add_argument("--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _sharding_args(p: argparse.ArgumentParser) -> None:
+    """Leases that split the buckets between replicas."""
     g = p.add_argument_group(
         "sharding between replicas",
         "With --leases, every operator process takes shards of the buckets through "
@@ -139,10 +168,6 @@ def register(sub: Any) -> None:
         help="this operator's name in the Leases; each worker holds leases as "
         "<identity>-worker-<n> (default: $POD_NAME, else the host name)",
     )
-    # Set by the supervisor for its worker processes.
-    p.add_argument("--buckets", default="", help=argparse.SUPPRESS)
-    p.add_argument("--worker-name", default="", help=argparse.SUPPRESS)
-    p.set_defaults(func=run)
 
 
 def config_from_args(args: argparse.Namespace) -> Any:

@@ -17,11 +17,11 @@ slow to start pods, a write halfway would only say the pods are still on their w
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from cliques.api import labels
-from cliques.api.clique import Clique
+from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
 from cliques.controllers import clique_planner, kueue
@@ -30,6 +30,7 @@ from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
 from cliques.controllers.status_hold import StatusHold
+from cliques.controllers.wiring import Wiring
 from cliques.kube import store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -37,6 +38,7 @@ from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
 from cliques.kube.resources import CLIQUES, PODS
 from cliques.kube.runner import Result
+from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "clique"
@@ -55,7 +57,40 @@ def gang_key(obj: Any) -> list[str]:
     return [f"{obj.metadata.namespace}/{cqs}/{gang}"] if cqs and gang is not None else []
 
 
+#: The informers the controller reads: the Cliques (indexed by their CliqueSet and by gang)
+#: and their pods (by their Clique), those of the process's buckets.
+WATCHES: tuple[Watch, ...] = (
+    Watch(
+        "cliques",
+        Clique,
+        CLIQUES,
+        indexers={"controller": store.by_controller, "gang": gang_key},
+        faults=True,
+        transform=SharedTemplates,
+    ),
+    Watch("pods", Pod, PODS, indexers={"controller": store.by_controller}, faults=True),
+)
+
+
 class CliqueController:
+    NAME: ClassVar[str] = NAME
+    WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
+
+    @classmethod
+    def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueController:
+        """The controller on the informers of its `WATCHES` (by name) and what the process
+        hands every controller."""
+        return cls(
+            informers["cliques"],
+            informers["pods"],
+            wiring.executor,
+            wiring.expectations,
+            wiring.hasher,
+            owns=wiring.owns,
+            status_hold=wiring.status_hold,
+            gate_image=wiring.gate_image,
+        )
+
     def __init__(
         self,
         cliques: Informer[Clique],
@@ -71,7 +106,7 @@ class CliqueController:
     ) -> None:
         self.gate_image = gate_image
         self.pod_debounce = pod_debounce
-        self.queue = WorkQueue(NAME)
+        self.queue = WorkQueue(NAME, group=self.fair_group)
         #: the timers of the Cliques whose progress-only status is held back
         self.held = StatusHold(
             status_hold,
@@ -94,6 +129,14 @@ class CliqueController:
         self.failures = self.runner.failures
         cliques.add_handler(self._on_clique)
         pods.add_handler(self._on_pod)
+
+    def fair_group(self, key: str) -> tuple[str, str]:
+        """The unit of fairness of a Clique's key (`WorkQueue.group`): its CliqueSet, in
+        its namespace, so that a set of many Cliques competes as one."""
+        ns, _, name = key.rpartition("/")
+        cq = self.cliques.store.get(key)
+        owner = cq.metadata.labels.get(labels.LABEL_CLIQUESET) if cq is not None else None
+        return ns, owner or name
 
     def _owned(self, obj: Any) -> bool:
         parent = obj.metadata.labels.get(labels.LABEL_CLIQUESET)

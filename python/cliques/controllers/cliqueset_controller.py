@@ -8,7 +8,8 @@ cluster serves the Workload API.
 It only handles CliqueSets whose bucket this process owns (`owns(namespace, name)`).
 Watch events of Cliques and Services also satisfy its expectations.
 
-It keeps what is worth keeping between two plans of a CliqueSet: the template hashes of its
+It keeps what is worth keeping between two plans of a CliqueSet, in one record per
+CliqueSet UID (`SetState`, dropped whole when the set goes): the template hashes of its
 generation (of `placement.hash_basis`: the user's template, with gang 0's placement terms
 when `spec.placement` asks for any), and the gang verdicts of its last plan
 (`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
@@ -28,12 +29,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
-from cliques.api.clique import Clique
+from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
@@ -57,12 +58,25 @@ from cliques.controllers.executor import Executor
 from cliques.controllers.plan_runner import PlanRunner
 from cliques.controllers.revision import Hasher
 from cliques.controllers.status_hold import StatusHold
+from cliques.controllers.wiring import Wiring
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
 from cliques.kube.objects import controller_uid, key_of
-from cliques.kube.resources import CLIQUESETS
+from cliques.kube.resources import (
+    CLIQUES,
+    CLIQUESETS,
+    HPAS,
+    KUEUE_WORKLOADS,
+    LOCAL_QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    SCALING_GROUPS,
+    SERVICES,
+    Resource,
+)
 from cliques.kube.runner import Result
+from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "cliqueset"
@@ -90,6 +104,73 @@ def _unread_change(old: Any, new: Any) -> bool:
 BUSY_FACTOR = 20.0
 WAITING_FACTOR = 100.0
 WAITING_MAX = 10.0
+
+
+def _workloads(api: gangapi.GangAPI) -> Resource | None:
+    return api.workload_resource if api.served else None
+
+
+def _pod_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.podgroup_resource if api.podgroups else None
+
+
+def _composite_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.composite_resource if api.podgroups and api.composite else None
+
+
+def _resource_claims(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIMS if api.claims else None
+
+
+def _resource_claim_templates(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIM_TEMPLATES if api.claims else None
+
+
+def _kueue_workloads(api: gangapi.GangAPI) -> Resource | None:
+    return KUEUE_WORKLOADS if api.kueue else None
+
+
+def _local_queues(api: gangapi.GangAPI) -> Resource | None:
+    return LOCAL_QUEUES if api.kueue else None
+
+
+_BY_CONTROLLER: Mapping[str, store.IndexFunc[Any]] = {"controller": store.by_controller}
+
+#: The informers the controller reads: the CliqueSets, and the objects they own, selected by
+#: the label of the process's buckets and indexed by their controller (Kueue's Workloads by
+#: the CliqueSet label Kueue copies from the pods, docs/kueue.md); the LocalQueues, all of
+#: them. The gang-scheduling, DRA and Kueue kinds only where the cluster serves them.
+WATCHES: tuple[Watch, ...] = (
+    Watch("cliquesets", CliqueSet, CLIQUESETS),
+    Watch(
+        "cliques",
+        Clique,
+        CLIQUES,
+        indexers=_BY_CONTROLLER,
+        faults=True,
+        transform=SharedTemplates,
+    ),
+    Watch("services", Service, SERVICES, indexers=_BY_CONTROLLER),
+    Watch("workloads", Workload, _workloads, indexers=_BY_CONTROLLER),
+    Watch("pod_groups", PodGroup, _pod_groups, indexers=_BY_CONTROLLER),
+    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=_BY_CONTROLLER),
+    Watch("resource_claims", ClaimObject, _resource_claims, indexers=_BY_CONTROLLER),
+    Watch(
+        "resource_claim_templates",
+        ClaimObject,
+        _resource_claim_templates,
+        indexers=_BY_CONTROLLER,
+    ),
+    Watch(
+        "kueue_workloads",
+        KueueWorkload,
+        _kueue_workloads,
+        indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
+    ),
+    Watch("local_queues", LocalQueue, _local_queues, owned=False),
+    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=_BY_CONTROLLER),
+    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=_BY_CONTROLLER),
+)
 
 
 def child_debounce(cost: float, waiting: bool, floor: float, busy_max: float) -> float:
@@ -136,7 +217,55 @@ class Settled:
     failure: failures.Failure | None
 
 
+@dataclasses.dataclass(slots=True)
+class SetState:
+    """What the controller keeps of one CliqueSet between its plans, by UID: made by
+    `CliqueSetController._state` and dropped by `CliqueSetController._forget`, nowhere
+    else, so nothing of a deleted set is left behind."""
+
+    #: store changes of its children seen so far
+    children: int = 0
+    #: seconds its last plan took (what one more reconcile costs)
+    plan_cost: float = 0.0
+    #: its last plan only waited on its children (`only_waits`)
+    waiting: bool = False
+    #: what its last plan saw, when that plan had nothing to do
+    settled: Settled | None = None
+    #: the generation its template hashes are of, the cliques' hashes, the Kueue revision
+    hashes: tuple[int, dict[str, str], str] | None = None
+    #: the gang verdicts of its last plan, as the planner returned them
+    judgement: cliqueset_rollout.Judgement | None = None
+
+
 class CliqueSetController:
+    NAME: ClassVar[str] = NAME
+    WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
+
+    @classmethod
+    def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueSetController:
+        """The controller on the informers of its `WATCHES` (by name; one the cluster does
+        not serve is missing) and what the process hands every controller."""
+        claim_kinds = ("resource_claims", "resource_claim_templates")
+        return cls(
+            informers["cliquesets"],
+            informers["cliques"],
+            informers["services"],
+            wiring.executor,
+            wiring.expectations,
+            wiring.hasher,
+            owns=wiring.owns,
+            gang_api=wiring.gang_api,
+            workloads=informers.get("workloads"),
+            pod_groups=informers.get("pod_groups"),
+            composite_groups=informers.get("composite_groups"),
+            claim_objects=[informers[k] for k in claim_kinds if k in informers],
+            kueue_workloads=informers.get("kueue_workloads"),
+            local_queues=informers.get("local_queues"),
+            scaling_groups=informers.get("scaling_groups"),
+            hpas=informers.get("hpas"),
+            status_hold=wiring.status_hold,
+        )
+
     def __init__(
         self,
         cliquesets: Informer[CliqueSet],
@@ -177,10 +306,6 @@ class CliqueSetController:
         self.hpas = hpas
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
-        #: seconds of the last plan per CliqueSet key (what one more reconcile costs)
-        self._plan_cost: dict[str, float] = {}
-        #: CliqueSet keys whose last plan only waited on its children (`only_waits`)
-        self._waiting: set[str] = set()
         self.cliquesets = cliquesets
         self.cliques = cliques
         self.services = services
@@ -192,14 +317,8 @@ class CliqueSetController:
         self.held = StatusHold(
             status_hold, self.queue.add, cliqueset_status.progress_only, name=NAME
         )
-        #: CliqueSet UID -> store changes of its children seen so far (while it is known)
-        self._children: dict[str, int] = {}
-        #: CliqueSet key -> what its last plan saw, when that plan had nothing to do
-        self._settled: dict[str, Settled] = {}
-        #: (UID, generation) -> the cliques' template hashes and the Kueue revision ("")
-        self._hash_memo: dict[tuple[str, int], tuple[dict[str, str], str]] = {}
-        #: CliqueSet UID -> the gang verdicts of its last plan
-        self._judgements: dict[str, cliqueset_rollout.Judgement] = {}
+        #: CliqueSet UID -> what is kept of it between plans (while it is known)
+        self.states: dict[str, SetState] = {}
         self.runner = PlanRunner(
             NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
         )
@@ -230,15 +349,7 @@ class CliqueSetController:
         if not self.owns(meta.namespace, meta.name):
             return
         if kind == "DELETED":
-            self.expectations.forget(meta.uid)
-            self._hash_memo = {k: v for k, v in self._hash_memo.items() if k[0] != meta.uid}
-            self._plan_cost.pop(key_of(new), None)
-            self._waiting.discard(key_of(new))
-            self._judgements.pop(meta.uid, None)
-            self._children.pop(meta.uid, None)
-            self._settled.pop(key_of(new), None)
-            self.held.forget(key_of(new))
-            self.failures.clear(key_of(new))
+            self._forget(new)
         elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -261,8 +372,9 @@ class CliqueSetController:
         meta = new.metadata
         owner = controller_uid(new)
         for uid in {owner, controller_uid(old) if old is not None else None}:
-            if uid in self._children:
-                self._children[uid] += 1
+            state = self.states.get(uid) if uid is not None else None
+            if state is not None:
+                state.children += 1
         if owner is not None:
             if kind == "DELETED":
                 self.expectations.deleted(owner, meta.name)
@@ -284,12 +396,31 @@ class CliqueSetController:
     def debounce(self, key: str) -> float:
         """How long child events of CliqueSet `key` are gathered before it reconciles
         (`child_debounce`, from what its last plan cost and whether it only waited)."""
+        cqs = self.cliquesets.store.get(key)
+        state = self.states.get(cqs.metadata.uid) if cqs is not None else None
         return child_debounce(
-            self._plan_cost.get(key, 0.0),
-            key in self._waiting,
+            state.plan_cost if state is not None else 0.0,
+            state is not None and state.waiting,
             self.child_debounce,
             self.max_child_debounce,
         )
+
+    # -- what is kept of a CliqueSet --------------------------------------------------------
+
+    def _state(self, cqs: CliqueSet) -> SetState:
+        """What is kept of `cqs` between plans (made here, the first time it is asked)."""
+        state = self.states.get(cqs.metadata.uid)
+        if state is None:
+            state = self.states[cqs.metadata.uid] = SetState()
+        return state
+
+    def _forget(self, cqs: CliqueSet) -> None:
+        """`cqs` is gone or going: nothing of it is kept any more."""
+        key = key_of(cqs)
+        self.states.pop(cqs.metadata.uid, None)
+        self.expectations.forget(cqs.metadata.uid)
+        self.held.forget(key)
+        self.failures.clear(key)
 
     # -- reconcile --------------------------------------------------------------------------
 
@@ -297,9 +428,9 @@ class CliqueSetController:
         """Each clique's template hash, and for a set Kueue queues the gangs' revision
         (`kueue.revision`), which every hash then covers: a queued gang is what Kueue
         admitted, so any change of it replaces it whole."""
-        memo_key = (cqs.metadata.uid, cqs.metadata.generation)
-        found = self._hash_memo.get(memo_key)
-        if found is None:
+        state = self._state(cqs)
+        generation = cqs.metadata.generation
+        if state.hashes is None or state.hashes[0] != generation:
             where, name = cqs.spec.placement, cqs.metadata.name
             bases = {
                 c.name: claims.hash_basis(
@@ -315,10 +446,8 @@ class CliqueSetController:
                     c: self.hasher.template_hash(dict(kueue.hash_basis(b, rev)))
                     for c, b in bases.items()
                 }
-            if len(self._hash_memo) > 10_000:
-                self._hash_memo.clear()
-            found = self._hash_memo[memo_key] = (hashes, rev)
-        return found
+            state.hashes = (generation, hashes, rev)
+        return state.hashes[1], state.hashes[2]
 
     def _rehashes(
         self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
@@ -379,7 +508,7 @@ class CliqueSetController:
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=format_now(),
-            previous=self._judgements.get(uid),
+            previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
             workload_api=self.gang_api.served,
@@ -441,46 +570,44 @@ class CliqueSetController:
         """The plan of `snap`; its verdicts are kept for the next plan."""
         plan = cliqueset_planner.plan(snap)
         if plan.judgement is not None:
-            self._judgements[snap.cliqueset.metadata.uid] = plan.judgement
+            self._state(snap.cliqueset).judgement = plan.judgement
         return plan
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
             if cqs is not None:
-                self._judgements.pop(cqs.metadata.uid, None)
+                self._forget(cqs)
             return Result()
         uid = cqs.metadata.uid
+        state = self._state(cqs)
         settled = Settled(
             uid,
             cqs.metadata.generation,
-            self._children.setdefault(uid, 0),
+            state.children,
             cqs.status,
             self.failures.current(key, cqs.metadata.generation),
         )
-        if self._settled.get(key) == settled and self.expectations.satisfied(uid):
+        if state.settled == settled and self.expectations.satisfied(uid):
             return Result()  # nothing the planner reads has changed since it had nothing to do
-        self._settled.pop(key, None)
+        state.settled = None
         started = time.perf_counter()
         snap = self.snapshot(cqs)
         plan = self._planned(snap)
-        self._plan_cost[key] = time.perf_counter() - started
-        if only_waits(cqs, plan, snap.expectations_satisfied):
-            self._waiting.add(key)
-        else:
-            self._waiting.discard(key)
+        state.plan_cost = time.perf_counter() - started
+        state.waiting = only_waits(cqs, plan, snap.expectations_satisfied)
         satisfied = snap.expectations_satisfied
         result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
         if (
             satisfied
             and not (plan.writes or plan.events or plan.requeue_after)
-            and self._children.get(uid) == settled.children
+            and state.children == settled.children
         ):
             if plan.status is None:
-                self._settled[key] = settled
+                state.settled = settled
             elif key not in self.held:
                 # Its status was written (and is in the cache): that is all it had to do.
                 now = self.cliquesets.store.get(key)
                 if now is not None and now.metadata.uid == uid and now.status == plan.status:
-                    self._settled[key] = dataclasses.replace(settled, status=now.status)
+                    state.settled = dataclasses.replace(settled, status=now.status)
         return result

@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import BACKEND_AUTO, BACKEND_NONE, BACKEND_WORKLOAD, CliqueSet
+from cliques.api.backends import GangBackend
+from cliques.api.cliqueset import CliqueSet, GangSchedulingBackend
 from cliques.controllers import scaling
 
 API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
@@ -133,7 +134,8 @@ def workload_ref(name: str, gang_index: int) -> dict[str, str]:
 class Decision:
     """The backend in effect for a CliqueSet, and why (a condition reason and message)."""
 
-    backend: Literal["Workload", "None"]
+    #: `WORKLOAD` or `NONE`, never `AUTO`
+    backend: GangBackend
     reason: str
     message: str
     #: False when the user asked for `Workload` and the cluster cannot give it: the
@@ -152,7 +154,7 @@ REASON_SHARED_CLAIMS: Final = "SharedClaimsUnsupported"
 
 
 def decide(
-    requested: str,
+    requested: GangSchedulingBackend | GangBackend,
     workload_api: bool,
     detail: str = "",
     version: str = "v1alpha1",
@@ -167,17 +169,18 @@ def decide(
     the cluster cannot serve is unsatisfiable, never quietly downgraded.
     """
     why = f" ({detail})" if detail else ""
-    if requested == BACKEND_NONE:
-        return Decision("None", REASON_DISABLED, "gangScheduling.backend is None")
+    wanted = GangBackend(requested)
+    if wanted is GangBackend.NONE:
+        return Decision(GangBackend.NONE, REASON_DISABLED, "gangScheduling.backend is None")
     if workload_api and shared_claims and version == "v1alpha1":
-        if requested == BACKEND_AUTO:
+        if wanted is GangBackend.AUTO:
             return Decision(
-                "None",
+                GangBackend.NONE,
                 REASON_SHARED_CLAIMS,
                 f"gangs are scheduled pod by pod: {SHARED_CLAIMS_ON_V1ALPHA1}",
             )
         return Decision(
-            "None",
+            GangBackend.NONE,
             REASON_SHARED_CLAIMS,
             f"gangScheduling.backend is Workload but {SHARED_CLAIMS_ON_V1ALPHA1}; set it to "
             "Auto or None",
@@ -188,20 +191,20 @@ def decide(
             how = f"gangs are scheduled through {API_VERSION} Workloads"
         else:
             how = f"gangs are scheduled through scheduling.k8s.io/{version} PodGroups, one each"
-        return Decision("Workload", REASON_WORKLOAD, how)
+        return Decision(GangBackend.WORKLOAD, REASON_WORKLOAD, how)
     served = (
         "the cluster serves no gang-scheduling API (scheduling.k8s.io v1beta1, v1alpha2 or "
         "v1alpha1)"
     )
-    if requested == BACKEND_AUTO:
+    if wanted is GangBackend.AUTO:
         return Decision(
-            "None",
+            GangBackend.NONE,
             REASON_UNAVAILABLE,
             f"{served}{why}; gangs are scheduled pod by pod",
         )
-    assert requested == BACKEND_WORKLOAD, requested
+    assert wanted is GangBackend.WORKLOAD, requested
     return Decision(
-        "None",
+        GangBackend.NONE,
         REASON_UNAVAILABLE,
         f"gangScheduling.backend is Workload but {served}{why}",
         satisfiable=False,

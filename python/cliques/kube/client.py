@@ -1,9 +1,10 @@
-"""The API client: kubernetes-asyncio for config, auth and TLS; msgspec for bodies.
+"""The API client: aiohttp for the connections, msgspec for bodies.
 
-kubernetes-asyncio loads the kubeconfig (or the in-cluster service account), builds the TLS
-context and the aiohttp session and refreshes tokens; this module sends requests on that
-session itself so that bodies are decoded by msgspec straight from the response bytes into
-the slim Structs of `cliques.api` (no generated-model deserialization on the hot path).
+`kubeconfig` finds the cluster and its credentials (the kubeconfig or the in-cluster
+service account; tokens renewed as they expire or rotate); this module sends requests on
+an aiohttp session of its own, with the TLS context of that cluster, so that bodies are
+decoded by msgspec straight from the response bytes into the slim Structs of
+`cliques.api` (no generated client or models).
 
 It also owns the client-side behaviour every controller relies on: a QPS/burst token bucket,
 429 answers retried after the server's `Retry-After` (logged when the throttling starts and
@@ -27,7 +28,7 @@ import aiohttp
 import msgspec
 
 from cliques import metrics
-from cliques.kube import errors, fair, k8s, ratelimit, rawjson
+from cliques.kube import errors, fair, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
 from cliques.kube.resources import Resource
 from cliques.kube.stretches import Stretches
@@ -154,28 +155,29 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: Any,
+        cluster: kubeconfig_.Cluster,
         *,
         qps: float = 50.0,
         burst: int = 100,
         field_manager: str = "cliques-operator",
         user_agent: str = "cliques-operator",
         request_timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = 64,
     ) -> None:
-        self._api = api_client
-        self._cfg = api_client.configuration
-        self.host: str = self._cfg.host.rstrip("/")
-        rest = api_client.rest_client
-        # Our own session on kubernetes-asyncio's connector (its TLS context and pool), with
-        # trust_env off: with it on, aiohttp re-reads ~/.netrc in a thread and re-resolves
-        # the proxy environment on *every* request (a fifth of the operator's CPU at 1,000
-        # pods). The proxy is resolved once here instead, the same way. Requests have no
-        # aiohttp timeout (a timer per request): `Deadlines` enforces theirs.
+        self.cluster = cluster
+        self.host: str = cluster.host.rstrip("/")
+        # A session with trust_env off: with it on, aiohttp re-reads ~/.netrc in a thread
+        # and re-resolves the proxy environment on *every* request (a fifth of the
+        # operator's CPU at 1,000 pods). The proxy is resolved once here instead, the same
+        # way. Requests have no aiohttp timeout (a timer per request): `Deadlines` enforces
+        # theirs.
+        ssl_context = cluster.ssl_context()
         self._session = aiohttp.ClientSession(
-            connector=rest.pool_manager.connector,
-            connector_owner=False,
+            connector=aiohttp.TCPConnector(
+                limit=max_connections, ssl=ssl_context if ssl_context is not None else True
+            ),
             trust_env=False,
-            read_bufsize=2**21,  # watch events of large objects (kubernetes-asyncio's value)
+            read_bufsize=2**21,  # watch events of large objects (up to etcd's 1.5 MiB)
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
         )
         self.deadlines = Deadlines(request_timeout)
@@ -183,8 +185,8 @@ class KubeClient:
         self.throttled = Stretches()
         #: when the last 429 came (the stretch ends with a success a second after it)
         self._last_429 = 0.0
-        self._server_hostname: str | None = rest.server_hostname
-        self._proxy: dict[str, Any] = proxy_settings(self.host, rest.proxy, rest.proxy_headers)
+        self._server_hostname: str | None = cluster.server_hostname
+        self._proxy: dict[str, Any] = proxy_settings(self.host, cluster.proxy, None)
         self.limiter = ratelimit.TokenBucket(qps, burst)
         self.field_manager = field_manager
         #: the query of every write, by `force` (encoded once: writes are most requests)
@@ -215,21 +217,18 @@ class KubeClient:
     ) -> KubeClient:
         """Load the kubeconfig (explicit path, in-cluster, $KUBECONFIG, ~/.kube/config);
         raises `kubeconfig.ConfigError` when it cannot be loaded."""
-        cfg = await kubeconfig_.load(kubeconfig, context)
-        cfg.connection_pool_maxsize = max_connections
-        api = k8s.ApiClient(cfg)
         return cls(
-            api,
+            await kubeconfig_.load(kubeconfig, context),
             qps=qps,
             burst=burst,
             field_manager=field_manager,
             request_timeout=request_timeout,
+            max_connections=max_connections,
         )
 
     async def close(self) -> None:
         self.deadlines.close()
         await self._session.close()
-        await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -249,7 +248,9 @@ class KubeClient:
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
-        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
+        auth = await self.cluster.auth.header()
+        if auth is not None:
+            headers["Authorization"] = auth
         return headers
 
     async def request(

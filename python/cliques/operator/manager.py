@@ -2,12 +2,14 @@
 
 `Manager.run()` connects, checks what the API server serves (its CRDs, the gang-scheduling
 API: `preflight`, which waits out an API server that is not answering yet and raises
-`StartupError` for what waiting cannot fix), starts the informers (Cliques, Pods,
-Services and, where the cluster serves them, Workloads, PodGroups and CompositePodGroups:
-only those labelled with one of its buckets, filtered by the API server; CliqueSets: a
-`CliqueSetCache` that keeps only those of its buckets), waits until they have synced,
-starts the reconcile runners, and on `stop()` drains the queues (in-flight reconciles
-finish, nothing new starts) before closing the client.
+`StartupError` for what waiting cannot fix), builds the informers the controllers declare
+(`CONTROLLERS`, each with its `WATCHES`: one informer per name, shared between controllers,
+left out where the cluster does not serve its resource; objects the CliqueSets own only
+those labelled with one of its buckets, filtered by the API server; CliqueSets: a
+`CliqueSetCache` that keeps only those of its buckets), hands each controller its own
+(`wired`), starts the informers, waits until they have synced, starts the reconcile
+runners, and on `stop()` drains the queues (in-flight reconciles finish, nothing new
+starts) before closing the client.
 
 A Manager of one shard among several in a process (`shard_managers`) is handed the
 process's CliqueSet cache instead of running its own: it admits its buckets into it when it
@@ -21,46 +23,24 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from cliques.api import labels
-from cliques.api.claim import ClaimObject
-from cliques.api.clique import Clique, SharedTemplates
-from cliques.api.hpa import HorizontalPodAutoscaler
-from cliques.api.kueue import KueueWorkload, LocalQueue
-from cliques.api.pod import Pod
-from cliques.api.podgroup import CompositePodGroup, PodGroup
-from cliques.api.scalinggroup import CliqueScalingGroup
-from cliques.api.service import Service
-from cliques.api.workload import Workload
 from cliques.controllers import clique_controller, cliqueset_controller, start_gate
 from cliques.controllers.executor import Executor
 from cliques.controllers.revision import CORE_ALGORITHM, Hasher
-from cliques.kube import gangapi, store
+from cliques.controllers.wiring import Controller, ControllerClass, Wiring
+from cliques.kube import gangapi, watches
 from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer, WatchFaults, short_selector
-from cliques.kube.objects import KubeObject
-from cliques.kube.resources import (
-    CLIQUES,
-    HPAS,
-    KUEUE_WORKLOADS,
-    LOCAL_QUEUES,
-    PODS,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    SCALING_GROUPS,
-    SERVICES,
-    Resource,
-)
+from cliques.kube.resources import CLIQUESETS, Resource
 from cliques.kube.runner import Runner
 from cliques.kube.startup import Stopped
 from cliques.operator import preflight, undecodable
 from cliques.operator.buckets import BucketSet
 from cliques.operator.cliqueset_cache import CliqueSetCache
 
-T = TypeVar("T", bound=KubeObject)
 log = logging.getLogger(__name__)
 
 
@@ -97,10 +77,14 @@ class Config:
     trace: Callable[[str, str, float, float], None] | None = None
 
 
-#: Watches one Manager may hold open at once (an informer each: CliqueSets, Cliques, Pods,
-#: Services, Workloads, PodGroups, CompositePodGroups, the two DRA claim kinds, Kueue's two,
-#: CliqueScalingGroups, HPAs), and the connections its writes keep besides.
-WATCHES_PER_MANAGER = 13
+#: The controllers a Manager runs, each declaring its watches (`controllers.wiring`).
+CONTROLLERS: tuple[ControllerClass, ...] = (
+    cliqueset_controller.CliqueSetController,
+    clique_controller.CliqueController,
+)
+#: Watches one Manager may hold open at once (an informer each, where the cluster serves
+#: them all), and the connections its writes keep besides.
+WATCHES_PER_MANAGER = len(watches.merge(w for c in CONTROLLERS for w in c.WATCHES))
 WRITE_CONNECTIONS = 64
 
 
@@ -150,6 +134,8 @@ class Manager:
         self.informers: list[Informer[Any]] = []
         #: set once the CliqueSet cache has listed this Manager's buckets
         self.cliquesets_listed = asyncio.Event()
+        #: the controllers this Manager runs (`CONTROLLERS`) and their runners
+        self.controllers: list[Controller] = []
         self.runners: list[Runner] = []
         self.recorder: EventRecorder | None = None
         self._stop = asyncio.Event()
@@ -202,52 +188,21 @@ class Manager:
             total=cfg.buckets.total,
             resync_period=cfg.resync_period,
         )
-        cq_inf, pod_inf, svc_inf = self._child_informers(client)
-        self.informers = (
-            [cq_inf, pod_inf, svc_inf] if shared else [cqs_inf, cq_inf, pod_inf, svc_inf]
-        )
         gang_api = self.gang_api
         if gang_api is None:
             self.gang_api = gang_api = await preflight.check(
                 client, self._stop, namespace=cfg.namespace
             )
             log.info("gang scheduling: %s", gang_api.describe())
-        wl_inf: Informer[Workload] | None = None
-        pg_inf: Informer[PodGroup] | None = None
-        if gang_api.served:
-            wl_inf = self._owned_informer(client, gang_api.workload_resource, Workload)
-            self.informers.append(wl_inf)
-        if gang_api.podgroups:
-            pg_inf = self._owned_informer(client, gang_api.podgroup_resource, PodGroup)
-            self.informers.append(pg_inf)
-        cpg_inf: Informer[CompositePodGroup] | None = None
-        if gang_api.podgroups and gang_api.composite:
-            cpg_inf = self._owned_informer(client, gang_api.composite_resource, CompositePodGroup)
-            self.informers.append(cpg_inf)
-        claim_infs: list[Informer[ClaimObject]] = []
-        if gang_api.claims:
-            for resource in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
-                claim_infs.append(self._owned_informer(client, resource, ClaimObject))
-            self.informers.extend(claim_infs)
-        kueue_infs = self._kueue_informers(client) if gang_api.kueue else (None, None)
-        self.informers.extend(i for i in kueue_infs if i is not None)
-        scale_infs = (
-            self._owned_informer(client, SCALING_GROUPS, CliqueScalingGroup),
-            self._owned_informer(client, HPAS, HorizontalPodAutoscaler),
-        )
-        self.informers.extend(scale_infs)
+        informers = self._informers(client, gang_api, cqs_inf)
+        # A shared CliqueSet cache is the process's to run, not this Manager's.
+        self.informers = [i for i in informers.values() if not (shared and i is cqs_inf)]
         self.recorder = EventRecorder(client) if cfg.events else None
+        cqs_inf.on_undecodable(
+            undecodable.UndecodableReporter(client, self.recorder, cfg.buckets.owns)
+        )
         with cqs_inf.recording() as registered:
-            self._controllers(
-                client,
-                cqs_inf,
-                (cq_inf, pod_inf, svc_inf),
-                (wl_inf, pg_inf, cpg_inf),
-                gang_api,
-                claim_infs,
-                kueue_infs,
-                scale_infs,
-            )
+            self._wire(client, informers, gang_api)
         try:
             await self._serve(shared.admit(cfg.buckets.buckets) if shared else cqs_inf.synced)
         finally:
@@ -255,182 +210,79 @@ class Manager:
                 shared.unregister(registered)
                 shared.forget(cfg.buckets.buckets)
 
-    def _owned_informer(self, client: KubeClient, resource: Resource, kind: type[T]) -> Informer[T]:
-        """An informer of objects the CliqueSets of this Manager's buckets own (by label),
-        indexed by their controller."""
+    def _informers(
+        self, client: KubeClient, gang_api: gangapi.GangAPI, cliquesets: CliqueSetCache
+    ) -> dict[str, Informer[Any]]:
+        """An informer per watch the controllers declare (`CONTROLLERS`) that the cluster
+        serves, by name; the CliqueSets are the process's `CliqueSetCache`."""
+        out: dict[str, Informer[Any]] = {}
+        for watch in watches.merge(w for c in CONTROLLERS for w in c.WATCHES):
+            resource = watch.served(gang_api)
+            if resource == CLIQUESETS:
+                out[watch.name] = cliquesets
+            elif resource is not None:
+                out[watch.name] = self._informer(client, watch, resource)
+        return out
+
+    def _informer(
+        self, client: KubeClient, watch: watches.Watch, resource: Resource
+    ) -> Informer[Any]:
+        """The informer of `watch`: in this Manager's namespace, of its buckets (by label)
+        when the watch is of owned objects."""
         cfg = self.config
         return Informer(
             client,
             resource,
-            kind,
+            watch.kind,
             namespace=cfg.namespace,
-            label_selector=cfg.buckets.selector(),
-            indexers={"controller": store.by_controller},
+            label_selector=cfg.buckets.selector() if watch.owned else "",
+            indexers=dict(watch.indexers),
             resync_period=cfg.resync_period,
+            faults=cfg.faults if watch.faults else None,
+            transform=watch.transform() if watch.transform is not None else None,
         )
 
-    def _kueue_informers(
-        self, client: KubeClient
-    ) -> tuple[Informer[KueueWorkload], Informer[LocalQueue]]:
-        """Kueue's Workloads of this Manager's buckets (labelled by Kueue's labelKeysToCopy
-        from the pods, docs/kueue.md), indexed by CliqueSet, and the LocalQueues."""
-        cfg = self.config
-        workloads = Informer(
-            client,
-            KUEUE_WORKLOADS,
-            KueueWorkload,
-            namespace=cfg.namespace,
-            label_selector=cfg.buckets.selector(),
-            indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
-            resync_period=cfg.resync_period,
-        )
-        queues = Informer(
-            client,
-            LOCAL_QUEUES,
-            LocalQueue,
-            namespace=cfg.namespace,
-            resync_period=cfg.resync_period,
-        )
-        return workloads, queues
-
-    def _child_informers(
-        self, client: KubeClient
-    ) -> tuple[Informer[Clique], Informer[Pod], Informer[Service]]:
-        """The informers of the children of this Manager's buckets (selected by label)."""
-        cfg = self.config
-        selector = cfg.buckets.selector()
-        ns = cfg.namespace
-        ctl = store.by_controller
-        cq_inf = Informer(
-            client,
-            CLIQUES,
-            Clique,
-            namespace=ns,
-            label_selector=selector,
-            indexers={"controller": ctl, "gang": clique_controller.gang_key},
-            resync_period=cfg.resync_period,
-            faults=cfg.faults,
-            transform=SharedTemplates(),
-        )
-        pod_inf = Informer(
-            client,
-            PODS,
-            Pod,
-            namespace=ns,
-            label_selector=selector,
-            indexers={"controller": ctl},
-            resync_period=cfg.resync_period,
-            faults=cfg.faults,
-        )
-        svc_inf = Informer(
-            client,
-            SERVICES,
-            Service,
-            namespace=ns,
-            label_selector=selector,
-            indexers={"controller": ctl},
-            resync_period=cfg.resync_period,
-        )
-        return cq_inf, pod_inf, svc_inf
-
-    def _controllers(
-        self,
-        client: KubeClient,
-        cqs_inf: CliqueSetCache,
-        children: tuple[Informer[Clique], Informer[Pod], Informer[Service]],
-        gang_informers: tuple[
-            Informer[Workload] | None,
-            Informer[PodGroup] | None,
-            Informer[CompositePodGroup] | None,
-        ],
-        gang_api: gangapi.GangAPI,
-        claim_informers: list[Informer[ClaimObject]],
-        kueue_informers: tuple[Informer[KueueWorkload] | None, Informer[LocalQueue] | None],
-        scale_informers: tuple[Informer[CliqueScalingGroup], Informer[HorizontalPodAutoscaler]],
+    def _wire(
+        self, client: KubeClient, informers: dict[str, Informer[Any]], gang_api: gangapi.GangAPI
     ) -> None:
-        """The two controllers (their handlers registered on the informers) and runners."""
+        """Each controller (its handlers registered on its informers) and its runner."""
         cfg = self.config
-        cq_inf, pod_inf, svc_inf = children
         hasher = Hasher(cfg.hash_algorithm)
-        owns = cfg.buckets.owns
-        cqs_inf.on_undecodable(undecodable.UndecodableReporter(client, self.recorder, owns))
-
-        by_resource: dict[Resource, Informer[Any]] = {i.resource: i for i in self.informers}
-        by_resource[cqs_inf.resource] = cqs_inf
+        by_resource = {i.resource: i for i in informers.values()}
 
         def written(resource: Resource, raw: bytes) -> None:
             informer = by_resource.get(resource)
             if informer is not None:
                 informer.observe_write(raw)
 
-        cqs_exp = Expectations(cliqueset_controller.NAME, ttl=cfg.expectations_ttl)
-        cq_exp = Expectations(clique_controller.NAME, ttl=cfg.expectations_ttl)
-        cqs_ctl = cliqueset_controller.CliqueSetController(
-            cqs_inf,
-            cq_inf,
-            svc_inf,
-            Executor(
-                client,
-                cqs_exp,
-                self.recorder,
-                parallelism=cfg.write_parallelism,
-                written=written,
-            ),
-            cqs_exp,
-            hasher,
-            owns=owns,
-            gang_api=gang_api,
-            workloads=gang_informers[0],
-            pod_groups=gang_informers[1],
-            composite_groups=gang_informers[2],
-            claim_objects=claim_informers,
-            kueue_workloads=kueue_informers[0],
-            local_queues=kueue_informers[1],
-            scaling_groups=scale_informers[0],
-            hpas=scale_informers[1],
-            status_hold=cfg.status_hold,
-        )
-        cq_ctl = clique_controller.CliqueController(
-            cq_inf,
-            pod_inf,
-            Executor(
-                client,
-                cq_exp,
-                self.recorder,
-                parallelism=cfg.write_parallelism,
-                written=written,
-            ),
-            cq_exp,
-            hasher,
-            owns=owns,
-            status_hold=cfg.status_hold,
-            gate_image=cfg.start_gate_image,
-        )
-
-        # Fair hand-out: a Clique's key competes as part of its CliqueSet, in its namespace.
-        def clique_group(key: str) -> tuple[str, str]:
-            ns, _, name = key.rpartition("/")
-            cq = cq_inf.store.get(key)
-            owner = cq.metadata.labels.get(labels.LABEL_CLIQUESET) if cq is not None else None
-            return ns, owner or name
-
-        cq_ctl.queue.set_group(clique_group)
-        self.runners = [
-            Runner(
-                cliqueset_controller.NAME,
-                cqs_ctl.queue,
-                cqs_ctl.reconcile,
-                concurrency=cfg.concurrency,
-                trace=cfg.trace,
-            ),
-            Runner(
-                clique_controller.NAME,
-                cq_ctl.queue,
-                cq_ctl.reconcile,
-                concurrency=cfg.concurrency,
-                trace=cfg.trace,
-            ),
-        ]
+        self.controllers = []
+        self.runners = []
+        for cls in CONTROLLERS:
+            exp = Expectations(cls.NAME, ttl=cfg.expectations_ttl)
+            executor = Executor(
+                client, exp, self.recorder, parallelism=cfg.write_parallelism, written=written
+            )
+            wiring = Wiring(
+                executor,
+                exp,
+                hasher,
+                owns=cfg.buckets.owns,
+                gang_api=gang_api,
+                status_hold=cfg.status_hold,
+                gate_image=cfg.start_gate_image,
+            )
+            mine = {w.name: informers[w.name] for w in cls.WATCHES if w.name in informers}
+            ctl = cls.wired(mine, wiring)
+            self.controllers.append(ctl)
+            self.runners.append(
+                Runner(
+                    cls.NAME,
+                    ctl.queue,
+                    ctl.reconcile,
+                    concurrency=cfg.concurrency,
+                    trace=cfg.trace,
+                )
+            )
         log.info(
             "starting: namespace=%s%s hash-algorithm=%d",
             cfg.namespace or "*",

@@ -176,28 +176,9 @@ class Supervisor:
                         if time.monotonic() - w.started_at > 60:
                             w.backoff = 1.0  # ran long enough: reset its backoff
                         continue
-                    if code == EXIT_NEEDS_FIX:
-                        log.error(
-                            "worker-%d cannot start for a reason a restart does not fix (its "
-                            "last log line says which); stopping the operator",
-                            w.index,
-                        )
-                        self._mark_dead(w.proc.pid)
-                        exit_code = EXIT_NEEDS_FIX
-                        stop.set()
-                        break
-                    synced = (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
-                    w.failed_starts = 0 if synced else w.failed_starts + 1
-                    self._mark_dead(w.proc.pid)
-                    if w.failed_starts >= self.max_failed_starts:
-                        log.error(
-                            "worker-%d exited %d times in a row before its caches synced "
-                            "(last: %s); stopping the operator",
-                            w.index,
-                            w.failed_starts,
-                            _describe(code),
-                        )
-                        exit_code = 1
+                    verdict = self._exited(w, code)
+                    if verdict is not None:
+                        exit_code = verdict
                         stop.set()
                         break
                     w.restarts += 1
@@ -224,6 +205,33 @@ class Supervisor:
                 await health.stop()
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
         return exit_code
+
+    def _exited(self, w: Worker, code: int) -> int | None:
+        """What the exit (`code`) of worker `w` means: the operator's exit code when it
+        must stop (a reason a restart does not fix, or too many failed starts in a row),
+        else None (the worker is restarted)."""
+        assert w.proc is not None
+        if code == EXIT_NEEDS_FIX:
+            log.error(
+                "worker-%d cannot start for a reason a restart does not fix (its "
+                "last log line says which); stopping the operator",
+                w.index,
+            )
+            self._mark_dead(w.proc.pid)
+            return EXIT_NEEDS_FIX
+        synced = (self.runtime_dir / READY_FILE.format(pid=w.proc.pid)).exists()
+        w.failed_starts = 0 if synced else w.failed_starts + 1
+        self._mark_dead(w.proc.pid)
+        if w.failed_starts >= self.max_failed_starts:
+            log.error(
+                "worker-%d exited %d times in a row before its caches synced "
+                "(last: %s); stopping the operator",
+                w.index,
+                w.failed_starts,
+                _describe(code),
+            )
+            return 1
+        return None
 
     async def _stop_all(self, grace: float = 60.0) -> None:
         log.info("stopping %d worker(s)", len(self.workers))
