@@ -112,7 +112,7 @@ def test_a_gang_keeps_its_workload_and_unused_ones_are_deleted() -> None:
 def test_auto_falls_back_without_the_api_and_says_so_once() -> None:
     cqs = with_backend("Auto", replicas=1)
     found = gangapi.interpret(["v1"], {})
-    snap = set_snapshot(cqs, [], workload_api=found.served, gang_api=found.describe())
+    snap = set_snapshot(cqs, [], workload_api=found.served, gang_api_detail=found.describe())
     plan = cliqueset_planner.plan(snap)
     assert gang_condition(plan) == ("False", workload.REASON_UNAVAILABLE)
     assert [e.reason for e in plan.events] == [workload.REASON_UNAVAILABLE]
@@ -123,7 +123,7 @@ def test_auto_falls_back_without_the_api_and_says_so_once() -> None:
     assert not any(c.resource.kind == "Workload" for c in plan.creates)
     again = msgspec.structs.replace(cqs, status=plan.status)
     later = cliqueset_planner.plan(
-        set_snapshot(again, [], workload_api=False, gang_api=found.describe())
+        set_snapshot(again, [], workload_api=False, gang_api_detail=found.describe())
     )
     assert not [e for e in later.events if e.reason == workload.REASON_UNAVAILABLE]
 

@@ -512,7 +512,7 @@ class CliqueSetController:
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
             workload_api=self.gang_api.served,
-            gang_api=self.gang_api.describe(),
+            gang_api_detail=self.gang_api.describe(),
             gang_version=self.gang_api.version or "v1alpha1",
             gang_features=self.gang_api.features,
             workloads=(

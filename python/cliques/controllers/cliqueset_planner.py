@@ -39,6 +39,7 @@ from typing import Any
 
 from cliques import _core
 from cliques.api import labels
+from cliques.api.backends import GangBackend
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import (
     IN_PLACE_IF_POSSIBLE,
@@ -124,7 +125,7 @@ class CliqueSetSnapshot:
     invalid: str = ""
     #: whether the cluster serves the Workload API, and what it serves (`gangapi`)
     workload_api: bool = False
-    gang_api: str = ""
+    gang_api_detail: str = ""
     #: the Workloads this CliqueSet owns
     workloads: list[Workload] = field(default_factory=list)
     #: the scheduling.k8s.io version served for gangs (`gangapi.GangAPI.version`), and the
@@ -287,7 +288,7 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
     # 1.36): the group of a gang that will move is made ahead of the roll.
     group_first = (
         "workload-claims" in snap.gang_features
-        and spec.gang_scheduling.backend != "None"
+        and GangBackend(spec.gang_scheduling.backend) != GangBackend.NONE
         and bool(claims.group_claims(cqs))
     )
     lay = scaling.layout(spec)
@@ -297,7 +298,7 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
         snap.cliques,
         snap.workloads,
         workload_api=snap.workload_api,
-        detail=snap.gang_api,
+        detail=snap.gang_api_detail,
         bucket=bucket,
         version=snap.gang_version,
         groups=snap.pod_groups,
@@ -316,7 +317,7 @@ def _setup(snap: CliqueSetSnapshot) -> _Setup | str:
         deps=deps,
         bucket=bucket,
         sched=sched,
-        group_first=group_first and sched.decision.backend == "Workload",
+        group_first=group_first and sched.decision.backend == GangBackend.WORKLOAD,
         start_gates=gang_scheduling.start_gates(sched.decision),
         queue=queue,
         queue_problem=(

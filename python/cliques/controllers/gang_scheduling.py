@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from cliques.api import labels
+from cliques.api.backends import GangBackend
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
@@ -131,7 +132,7 @@ def plan(
     cliques = list(cliques)
     groups = list(groups)
     have = {w.metadata.name: w for w in workloads}
-    on = decision.backend == "Workload"
+    on = decision.backend == GangBackend.WORKLOAD
     if (
         on
         and version == composite_groups.POD_GROUP_VERSION
@@ -166,11 +167,7 @@ def plan(
             and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
         }
         current, ready = latest, not latest or latest in have
-    deletes = [
-        Delete(wl_resource, name, w.metadata.uid, uid, "Unused")
-        for name, w in sorted(have.items())
-        if name != latest and name not in used and w.metadata.deletion_timestamp is None
-    ]
+    deletes = _unused_workloads(cqs, have, latest, used, version)
     return GangPlan(
         decision,
         current,
@@ -185,6 +182,17 @@ def plan(
         named=named,
         wanted=wanted,
     )
+
+
+def _unused_workloads(
+    cqs: CliqueSet, have: Mapping[str, Workload], latest: str, used: set[str], version: str
+) -> list[Delete]:
+    """The deletes of the set's Workloads that are not `latest` and nothing links to."""
+    return [
+        Delete(gangapi.workloads(version), name, w.metadata.uid, cqs.metadata.uid, "Unused")
+        for name, w in sorted(have.items())
+        if name != latest and name not in used and w.metadata.deletion_timestamp is None
+    ]
 
 
 @dataclass
@@ -306,16 +314,16 @@ def gang_workload(members: Mapping[str, Clique], current: str) -> str:
 def start_gates(decision: workload.Decision) -> bool:
     """Whether start order is kept by start gates after placement (`startGate` on the Cliques): with
     the Workload backend a gang's pods must all exist for any of them to be scheduled."""
-    return decision.backend == "Workload"
+    return decision.backend == GangBackend.WORKLOAD
 
 
 def condition(decision: workload.Decision, conds: conditions.Setter, ordered: bool) -> Condition:
     """The `GangScheduling` condition: True with the Workload backend, else False with the
     reason `decide` gave. `ordered`: the spec asks for a start order, which the Workload
     backend enforces after placement, with start gates."""
-    status: ConditionStatus = "True" if decision.backend == "Workload" else "False"
+    status: ConditionStatus = "True" if decision.backend == GangBackend.WORKLOAD else "False"
     message = decision.message
-    if ordered and decision.backend == "Workload":
+    if ordered and decision.backend == GangBackend.WORKLOAD:
         message += "; start order is enforced after placement, by start gates"
     return conds.set(CONDITION, status, decision.reason, message)
 

@@ -475,13 +475,7 @@ def plan(
         out.workload = setting.workload
         out.workload_body = workload_body(cqs, templates, bucket)
 
-    by_gang: dict[int, list[Clique]] = {}
-    for c in cliques:
-        by_gang.setdefault(c.spec.gang_index, []).append(c)
-    groups_by: dict[int, list[PodGroup]] = {}
-    for g in groups:
-        index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
-        groups_by.setdefault(int(index) if index.isdigit() else -1, []).append(g)
+    by_gang, groups_by = _by_gang(cliques, groups)
 
     replicas = cqs.spec.replicas
     entries: dict[int, _Entry] = {}
@@ -537,6 +531,20 @@ class _Keep:
     moves: Names | None = None
     #: PodGroups to make from a sibling in the cache (an instance a scale added)
     made_from: dict[str, PodGroup] = field(default_factory=dict)
+
+
+def _by_gang(
+    cliques: Iterable[Clique], groups: Iterable[PodGroup]
+) -> tuple[dict[int, list[Clique]], dict[int, list[PodGroup]]]:
+    """The Cliques and the groups by gang (a group without a gang label under -1)."""
+    by_gang: dict[int, list[Clique]] = {}
+    for c in cliques:
+        by_gang.setdefault(c.spec.gang_index, []).append(c)
+    groups_by: dict[int, list[PodGroup]] = {}
+    for g in groups:
+        index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
+        groups_by.setdefault(int(index) if index.isdigit() else -1, []).append(g)
+    return by_gang, groups_by
 
 
 def _plan_gang(
