@@ -439,6 +439,12 @@ class Memo:
     key: SettingKey
     setting: _Setting
     gangs: Mapping[int, _Entry]
+    #: the Cliques and groups planned, and the same by gang: a plan given the same lists
+    #: (the same objects, in the same order) reuses the split
+    cliques: list[Clique] = field(default_factory=list)
+    groups: list[PodGroup] = field(default_factory=list)
+    cliques_by_gang: dict[int, list[Clique]] = field(default_factory=dict)
+    groups_by_gang: dict[int, list[PodGroup]] = field(default_factory=dict)
 
 
 def plan(
@@ -462,9 +468,13 @@ def plan(
     of = parts(cqs, features)
     whole = workload.min_count(cqs)
     key: SettingKey = (meta.uid, meta.name, meta.namespace, bucket, features, of, whole)
+    cliques, groups = list(cliques), list(groups)
     if memo is not None and memo.key == key:
         setting, old = memo.setting, memo.gangs
+        # (list equality is a C loop that finds the same objects without reading them)
+        same_cliques, same_groups = memo.cliques == cliques, memo.groups == groups
     else:
+        same_cliques = same_groups = False
         templates = of.templates()
         current = workload_name(cqs, templates) if templates is not None else ""
         setting, old = _Setting(cqs, of, bucket, current, whole), {}
@@ -475,7 +485,8 @@ def plan(
         out.workload = setting.workload
         out.workload_body = workload_body(cqs, templates, bucket)
 
-    by_gang, groups_by = _by_gang(cliques, groups)
+    by_gang = memo.cliques_by_gang if memo and same_cliques else _cliques_by_gang(cliques)
+    groups_by = memo.groups_by_gang if memo and same_groups else _groups_by_gang(groups)
 
     replicas = cqs.spec.replicas
     entries: dict[int, _Entry] = {}
@@ -515,7 +526,7 @@ def plan(
     deletes.sort(key=lambda d: d.name)
     composite_deletes.sort(key=lambda d: d.name)
     out.deletes = [d for d in (*deletes, *composite_deletes) if d.name not in outside]
-    out.memo = Memo(key, setting, entries)
+    out.memo = Memo(key, setting, entries, cliques, groups, by_gang, groups_by)
     return out
 
 
@@ -533,18 +544,20 @@ class _Keep:
     made_from: dict[str, PodGroup] = field(default_factory=dict)
 
 
-def _by_gang(
-    cliques: Iterable[Clique], groups: Iterable[PodGroup]
-) -> tuple[dict[int, list[Clique]], dict[int, list[PodGroup]]]:
-    """The Cliques and the groups by gang (a group without a gang label under -1)."""
+def _cliques_by_gang(cliques: Iterable[Clique]) -> dict[int, list[Clique]]:
     by_gang: dict[int, list[Clique]] = {}
     for c in cliques:
         by_gang.setdefault(c.spec.gang_index, []).append(c)
-    groups_by: dict[int, list[PodGroup]] = {}
+    return by_gang
+
+
+def _groups_by_gang(groups: Iterable[PodGroup]) -> dict[int, list[PodGroup]]:
+    """The groups by their gang label (a group without one under -1)."""
+    by_gang: dict[int, list[PodGroup]] = {}
     for g in groups:
         index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
-        groups_by.setdefault(int(index) if index.isdigit() else -1, []).append(g)
-    return by_gang, groups_by
+        by_gang.setdefault(int(index) if index.isdigit() else -1, []).append(g)
+    return by_gang
 
 
 def _plan_gang(
