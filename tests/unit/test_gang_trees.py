@@ -11,6 +11,7 @@ minAvailable 1), decode autoscaled (1 pod)."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -643,3 +644,38 @@ def test_stale_composites_wait_for_their_children() -> None:
     (gone,) = gang_trees.stale_composites(cqs, [root, mid], ())
     assert gone.name == "mid" and gone.resource.kind == "CompositePodGroup"
     assert gang_trees.stale_composites(cqs, [root], ())[0].name == "root"
+
+
+def test_a_split_made_again_from_the_last_is_the_split_of_the_new_list() -> None:
+    """`_resplit` (the changed objects' gangs split again) equals `_split` of the new list,
+    and names every gang whose objects changed, through drops, adds and equal copies (which
+    change nothing)."""
+    rng = random.Random(7)
+    _, world = settled(replicas=6)
+    old = list(world.cliques)
+    split = gang_trees._split(old, gang_trees._clique_gang)
+    for step in range(300):
+        new = list(old)
+        op = rng.choice(["drop", "add", "copy", "same", "many"])
+        changed: set[int] = set()
+        if op == "drop" and new:
+            changed.add(new.pop(rng.randrange(len(new))).spec.gang_index)
+        elif op in ("add", "many"):
+            for n in range(1 if op == "add" else 40):
+                base = rng.choice(world.cliques)
+                spec = msgspec.structs.replace(base.spec, gang_index=rng.randrange(8))
+                meta = msgspec.structs.replace(
+                    base.metadata, name=f"{base.metadata.name}-{step}-{n}"
+                )
+                made = msgspec.structs.replace(base, metadata=meta, spec=spec)
+                new.insert(rng.randrange(len(new) + 1), made)
+                changed.add(made.spec.gang_index)
+        elif op == "copy" and new:
+            i = rng.randrange(len(new))
+            new[i] = msgspec.structs.replace(new[i])  # equal, not the same object: no change
+        kept, got, dirty = gang_trees._resplit(old, new, split, gang_trees._clique_gang)
+        assert got == gang_trees._split(new, gang_trees._clique_gang)
+        assert changed <= dirty
+        # the split holds the very objects of the list it remembers
+        assert sorted(id(x) for found in got.values() for x in found) == sorted(map(id, kept))
+        old, split = kept, got

@@ -277,8 +277,9 @@ def _trees(
     wl_resource = gangapi.workloads(composite_groups.POD_GROUP_VERSION)
     creates: list[Create] = []
     latest = trees.workload
-    if latest and latest not in have and trees.workload_body is not None:
-        creates.append(Create(wl_resource, latest, trees.workload_body, uid))
+    if latest and latest not in have and trees.workload_templates is not None:
+        body = gang_trees.workload_body(cqs, trees.workload_templates, bucket)
+        creates.append(Create(wl_resource, latest, body, uid))
     deletes = [
         Delete(wl_resource, name, w.metadata.uid, uid, "Unused")
         for name, w in sorted(have.items())

@@ -30,9 +30,12 @@ PodGroup each Clique names, as `podgroups` does for one PodGroup per gang.
   deleted only once nothing in the cache names it as its parent any more: its children
   are gone, and none is kept.
 - **Planned gang by gang.** Each gang's share of the plan (`GangPart`) is a pure function
-  of the set's `Parts`, the gang's Cliques and the groups labelled with it; the plan keeps
-  them (`Memo`), and the next one plans again only the gangs whose objects changed, so a
-  scale of one instance in a set of 1,000 gangs plans one gang.
+  of the set's `Parts`, the gang's Cliques, the groups labelled with it and its instance
+  counts; the plan keeps them (`Memo`), with the Cliques and groups split by gang. The
+  next plan finds the objects that are not the same as last time by identity (never
+  reading the others), splits again only their gangs and plans again only those and the
+  gangs whose counts changed: a scale of one instance in a set of 1,000 gangs plans one
+  gang.
 - **The Workload** of such a set has `compositePodGroupTemplates` only
   (`composite_groups.workload_templates`), named `<cliqueset>-<hash of them>`; a gang
   needing no part of itself has no composite, and no Workload.
@@ -42,9 +45,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cliques.api import labels
 from cliques.api.clique import Clique
@@ -54,6 +57,8 @@ from cliques.controllers import builders, composite_groups, podgroups, scaling, 
 from cliques.controllers.actions import Create, Delete, Patch
 from cliques.controllers.composite_groups import GroupNeed, Member
 from cliques.kube import gangapi
+
+_T = TypeVar("_T", Clique, PodGroup)
 
 #: A part of a gang: (scaling group, instance), ("", None) for the cliques outside the groups.
 Part = tuple[str, int | None]
@@ -226,7 +231,8 @@ class TreePlan:
     #: the set's current Workload ("" when its gangs need no part: no composite), and its
     #: body
     workload: str = ""
-    workload_body: dict[str, Any] | None = None
+    #: its templates, for `workload_body` when it is to be made
+    workload_templates: dict[str, Any] | None = None
     #: gang -> the PodGroups a new Clique of it names; and those of the tree the set asks
     #: for now, which a gang moves to when all its pods are made again
     names: dict[int, Names] = field(default_factory=dict)
@@ -405,6 +411,8 @@ class _Setting:
     #: the set's Workload ("" for none), and the pods a gang's one PodGroup needs
     workload: str
     whole: int
+    #: the Workload's templates (`Parts.templates`)
+    templates: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -424,6 +432,18 @@ class GangPart:
     #: gang's part deletes them (a state the operator never makes, kept safe all the same)
     outside: frozenset[str] = frozenset()
 
+    @property
+    def loud(self) -> bool:
+        """It writes something (or keeps names outside its gang)."""
+        return bool(
+            self.composite_creates
+            or self.group_creates
+            or self.patches
+            or self.deletes
+            or self.composite_deletes
+            or self.outside
+        )
+
 
 #: gang -> (its Cliques, its groups, below `replicas`, its instance counts, the part
 #: planned from them)
@@ -432,19 +452,26 @@ _Entry = tuple[tuple[Clique, ...], tuple[PodGroup, ...], bool, tuple[int, ...], 
 
 @dataclass(frozen=True)
 class Memo:
-    """The gang parts of a set's last plan, for the next one: a gang whose Cliques and
-    groups are the same objects (or equal ones) under the same `SettingKey` keeps its part,
-    so a scale of one instance in a set of 1,000 gangs plans one gang, not 1,000."""
+    """The gang parts of a set's last plan, for the next one: only the gangs whose Cliques,
+    groups or instance counts changed since (found without reading the others) are planned
+    again, so a scale of one instance in a set of 1,000 gangs plans one gang, not 1,000."""
 
     key: SettingKey
     setting: _Setting
+    replicas: int
     gangs: Mapping[int, _Entry]
-    #: the Cliques and groups planned, and the same by gang: a plan given the same lists
-    #: (the same objects, in the same order) reuses the split
-    cliques: list[Clique] = field(default_factory=list)
-    groups: list[PodGroup] = field(default_factory=list)
-    cliques_by_gang: dict[int, list[Clique]] = field(default_factory=dict)
-    groups_by_gang: dict[int, list[PodGroup]] = field(default_factory=dict)
+    #: the Cliques and groups planned, and the same by gang (sorted by name)
+    cliques: list[Clique]
+    groups: list[PodGroup]
+    cliques_by_gang: Mapping[int, tuple[Clique, ...]]
+    groups_by_gang: Mapping[int, tuple[PodGroup, ...]]
+    counts: Mapping[int, Mapping[str, int]]
+    #: gang -> its names and moves; the gangs whose parts write (or keep names outside
+    #: their gang); the Workloads the groups link to
+    names: Mapping[int, Names]
+    moves: Mapping[int, Names]
+    loud: frozenset[int]
+    linked: frozenset[str]
 
 
 def plan(
@@ -458,76 +485,174 @@ def plan(
     counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> TreePlan:
     """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
-    `features`: the PodGroup fields behind feature gates that the
-    server keeps; `memo`: the previous plan's
-    (`TreePlan.memo`); `counts`: gang -> the instances of each group it is to have (its
-    scale targets'), whose PodGroups are made with their Cliques. The module docstring
-    says what is kept, made, patched and deleted; each gang is planned on its own
-    (`GangPart`), and only where its objects changed since `memo`."""
+    `features`: the PodGroup fields behind feature gates that the server keeps; `memo`:
+    the previous plan's (`TreePlan.memo`); `counts`: gang -> the instances of each group
+    it is to have (its scale targets'), whose PodGroups are made with their Cliques. The
+    module docstring says what is kept, made, patched and deleted; each gang is planned
+    on its own (`GangPart`), and only where its objects changed since `memo`."""
     meta = cqs.metadata
     of = parts(cqs, features)
     whole = workload.min_count(cqs)
     key: SettingKey = (meta.uid, meta.name, meta.namespace, bucket, features, of, whole)
-    cliques, groups = list(cliques), list(groups)
-    if memo is not None and memo.key == key:
-        setting, old = memo.setting, memo.gangs
-        # (list equality is a C loop that finds the same objects without reading them)
-        same_cliques, same_groups = memo.cliques == cliques, memo.groups == groups
+    cliques, groups, counts = list(cliques), list(groups), counts or {}
+    replicas = cqs.spec.replicas
+    if memo is not None and memo.key == key and memo.replicas == replicas:
+        setting = memo.setting
+        cliques, by_gang, dirty = _resplit(
+            memo.cliques, cliques, memo.cliques_by_gang, _clique_gang
+        )
+        groups, groups_by, dirty_groups = _resplit(
+            memo.groups, groups, memo.groups_by_gang, _group_gang
+        )
+        dirty |= dirty_groups
+        dirty |= {
+            g for g in counts.keys() | memo.counts.keys() if counts.get(g) != memo.counts.get(g)
+        }
+        old: Mapping[int, _Entry] = memo.gangs
+        names, moves, loud = dict(memo.names), dict(memo.moves), set(memo.loud)
     else:
-        same_cliques = same_groups = False
         templates = of.templates()
         current = workload_name(cqs, templates) if templates is not None else ""
-        setting, old = _Setting(cqs, of, bucket, current, whole), {}
-    out = TreePlan(scheduler_packs=bool(setting.of.shape.topology_key) and setting.of.rooted)
-    if setting.workload:
-        templates = setting.of.templates()
-        assert templates is not None
-        out.workload = setting.workload
-        out.workload_body = workload_body(cqs, templates, bucket)
+        setting = _Setting(cqs, of, bucket, current, whole, templates)
+        by_gang = _split(cliques, _clique_gang)
+        groups_by = _split(groups, _group_gang)
+        dirty = set(range(replicas)) | by_gang.keys() | groups_by.keys()
+        old, names, moves, loud = {}, {}, {}, set()
+    entries = dict(old)
+    relinked = not old
+    for gang in sorted(dirty):
+        below = 0 <= gang < replicas
+        mine, owned = by_gang.get(gang, ()), groups_by.get(gang, ())
+        entry = old.get(gang)
+        if not (below or mine or owned):
+            entries.pop(gang, None)  # a gang gone whole
+        else:
+            want = counts.get(gang, {})
+            scale = tuple(want.get(g.name, 0) for g in of.groups)
+            if entry is None or entry[:4] != (mine, owned, below, scale):
+                part = _plan_gang(setting, gang, mine, owned, below, scale)
+                entries[gang] = (mine, owned, below, scale, part)
+        new = entries.get(gang)
+        part_of_gang = new[4] if new is not None else GangPart()
+        relinked = (
+            relinked or entry is None or new is None or entry[4].linked != part_of_gang.linked
+        )
+        _put(names, gang, part_of_gang.names)
+        _put(moves, gang, part_of_gang.moves)
+        (loud.add if part_of_gang.loud else loud.discard)(gang)
+    linked = (
+        frozenset().union(*(e[4].linked for e in entries.values()))
+        if relinked or memo is None
+        else memo.linked
+    )
+    out = _gathered(setting, entries, sorted(loud), linked)
+    out.names, out.moves = names, moves
+    out.memo = Memo(
+        key,
+        setting,
+        replicas,
+        entries,
+        cliques,
+        groups,
+        by_gang,
+        groups_by,
+        counts,
+        names,
+        moves,
+        frozenset(loud),
+        linked,
+    )
+    return out
 
-    by_gang = memo.cliques_by_gang if memo and same_cliques else _cliques_by_gang(cliques)
-    groups_by = memo.groups_by_gang if memo and same_groups else _groups_by_gang(groups)
 
-    replicas = cqs.spec.replicas
-    entries: dict[int, _Entry] = {}
+def _put(into: dict[int, Names], gang: int, names: Names | None) -> None:
+    if names is None:
+        into.pop(gang, None)
+    else:
+        into[gang] = names
+
+
+def _gathered(
+    s: _Setting, entries: Mapping[int, _Entry], loud: list[int], linked: frozenset[str]
+) -> TreePlan:
+    """The set's `TreePlan` from its gangs' parts: the writes of the gangs that write
+    (`loud`, in gang order; composites first, then PodGroups; deletes by name)."""
+    out = TreePlan(
+        scheduler_packs=bool(s.of.shape.topology_key) and s.of.rooted,
+        linked=set(linked),
+        workload=s.workload,
+        workload_templates=s.templates if s.workload else None,
+    )
     outside: set[str] = set()
     deletes: list[Delete] = []
     composite_deletes: list[Delete] = []
-    for gang in sorted(set(range(replicas)) | by_gang.keys() | groups_by.keys()):
-        mine = tuple(by_gang.get(gang, ()))
-        owned = tuple(groups_by.get(gang, ()))
-        below = 0 <= gang < replicas
-        want = counts.get(gang, {}) if counts else {}
-        scale = tuple(want.get(g.name, 0) for g in setting.of.groups)
-        entry = old.get(gang)
-        if (
-            entry is None
-            or entry[2] != below
-            or entry[3] != scale
-            or entry[0] != mine
-            or entry[1] != owned
-        ):
-            part = _plan_gang(setting, gang, mine, owned, below, scale)
-            entry = (mine, owned, below, scale, part)
-        entries[gang] = entry
-        part = entry[4]
+    for gang in loud:
+        part = entries[gang][4]
         out.creates += part.composite_creates
         out.patches += part.patches
-        out.linked |= part.linked
         outside |= part.outside
         deletes += part.deletes
         composite_deletes += part.composite_deletes
-        if part.names is not None:
-            out.names[gang] = part.names
-        if part.moves is not None:
-            out.moves[gang] = part.moves
-    for entry in entries.values():
-        out.creates += entry[4].group_creates
+    for gang in loud:
+        out.creates += entries[gang][4].group_creates
     deletes.sort(key=lambda d: d.name)
     composite_deletes.sort(key=lambda d: d.name)
     out.deletes = [d for d in (*deletes, *composite_deletes) if d.name not in outside]
-    out.memo = Memo(key, setting, entries, cliques, groups, by_gang, groups_by)
     return out
+
+
+def _clique_gang(c: Clique) -> int:
+    return c.spec.gang_index
+
+
+def _group_gang(g: PodGroup) -> int:
+    """A group's gang, from its label (-1 without one)."""
+    index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
+    return int(index) if index.isdigit() else -1
+
+
+def _by_name(obj: Clique | PodGroup) -> tuple[bool, str]:
+    return (isinstance(obj, CompositePodGroup), obj.metadata.name)
+
+
+def _split(items: Iterable[_T], gang_of: Callable[[_T], int]) -> dict[int, tuple[_T, ...]]:
+    """`items` by gang, each gang's sorted by name."""
+    out: dict[int, list[_T]] = {}
+    for item in items:
+        out.setdefault(gang_of(item), []).append(item)
+    return {g: tuple(sorted(found, key=_by_name)) for g, found in out.items()}
+
+
+def _resplit(
+    old: list[_T],
+    new: list[_T],
+    old_by: Mapping[int, tuple[_T, ...]],
+    gang_of: Callable[[_T], int],
+) -> tuple[list[_T], Mapping[int, tuple[_T, ...]], set[int]]:
+    """`new` by gang (as `_split`), from `old`'s split: the gangs of the objects that are
+    not in both (compared by identity, so an unchanged object is never read) are split
+    again; and those gangs. The list to remember comes first: `old` when the two are
+    equal (the split holds its objects), else `new`."""
+    if old == new:  # a C loop over the same (or equal) objects
+        return old, old_by, set()
+    in_new = {id(x) for x in new}
+    in_old = {id(x) for x in old}
+    gone = [x for x in old if id(x) not in in_new]
+    added = [x for x in new if id(x) not in in_old]
+    if len(gone) + len(added) > len(new) // 4 + 16:
+        out = _split(new, gang_of)
+        return new, out, set(out) | set(old_by)
+    dirty = {gang_of(x) for x in gone} | {gang_of(x) for x in added}
+    gone_ids = {id(x) for x in gone}
+    by = dict(old_by)
+    for g in dirty:
+        kept = [x for x in old_by.get(g, ()) if id(x) not in gone_ids]
+        kept += [x for x in added if gang_of(x) == g]
+        if kept:
+            by[g] = tuple(sorted(kept, key=_by_name))
+        else:
+            by.pop(g, None)
+    return new, by, dirty
 
 
 @dataclass
@@ -542,22 +667,6 @@ class _Keep:
     moves: Names | None = None
     #: PodGroups to make from a sibling in the cache (an instance a scale added)
     made_from: dict[str, PodGroup] = field(default_factory=dict)
-
-
-def _cliques_by_gang(cliques: Iterable[Clique]) -> dict[int, list[Clique]]:
-    by_gang: dict[int, list[Clique]] = {}
-    for c in cliques:
-        by_gang.setdefault(c.spec.gang_index, []).append(c)
-    return by_gang
-
-
-def _groups_by_gang(groups: Iterable[PodGroup]) -> dict[int, list[PodGroup]]:
-    """The groups by their gang label (a group without one under -1)."""
-    by_gang: dict[int, list[PodGroup]] = {}
-    for g in groups:
-        index = g.metadata.labels.get(labels.LABEL_GANG_INDEX, "")
-        by_gang.setdefault(int(index) if index.isdigit() else -1, []).append(g)
-    return by_gang
 
 
 def _plan_gang(
