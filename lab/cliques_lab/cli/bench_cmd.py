@@ -4,6 +4,7 @@
     cliques bench scale [--shape 1x500x2] [--operators cliques-w1,cliques-wN,kopf] ...
     cliques bench report FILE...
     cliques bench chaos [--seed N] [--duration S] [--faults kill-worker,...] [--results DIR]
+    cliques bench scale-events [--cluster NAME] [--gangs N] [--events N] [--down] [--backend B]
 
 Each benchmark is one entry of `BENCHMARKS`: its name, help, the module that runs it
 (imported only when it runs) and a function adding its options. Adding one (`bench scale`)
@@ -96,9 +97,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from cliques_lab.bench import scale_cli
 
     scale_cli.add_parsers(benchmarks)
-    from cliques_lab.bench import chaos_cli
+    from cliques_lab.bench import chaos_cli, scale_events_cli
 
     chaos_cli.add_parser(benchmarks)
+    scale_events_cli.add_parser(benchmarks)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 

@@ -12,9 +12,10 @@ less its idle rate over the same time, divided by the events, is the cost of one
 event; the wall time of each event is recorded too.
 
     cliques dev-cluster up --name cliques-events --nodes 100 --disable-qps-limits
-    .venv/bin/python bench/scale-events/run.py --cluster cliques-events --gangs 1000
+    cliques bench scale-events --cluster cliques-events --gangs 1000 --events 24 --down
 
-The result goes to bench/results/scale-events-<gangs>-<time>.json and is printed.
+The result goes to bench/results/scale-events-<gangs>-<backend>-<time>.json (`--results`
+says where) and is printed.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from cliques import data
-from cliques.api.backends import GangBackend
 from cliques.controllers import scaling
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, SCALING_GROUPS
@@ -42,7 +42,6 @@ from cliques_lab.bench import opmetrics, workload
 from cliques_lab.bench.scale import Sampler
 from cliques_lab.devcluster import cluster as devcluster
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 NAME = "events"
 
 
@@ -231,34 +230,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await client.close()
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cluster", default="cliques-events", help="the dev cluster's name")
-    p.add_argument("--gangs", type=int, default=1000, help="gangs in the CliqueSet")
-    p.add_argument("--events", type=int, default=10, help="gangs scaled, one after another")
-    p.add_argument("--down", action="store_true", help="scale each gang back down too")
-    p.add_argument(
-        "--backend",
-        default=GangBackend.AUTO.value,
-        choices=[b.value for b in GangBackend],
-        help="gangScheduling",
-    )
-    p.add_argument("--idle", type=float, default=20.0, help="seconds the idle rate is measured")
-    p.add_argument("--settle", type=float, default=5.0, help="quiet seconds around the events")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds for the deploy")
-    p.add_argument("--log", default="", help="the operator's log file")
-    p.add_argument("--no-save", action="store_true", help="print only, no results file")
-    return p.parse_args(argv)
-
-
-if __name__ == "__main__":
-    args = parse(sys.argv[1:])
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark: print the result, and save it unless `--no-save`."""
     install_crds(args.cluster)
     out = asyncio.run(main(args))
-    text = json.dumps(out, indent=2)
-    print(text)
+    print(json.dumps(out, indent=2))
     if not args.no_save:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = RESULTS / f"scale-events-{args.gangs}-{args.backend.lower()}-{stamp}.json"
-        path.write_text(text + "\n")
+        args.results.mkdir(parents=True, exist_ok=True)
+        stamp = out["time"].replace("-", "").replace(":", "")
+        path = args.results / f"scale-events-{args.gangs}-{args.backend.lower()}-{stamp}.json"
+        path.write_text(json.dumps(out, indent=2) + "\n")
         print(f"saved {path}", file=sys.stderr)
+    return 0
