@@ -848,10 +848,3 @@ def _group_body(
         return None
     need = _count(sibling, None, s.of, s.whole)
     return _sibling_body(s.cqs, gang, sibling, pg_name, part, need, s.bucket)
-
-
-def groups_of(
-    pgs: Mapping[str, PodGroup], cpgs: Mapping[str, CompositePodGroup]
-) -> Sequence[PodGroup]:
-    """`split`'s two maps as one list again."""
-    return [*pgs.values(), *cpgs.values()]
