@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from cliques.api.pod import Pod
-from cliques.controllers import inplace
+from cliques.controllers.features import inplace
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import NAMESPACES, PODS, SERVICES

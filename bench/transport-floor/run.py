@@ -49,8 +49,9 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
-from cliques.controllers import builders, cliqueset_planner
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base import builders
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cliques.api import labels
-from cliques.controllers import podgroups
+from cliques.controllers.features import podgroups
 from cliques.kube.resources import PODS
 from tests.support import gangs
 from tests.support.gangnodes import RACK, gang_nodes, slot_cliqueset

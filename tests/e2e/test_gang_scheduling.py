@@ -15,7 +15,7 @@ import pytest
 from cliques.api import labels
 from cliques.api.meta import Condition, find_condition
 from cliques.api.pod import Pod
-from cliques.controllers import start_gate
+from cliques.controllers.features import start_gate
 from cliques.kube.resources import PODS
 from cliques_lab.devcluster import kwok
 from tests.support import gangs

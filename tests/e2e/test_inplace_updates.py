@@ -18,7 +18,7 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.pod import Pod
-from cliques.controllers import inplace
+from cliques.controllers.features import inplace
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import PODS

@@ -27,7 +27,7 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.pod import Pod
-from cliques.controllers import kueue as cq_kueue
+from cliques.controllers.features import kueue as cq_kueue
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS

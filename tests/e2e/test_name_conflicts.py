@@ -145,9 +145,9 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     garbage collector orphaned from it, else the Clique would be collected with it; the
     same create for a live owner adopts."""
     from cliques.api.cliqueset import CliqueSet
-    from cliques.controllers import builders
-    from cliques.controllers.actions import Create, Plan
-    from cliques.controllers.executor import Executor
+    from cliques.controllers.base import builders
+    from cliques.controllers.base.actions import Create, Plan
+    from cliques.controllers.base.executor import Executor
     from cliques.kube.events import ObjectRef
     from cliques.kube.expectations import Expectations
     from cliques.kube.resources import CLIQUES

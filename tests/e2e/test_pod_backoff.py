@@ -16,7 +16,8 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner, pod_backoff
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.features import pod_backoff
 from cliques.kube.resources import CLIQUES, EVENTS, PODS
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cliques.api import labels
-from cliques.controllers import composite_groups
+from cliques.controllers.features import composite_groups
 from cliques.kube import gangapi
 from cliques.kube.resources import PODS, Resource
 from tests.e2e.test_scaling_groups import GANG_PODS, example, scale

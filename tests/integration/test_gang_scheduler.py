@@ -23,9 +23,9 @@ import pytest
 
 from cliques import api
 from cliques.api import labels
-from cliques.controllers import placement as pl
-from cliques.controllers import podgroups as pg
-from cliques.controllers import workload as wl
+from cliques.controllers.features import placement as pl
+from cliques.controllers.features import podgroups as pg
+from cliques.controllers.features import workload as wl
 from cliques.kube import gangapi
 from tests.support.gangnodes import RACK, SLOT, gang_nodes
 from tests.support.kubectl import Kubectl

@@ -39,7 +39,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.meta import format_time
-from cliques.controllers import start_gate
+from cliques.controllers.features import start_gate
 from cliques.kube import errors
 
 #: Where the simulated clock starts (far from the wall clock, so that a planner handed the

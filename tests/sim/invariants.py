@@ -48,7 +48,7 @@ import msgspec
 
 from cliques.api import decode_cliqueset, labels
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import gang_failures
+from cliques.controllers.features import gang_failures
 from tests.sim.cluster import (
     Cluster,
     Obj,

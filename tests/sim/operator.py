@@ -46,12 +46,14 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import clique_controller, cliqueset_controller, start_gate
-from cliques.controllers.actions import Plan
-from cliques.controllers.clique_controller import CliqueController
-from cliques.controllers.cliqueset_controller import CliqueSetController
-from cliques.controllers.executor import ExecutionError, Executor
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.actions import Plan
+from cliques.controllers.base.executor import ExecutionError, Executor
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.clique import controller as clique_controller
+from cliques.controllers.clique.controller import CliqueController
+from cliques.controllers.cliqueset import controller as cliqueset_controller
+from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.features import start_gate
 from cliques.kube import errors, store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations

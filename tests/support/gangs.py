@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import podgroups, workload
+from cliques.controllers.features import podgroups, workload
 from cliques.kube import gangapi
 from cliques.kube.client import KubeClient
 

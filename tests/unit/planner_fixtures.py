@@ -18,7 +18,7 @@ from cliques.api.cliqueset import (
 from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.pod import Pod, PodCondition, PodStatus
 from cliques.api.service import Service
-from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
+from cliques.controllers.cliqueset.planner import CliqueSetSnapshot
 
 NOW = "2026-11-22T08:00:00Z"
 
@@ -234,7 +234,7 @@ def template_patched(plan) -> list[str]:  # type: ignore[no-untyped-def]
 def mark_available(cliques: list[Clique], lead: str = "leader") -> list[Clique]:
     """`cliques` with each gang's `lead` Clique recording that the gang was available
     whole in its current epoch (as the CliqueSet planner writes it under RecreateGang)."""
-    from cliques.controllers import gang_failures
+    from cliques.controllers.features import gang_failures
 
     by_gang: dict[int, dict[str, Clique]] = {}
     for c in cliques:

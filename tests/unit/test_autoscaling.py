@@ -12,7 +12,8 @@ import pytest
 from cliques.api import labels
 from cliques.api.cliqueset import Autoscaling
 from cliques.api.hpa import HorizontalPodAutoscaler
-from cliques.controllers import autoscaling, cliqueset_planner, scaling
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import autoscaling, scaling
 
 from .planner_fixtures import NOW
 from .planner_fixtures import set_snapshot as snap

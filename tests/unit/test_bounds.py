@@ -17,10 +17,12 @@ from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet
 from cliques.api.meta import ObjectMeta, find_condition
 from cliques.api.pod import Pod, PodCondition, PodStatus
 from cliques.api.service import Service
-from cliques.controllers import bounds, builders, clique_planner, placement
-from cliques.controllers.cliqueset_controller import CliqueSetController
-from cliques.controllers.executor import Executor
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base import bounds, builders
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.features import placement
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer

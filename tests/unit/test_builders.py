@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cliques.api import labels
-from cliques.controllers import builders
+from cliques.controllers.base import builders
 
 from .planner_fixtures import clique, cliqueset
 

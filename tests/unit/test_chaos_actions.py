@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cliques.api.cliqueset import MAX_GANG_PODS, CliqueSet
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.revision import Hasher
 from cliques_lab.bench.chaos_actions import FAULTS, Draw, Shape, manifest
 from cliques_lab.bench.chaos_monitor import desired_of
 

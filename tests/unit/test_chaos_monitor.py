@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from cliques.api.pod import Pod
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.revision import Hasher
 from cliques_lab.bench.chaos_actions import CliqueShape, Shape
 from cliques_lab.bench.chaos_monitor import Monitor, desired_of
 

@@ -17,8 +17,10 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetClaim, GangScheduling
 from cliques.api.meta import ObjectMeta
 from cliques.api.podgroup import PodGroup, PodGroupClaim, PodGroupSpec
-from cliques.controllers import builders, claims, cliqueset_planner, podgroups
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base import builders
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import claims, podgroups
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
 from tests.unit.planner_fixtures import cliqueset, set_snapshot
 

@@ -9,9 +9,9 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.pod import Pod
-from cliques.controllers.clique_controller import CliqueController, gang_key
-from cliques.controllers.executor import Executor
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.clique.controller import CliqueController, gang_key
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer
@@ -131,8 +131,8 @@ async def test_a_reconcile_that_creates_keeps_the_hold_its_pods_armed() -> None:
     # recreates it and has no status of its own to write; the new pod's ADDED event (seen
     # while the reconcile is in flight) armed the hold, which must survive the reconcile,
     # or a pod that never turns Ready would never be published.
-    from cliques.controllers import clique_planner
-    from cliques.controllers.clique_planner import CliqueSnapshot
+    from cliques.controllers.clique import planner as clique_planner
+    from cliques.controllers.clique.planner import CliqueSnapshot
 
     c = clique(0, "worker", replicas=2, ready=False)
     kept = pod(c, 0, ready=False)

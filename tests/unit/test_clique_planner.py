@@ -7,8 +7,8 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import CliqueStatus
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner
-from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
 
 from .planner_fixtures import NOW, clique, pod
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cliques.controllers import cliqueset_controller as ctl
-from cliques.controllers import cliqueset_planner
-from cliques.controllers.actions import Create, Patch
+from cliques.controllers.base.actions import Create, Patch
+from cliques.controllers.cliqueset import controller as ctl
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube.resources import CLIQUES
 
 from .planner_fixtures import cliqueset, gangs, services

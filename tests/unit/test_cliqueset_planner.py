@@ -4,7 +4,7 @@ specs. Rollouts are in test_cliqueset_rollout, the status in test_cliqueset_stat
 from __future__ import annotations
 
 from cliques.api import labels
-from cliques.controllers import cliqueset_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 
 from .planner_fixtures import cliqueset, gangs, services, template_patched
 from .planner_fixtures import set_snapshot as snap

@@ -10,7 +10,8 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.controllers import cliqueset_planner, cliqueset_rollout
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 
 from .planner_fixtures import (
     HASHES,

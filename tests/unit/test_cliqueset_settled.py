@@ -14,11 +14,12 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
 from cliques.api.meta import Condition
 from cliques.api.service import Service
-from cliques.controllers import cliqueset_planner, cliqueset_status
-from cliques.controllers.cliqueset_controller import CliqueSetController
-from cliques.controllers.executor import Executor
-from cliques.controllers.failures import Failure
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.failures import Failure
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset.controller import CliqueSetController
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer

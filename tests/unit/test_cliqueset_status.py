@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from cliques.api.clique import Clique
-from cliques.controllers import cliqueset_planner, cliqueset_status
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import status as cliqueset_status
 
 from .planner_fixtures import HASHES, clique, cliqueset, gangs, services
 from .planner_fixtures import set_snapshot as snap

@@ -1,4 +1,4 @@
-"""cliques.controllers.composite_groups: a gang with scaling groups as a CompositePodGroup
+"""cliques.controllers.features.composite_groups: a gang with scaling groups as a CompositePodGroup
 tree (Kubernetes 1.37, alpha): the layout (flat, nested, parts the gang does not need),
 names that change with what the API server keeps immutable, the bodies, and the Workload
 templates they link to."""
@@ -14,8 +14,8 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import composite_groups as cg
-from cliques.controllers.podgroups import NAME_HASH, Shape
+from cliques.controllers.features import composite_groups as cg
+from cliques.controllers.features.podgroups import NAME_HASH, Shape
 
 BASE = Shape(needed=0)
 PREFILL = cg.GroupNeed("prefill", min_available=2, instance_pods=3, instances=3)

@@ -10,7 +10,9 @@ import pytest
 
 from cliques import hashing
 from cliques.api.cliqueset import REASON_INVALID_SPEC
-from cliques.controllers import cliqueset_planner, cliqueset_status, conditions, failures
+from cliques.controllers.base import conditions, failures
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import status as cliqueset_status
 
 from .planner_fixtures import NOW, cliqueset, set_snapshot
 

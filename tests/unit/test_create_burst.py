@@ -4,9 +4,10 @@ follow (each after the creates before it are seen) create the rest, lowest indic
 from __future__ import annotations
 
 from cliques.api.clique import Clique
-from cliques.controllers import clique_planner, cliqueset_planner
-from cliques.controllers.actions import CREATE_BURST
-from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.base.actions import CREATE_BURST
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube.resources import CLIQUES, SERVICES
 
 from .planner_fixtures import NOW, clique, cliqueset, pod

@@ -12,7 +12,9 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
-from cliques.controllers import clique_planner, cliqueset_planner, gang_failures
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import gang_failures
 from tests.unit.planner_fixtures import clique, cliqueset, mark_available, pod, set_snapshot
 
 POLICY = FailurePolicy(

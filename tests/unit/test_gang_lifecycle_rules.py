@@ -21,12 +21,10 @@ from cliques.api.clique import Clique, CliqueStatus
 from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
 from cliques.api.meta import Condition
 from cliques.api.pod import Pod, PodCondition
-from cliques.controllers import (
-    clique_planner,
-    cliqueset_planner,
-    cliqueset_rollout,
-    gang_failures,
-)
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
+from cliques.controllers.features import gang_failures
 from tests.unit.planner_fixtures import (
     NOW,
     clique,

@@ -11,7 +11,9 @@ from cliques.api import labels
 from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.workload import Workload
-from cliques.controllers import builders, cliqueset_planner, workload
+from cliques.controllers.base import builders
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import workload
 from cliques.kube import gangapi
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cliques.api import labels
-from cliques.controllers import clique_planner, cliqueset_planner
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube import errors
 from tests.sim import invariants
 from tests.sim import scenarios as sc

@@ -34,16 +34,16 @@ from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import (
-    cliqueset_planner,
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset.planner import CliqueSetPlan
+from cliques.controllers.cliqueset.rollout import Judgement
+from cliques.controllers.features import (
     composite_groups,
     gang_scheduling,
     gang_trees,
     podgroups,
     workload,
 )
-from cliques.controllers.cliqueset_planner import CliqueSetPlan
-from cliques.controllers.cliqueset_rollout import Judgement
 from cliques.kube import gangapi
 
 from .planner_fixtures import NOW

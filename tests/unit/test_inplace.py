@@ -23,8 +23,10 @@ from cliques.api.pod import (
     PodStatus,
     Waiting,
 )
-from cliques.controllers import clique_planner, cliqueset_planner, inplace
-from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import inplace
 from tests.unit.planner_fixtures import NOW, clique, cliqueset, gangs, pod, set_snapshot
 
 TEMPLATE = {"spec": {"containers": [{"name": "m", "image": "vllm:1"}]}}

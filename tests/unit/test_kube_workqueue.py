@@ -116,7 +116,7 @@ async def test_a_failure_may_cap_its_own_retry() -> None:
 
 
 def test_a_name_conflict_is_retried_within_thirty_seconds() -> None:
-    from cliques.controllers.executor import ExecutionError, NameConflict
+    from cliques.controllers.base.executor import ExecutionError, NameConflict
     from cliques.kube import errors
 
     conflict = ExecutionError("x", reason="FailedCreate", first=NameConflict("held"))

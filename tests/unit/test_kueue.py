@@ -15,8 +15,10 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.kueue import KueueCondition, KueueWorkload, KueueWorkloadStatus
 from cliques.api.meta import ObjectMeta
 from cliques.api.pod import Pod, PodSpec, SchedulingGate
-from cliques.controllers import builders, cliqueset_planner, kueue
-from cliques.controllers.clique_planner import same_to_planner
+from cliques.controllers.base import builders
+from cliques.controllers.clique.planner import same_to_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import kueue
 from tests.unit.planner_fixtures import HASHES, cliqueset, gangs, set_snapshot
 
 
@@ -182,8 +184,8 @@ def test_the_set_lists_gangs_that_wait() -> None:
 
 
 def test_a_pod_being_deleted_is_released_from_kueues_finalizer() -> None:
-    from cliques.controllers import clique_planner
-    from cliques.controllers.clique_planner import CliqueSnapshot
+    from cliques.controllers.clique import planner as clique_planner
+    from cliques.controllers.clique.planner import CliqueSnapshot
     from tests.unit.planner_fixtures import NOW, clique, pod
 
     c = clique(0, "worker", replicas=1)

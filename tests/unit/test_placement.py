@@ -1,4 +1,4 @@
-"""cliques.controllers.placement: spec.placement compiled into pod (anti-)affinity, merged
+"""cliques.controllers.features.placement: spec.placement compiled into pod (anti-)affinity, merged
 with the user's, and the check that a gang's pods can pass the scheduler's pod-affinity
 filter. The real scheduler's verdict is in tests/integration/test_gang_scheduler.py."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from cliques import api
 from cliques.api import labels
-from cliques.controllers import placement as pl
+from cliques.controllers.features import placement as pl
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

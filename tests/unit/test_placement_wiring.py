@@ -8,8 +8,10 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.cliqueset import ExclusivePolicy, PackPolicy, Placement
-from cliques.controllers import builders, cliqueset_planner, placement
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base import builders
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import placement
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot, template
 
 RACK = "topology.kubernetes.io/rack"

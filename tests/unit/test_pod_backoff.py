@@ -6,8 +6,9 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner, pod_backoff
-from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
+from cliques.controllers.features import pod_backoff
 from cliques.kube.resources import CLIQUES
 
 from .planner_fixtures import NOW, clique, pod

@@ -17,7 +17,9 @@ from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingPolicy
 from cliques.api.workload import Workload
-from cliques.controllers import builders, cliqueset_planner, podgroups, workload
+from cliques.controllers.base import builders
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import podgroups, workload
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 
 NEEDED = 3  # a leader and two workers

@@ -11,11 +11,13 @@ import pytest
 
 from cliques.api.clique import CliqueStatus
 from cliques.api.meta import Condition, find_condition
-from cliques.controllers import clique_planner, cliqueset_planner, failures
-from cliques.controllers.actions import Create, Delete, Patch, Plan
-from cliques.controllers.clique_planner import CliqueSnapshot
-from cliques.controllers.cliqueset_planner import CliqueSetSnapshot
-from cliques.controllers.executor import ExecutionError, Executor, NameInTransition
+from cliques.controllers.base import failures
+from cliques.controllers.base.actions import Create, Delete, Patch, Plan
+from cliques.controllers.base.executor import ExecutionError, Executor, NameInTransition
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset.planner import CliqueSetSnapshot
 from cliques.kube import errors
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations

@@ -32,8 +32,9 @@ from hypothesis import strategies as st
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy, RestartBackoff
-from cliques.controllers import cliqueset_planner, gang_failures
-from cliques.controllers.actions import Patch
+from cliques.controllers.base.actions import Patch
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import gang_failures
 from cliques.kube.resources import CLIQUES
 
 from .planner_fixtures import clique, cliqueset

@@ -23,7 +23,9 @@ from cliques.api.scalinggroup import (
     CliqueScalingGroupSpec,
     CliqueScalingGroupStatus,
 )
-from cliques.controllers import cliqueset_rollout, scaling, startup, subdomains, workload
+from cliques.controllers.base import startup
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
+from cliques.controllers.features import scaling, subdomains, workload
 
 from .planner_fixtures import NOW, clique, cliqueset
 

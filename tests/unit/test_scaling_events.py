@@ -25,7 +25,7 @@ from cliques.api.scalinggroup import (
     CliqueScalingGroupSpec,
     CliqueScalingGroupStatus,
 )
-from cliques.controllers.cliqueset_controller import CliqueSetController
+from cliques.controllers.cliqueset.controller import CliqueSetController
 
 from .test_cliqueset_settled import controller
 

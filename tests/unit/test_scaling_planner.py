@@ -22,17 +22,12 @@ from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.scalinggroup import CliqueScalingGroup, CliqueScalingGroupStatus
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import (
-    autoscaling,
-    builders,
-    cliqueset_planner,
-    cliqueset_rollout,
-    cliqueset_status,
-    scaling,
-    startup,
-    workload,
-)
-from cliques.controllers.cliqueset_planner import CliqueSetPlan
+from cliques.controllers.base import builders, startup
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
+from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset.planner import CliqueSetPlan
+from cliques.controllers.features import autoscaling, scaling, workload
 
 from .planner_fixtures import NOW, template_patched
 from .planner_fixtures import set_snapshot as snap

@@ -11,7 +11,8 @@ import msgspec
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.service import Service, ServicePort, ServiceSpec
-from cliques.controllers import builders, cliqueset_planner
+from cliques.controllers.base import builders
+from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube.resources import SERVICES
 
 from .planner_fixtures import cliqueset, gangs, services

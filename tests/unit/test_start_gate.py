@@ -7,8 +7,10 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner, cliqueset_planner, start_gate, workload
-from cliques.controllers.clique_planner import CliqueSnapshot
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique.planner import CliqueSnapshot
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import start_gate, workload
 from tests.unit.planner_fixtures import NOW, clique, pod, set_snapshot
 from tests.unit.test_gang_scheduling_plan import owned, with_backend
 

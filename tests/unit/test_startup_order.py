@@ -3,7 +3,7 @@
 import pytest
 
 from cliques.api.cliqueset import CliqueSetSpec, CliqueSetTemplate, CliqueTemplate
-from cliques.controllers import startup
+from cliques.controllers.base import startup
 
 T = {"spec": {"containers": [{"name": "m", "image": "x"}]}}
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from cliques.controllers.status_hold import MARGIN, StatusHold
+from cliques.controllers.base.status_hold import MARGIN, StatusHold
 
 
 def progress(old: int, new: int) -> bool:

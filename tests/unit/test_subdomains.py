@@ -9,7 +9,10 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import builders, clique_planner, cliqueset_planner, subdomains
+from cliques.controllers.base import builders
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.features import subdomains
 
 from .planner_fixtures import clique, cliqueset, gangs, pod, services
 from .planner_fixtures import set_snapshot as snap

@@ -10,8 +10,8 @@ import pytest
 
 from cliques.api.clique import Clique
 from cliques.api.pod import Pod
-from cliques.controllers.clique_controller import CliqueController, gang_key
-from cliques.controllers.cliqueset_controller import CliqueSetController
+from cliques.controllers.clique.controller import CliqueController, gang_key
+from cliques.controllers.cliqueset.controller import CliqueSetController
 from cliques.kube import store
 from cliques.kube.gangapi import GangAPI
 from cliques.kube.resources import CLIQUES, PODS

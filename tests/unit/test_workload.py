@@ -1,5 +1,5 @@
-"""cliques.controllers.workload (the Workload body, pods' workloadRef, the backend decision)
-and cliques.kube.gangapi (what discovery says the cluster serves)."""
+"""cliques.controllers.features.workload (the Workload body, pods' workloadRef, the backend
+decision) and cliques.kube.gangapi (what discovery says the cluster serves)."""
 
 import asyncio
 import json
@@ -13,7 +13,7 @@ from cliques import api
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.cliqueset import GangSchedulingBackend
-from cliques.controllers import workload as wl
+from cliques.controllers.features import workload as wl
 from cliques.kube import errors, gangapi
 
 

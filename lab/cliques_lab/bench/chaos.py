@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.revision import Hasher
 from cliques.kube import errors
 from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, Resource

@@ -35,8 +35,8 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
-from cliques.controllers import placement
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.features import placement
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, PODS

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cliques import data
-from cliques.controllers import scaling
+from cliques.controllers.features import scaling
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, SCALING_GROUPS
 from cliques_lab.bench import opmetrics, workload

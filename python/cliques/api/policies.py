@@ -193,7 +193,7 @@ class ExclusivePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="
 
 class Placement(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """Where a gang's pods go, compiled into pod (anti-)affinity
-    (`cliques.controllers.placement`)."""
+    (`cliques.controllers.features.placement`)."""
 
     pack: (
         Annotated[

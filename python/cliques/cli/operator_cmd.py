@@ -171,7 +171,7 @@ def _sharding_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from cliques.controllers.revision import CORE_ALGORITHM
+    from cliques.controllers.base.revision import CORE_ALGORITHM
     from cliques.kube.informer import WatchFaults
     from cliques.operator.buckets import BucketSet
     from cliques.operator.manager import Config
@@ -208,7 +208,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
 def gate_image(flag: str | None) -> str:
     """The start gate's image: the flag, else $CLIQUES_START_GATE_IMAGE, else the
     operator's own published image (`start_gate.default_image`)."""
-    from cliques.controllers import start_gate
+    from cliques.controllers.features import start_gate
 
     return flag or os.environ.get("CLIQUES_START_GATE_IMAGE") or start_gate.default_image()
 

@@ -25,10 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cliques.controllers import clique_controller, cliqueset_controller, start_gate
-from cliques.controllers.executor import Executor
-from cliques.controllers.revision import CORE_ALGORITHM, Hasher
-from cliques.controllers.wiring import Controller, ControllerClass, Wiring
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.revision import CORE_ALGORITHM, Hasher
+from cliques.controllers.base.wiring import Controller, ControllerClass, Wiring
+from cliques.controllers.clique import controller as clique_controller
+from cliques.controllers.cliqueset import controller as cliqueset_controller
+from cliques.controllers.features import start_gate
 from cliques.kube import gangapi, watches
 from cliques.kube.client import REQUEST_TIMEOUT, KubeClient
 from cliques.kube.events import EventRecorder

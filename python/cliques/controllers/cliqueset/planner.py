@@ -56,25 +56,8 @@ from cliques.api.podgroup import PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import (
-    autoscaling,
-    bounds,
-    builders,
-    claims,
-    cliqueset_rollout,
-    cliqueset_status,
-    conditions,
-    failures,
-    gang_failures,
-    gang_scheduling,
-    inplace,
-    kueue,
-    placement,
-    scaling,
-    startup,
-    subdomains,
-)
-from cliques.controllers.actions import (
+from cliques.controllers.base import bounds, builders, conditions, failures, startup
+from cliques.controllers.base.actions import (
     CREATE_BURST,
     Create,
     Delete,
@@ -83,7 +66,20 @@ from cliques.controllers.actions import (
     Plan,
     pointer_key,
 )
-from cliques.controllers.cliqueset_rollout import Change, Judgement
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
+from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset.rollout import Change, Judgement
+from cliques.controllers.features import (
+    autoscaling,
+    claims,
+    gang_failures,
+    gang_scheduling,
+    inplace,
+    kueue,
+    placement,
+    scaling,
+    subdomains,
+)
 from cliques.kube.resources import (
     CLIQUES,
     HPAS,

@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 from cliques.api import labels
 from cliques.api.cliqueset import SCOPE_GANG, SCOPE_POD, SCOPE_SET, CliqueSet, CliqueSetClaim
 from cliques.api.meta import ObjectMeta
-from cliques.controllers.actions import Create, Delete
+from cliques.controllers.base.actions import Create, Delete
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, Resource
 
 #: Hex digits of a claim's hash in the names of its objects.

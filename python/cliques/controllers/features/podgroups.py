@@ -40,8 +40,9 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
 from cliques.api.podgroup import PodGroup
-from cliques.controllers import builders, claims, workload
-from cliques.controllers.actions import Create, Delete, Patch
+from cliques.controllers.base import builders
+from cliques.controllers.base.actions import Create, Delete, Patch
+from cliques.controllers.features import claims, workload
 from cliques.kube import gangapi
 
 #: The versions whose PodGroup lets its gang policy's `minCount` change.

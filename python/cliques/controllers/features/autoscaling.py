@@ -30,8 +30,8 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.cliqueset import Autoscaling, CliqueSet
 from cliques.api.hpa import HorizontalPodAutoscaler
-from cliques.controllers import scaling
-from cliques.controllers.actions import pointer_key
+from cliques.controllers.base.actions import pointer_key
+from cliques.controllers.features import scaling
 
 #: On an HPA the operator made: a hash of the spec it wrote.
 ANNOTATION_SPEC: Final = f"{labels.GROUP}/hpa-spec"

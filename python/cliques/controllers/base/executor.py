@@ -38,7 +38,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.meta import ObjectMeta
-from cliques.controllers.actions import Create, Delete, Patch, Plan
+from cliques.controllers.base.actions import Create, Delete, Patch, Plan
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.events import EventRecorder, ObjectRef

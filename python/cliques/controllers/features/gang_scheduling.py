@@ -42,8 +42,9 @@ from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
 from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
-from cliques.controllers import composite_groups, conditions, gang_trees, podgroups, workload
-from cliques.controllers.actions import Create, Delete, Event, Patch
+from cliques.controllers.base import conditions
+from cliques.controllers.base.actions import Create, Delete, Event, Patch
+from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
 from cliques.kube import gangapi
 
 CONDITION: Final = "GangScheduling"

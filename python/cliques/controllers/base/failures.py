@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition
-from cliques.controllers import conditions
+from cliques.controllers.base import conditions
 from cliques.kube import errors
 
 if TYPE_CHECKING:  # the planners import this module; the executor's client need not load
-    from cliques.controllers.executor import ExecutionError
+    from cliques.controllers.base.executor import ExecutionError
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import FailurePolicy
 from cliques.api.meta import Condition, ObjectMeta, parse_time
-from cliques.controllers import conditions as conds
+from cliques.controllers.base import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"
 CONDITION_FAILED: Final = "GangFailed"

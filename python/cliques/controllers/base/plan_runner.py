@@ -26,9 +26,9 @@ import msgspec
 
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import failures
-from cliques.controllers.actions import Plan
-from cliques.controllers.executor import ExecutionError, Executor
+from cliques.controllers.base import failures
+from cliques.controllers.base.actions import Plan
+from cliques.controllers.base.executor import ExecutionError, Executor
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
 from cliques.kube.objects import key_of, split_key

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from cliques.controllers.executor import Executor
-from cliques.controllers.revision import Hasher
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.revision import Hasher
 from cliques.kube.expectations import Expectations
 from cliques.kube.gangapi import GangAPI
 from cliques.kube.runner import Result

@@ -60,8 +60,8 @@ from typing import Any, Final, Literal
 
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers import builders
-from cliques.controllers.podgroups import NAME_HASH, Shape, scheduling_policy
+from cliques.controllers.base import builders
+from cliques.controllers.features.podgroups import NAME_HASH, Shape, scheduling_policy
 from cliques.kube import gangapi
 
 KIND_COMPOSITE: Final = "CompositePodGroup"

@@ -53,9 +53,10 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import CompositePodGroup, PodGroup
-from cliques.controllers import builders, composite_groups, podgroups, scaling, workload
-from cliques.controllers.actions import Create, Delete, Patch
-from cliques.controllers.composite_groups import GroupNeed, Member
+from cliques.controllers.base import builders
+from cliques.controllers.base.actions import Create, Delete, Patch
+from cliques.controllers.features import composite_groups, podgroups, scaling, workload
+from cliques.controllers.features.composite_groups import GroupNeed, Member
 from cliques.kube import gangapi
 
 _T = TypeVar("_T", Clique, PodGroup)

@@ -35,7 +35,8 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
-from cliques.controllers import bounds, claims, kueue, placement, start_gate, workload
+from cliques.controllers.base import bounds
+from cliques.controllers.features import claims, kueue, placement, start_gate, workload
 
 #: Labels the CliqueSet controller puts on a Clique and the Clique controller copies to pods.
 INHERITED_LABELS = (

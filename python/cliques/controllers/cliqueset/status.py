@@ -29,8 +29,9 @@ from cliques.api.cliqueset import (
     CliqueSetStatus,
 )
 from cliques.api.meta import find_condition
-from cliques.controllers import clique_planner, conditions, failures
-from cliques.controllers.cliqueset_rollout import GangFacts
+from cliques.controllers.base import conditions, failures
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset.rollout import GangFacts
 
 
 def set_hash(spec: CliqueSetSpec, hashes: Mapping[str, str]) -> str:

@@ -36,7 +36,7 @@ from cliques import _core, resize
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.pod import ContainerImage, Pod, Resources
-from cliques.controllers.actions import pointer_key
+from cliques.controllers.base.actions import pointer_key
 
 #: The value of `labels.ANNOTATION_UPDATE` of a Clique rolled by replacement.
 REPLACE: Final = "Replace"

@@ -35,14 +35,8 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
-from cliques.controllers import (
-    clique_planner,
-    gang_failures,
-    gang_trees,
-    inplace,
-    scaling,
-    subdomains,
-)
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.features import gang_failures, gang_trees, inplace, scaling, subdomains
 
 #: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
 _NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})

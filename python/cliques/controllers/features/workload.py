@@ -26,7 +26,7 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.cliqueset import CliqueSet, GangSchedulingBackend
-from cliques.controllers import scaling
+from cliques.controllers.features import scaling
 
 API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
 KIND: Final = "Workload"

@@ -74,16 +74,9 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers import (
-    builders,
-    conditions,
-    failures,
-    inplace,
-    kueue,
-    pod_backoff,
-    start_gate,
-)
-from cliques.controllers.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
+from cliques.controllers.base import builders, conditions, failures
+from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
+from cliques.controllers.features import inplace, kueue, pod_backoff, start_gate
 from cliques.kube.resources import CLIQUES, PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"

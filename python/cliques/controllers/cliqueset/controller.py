@@ -43,22 +43,16 @@ from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers import (
-    bounds,
-    claims,
-    cliqueset_planner,
-    cliqueset_rollout,
-    cliqueset_status,
-    failures,
-    gang_failures,
-    kueue,
-    placement,
-)
-from cliques.controllers.executor import Executor
-from cliques.controllers.plan_runner import PlanRunner
-from cliques.controllers.revision import Hasher
-from cliques.controllers.status_hold import StatusHold
-from cliques.controllers.wiring import Wiring
+from cliques.controllers.base import bounds, failures
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.plan_runner import PlanRunner
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.base.status_hold import StatusHold
+from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
+from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.features import claims, gang_failures, kueue, placement
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SUBDOMAIN_PER_GANG, SUBDOMAIN_SHARED, CliqueSet
-from cliques.controllers import scaling
+from cliques.controllers.features import scaling
 
 #: The annotations that make up a gang's DNS layout, on every Clique of the gang.
 LAYOUT_ANNOTATIONS = (

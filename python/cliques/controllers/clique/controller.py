@@ -24,13 +24,14 @@ from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod
-from cliques.controllers import clique_planner, kueue
-from cliques.controllers.actions import Patch, Plan
-from cliques.controllers.executor import Executor
-from cliques.controllers.plan_runner import PlanRunner
-from cliques.controllers.revision import Hasher
-from cliques.controllers.status_hold import StatusHold
-from cliques.controllers.wiring import Wiring
+from cliques.controllers.base.actions import Patch, Plan
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.plan_runner import PlanRunner
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.base.status_hold import StatusHold
+from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.features import kueue
 from cliques.kube import store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
