@@ -49,8 +49,8 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
 from cliques.api.service import Service
-from cliques.controllers.base import builders
 from cliques.controllers.base.revision import Hasher
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
@@ -164,7 +164,7 @@ class Floor:
                 body = c.body
                 tmpl_hash = body["metadata"]["labels"][labels.LABEL_TEMPLATE_HASH]
                 self.pods_of[c.name] = [
-                    builders.pod_body(clique, i, tmpl_hash, hasher.algorithm)
+                    pod_bodies.pod_body(clique, i, tmpl_hash, hasher.algorithm)
                     for i in range(clique.spec.replicas)
                 ]
                 self.cliques_of[set_name].append(c.name)

@@ -15,6 +15,7 @@ import pytest
 
 from cliques.kube import errors
 from cliques.kube.resources import CLIQUESETS, Resource
+from tests.support import bodies as support_bodies
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -145,7 +146,6 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     garbage collector orphaned from it, else the Clique would be collected with it; the
     same create for a live owner adopts."""
     from cliques.api.cliqueset import CliqueSet
-    from cliques.controllers.base import builders
     from cliques.controllers.base.actions import Create, Plan
     from cliques.controllers.base.executor import Executor
     from cliques.kube.events import ObjectRef
@@ -157,11 +157,10 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     async def create_first_clique(owner: CliqueSet) -> dict[str, Any]:
         """What the CliqueSet controller would send for the owner's first Clique (the
         executor finds its name taken), and the body it sent."""
-        body = builders.clique_body(
+        body = support_bodies.clique_body(
             owner,
             0,
             owner.spec.template.cliques[0],
-            starts_after=[],
             template_hash="h",
             algorithm=1,
             bucket="0",

@@ -17,16 +17,19 @@ from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet
 from cliques.api.meta import ObjectMeta, find_condition
 from cliques.api.pod import Pod, PodCondition, PodStatus
 from cliques.api.service import Service
-from cliques.controllers.base import bounds, builders
+from cliques.controllers.base import bounds
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.revision import Hasher
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.cliqueset import bodies as set_bodies
 from cliques.controllers.cliqueset.controller import CliqueSetController
 from cliques.controllers.features import placement
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, CLIQUESETS, SERVICES
+from tests.support import bodies as support_bodies
 
 from .planner_fixtures import NOW, cliqueset
 
@@ -75,9 +78,7 @@ def running(body: dict[str, Any]) -> Pod:
 
 def worker_clique(cqs: CliqueSet, **annotations: str) -> Clique:
     tmpl = cqs.spec.template.cliques[1]
-    body = builders.clique_body(
-        cqs, 0, tmpl, starts_after=[], template_hash="h1", algorithm=1, bucket="7"
-    )
+    body = support_bodies.clique_body(cqs, 0, tmpl, template_hash="h1", algorithm=1, bucket="7")
     body["metadata"]["annotations"].update(annotations)
     return stored_clique(body)
 
@@ -106,11 +107,10 @@ def test_reserved_keys_are_the_prefix_and_its_subdomains(key: str, reserved: boo
 def test_a_clique_gets_the_template_without_the_operators_keys() -> None:
     cqs = forged_set()
     before = deepcopy(cqs.spec.template.cliques[1].template)
-    body = builders.clique_body(
+    body = support_bodies.clique_body(
         cqs,
         0,
         cqs.spec.template.cliques[1],
-        starts_after=[],
         template_hash="h1",
         algorithm=1,
         bucket="7",
@@ -129,7 +129,7 @@ def test_a_template_without_them_is_used_as_it_is() -> None:
     cqs = cliqueset()
     tmpl = cqs.spec.template.cliques[0]
     assert bounds.tenant_template(tmpl.template) is tmpl.template
-    assert builders.gang_template(cqs, 0, tmpl) is tmpl.template
+    assert set_bodies.gang_template(cqs, 0, tmpl) is tmpl.template
 
 
 @pytest.mark.parametrize("restarts", [None, "2"])
@@ -144,7 +144,7 @@ def test_pods_of_a_template_with_the_operators_keys_carry_the_operators_marks(
     clique = worker_clique(cqs, **({labels.ANNOTATION_GANG_RESTARTS: restarts} if restarts else {}))
     clique.spec.template = deepcopy(cqs.spec.template.cliques[1].template)  # stored before
     assert clique.spec.template["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] == "7"
-    pods = [builders.pod_body(clique, i, "h1", 1) for i in range(clique.spec.replicas)]
+    pods = [pod_bodies.pod_body(clique, i, "h1", 1) for i in range(clique.spec.replicas)]
     for pod in pods:
         meta = pod["metadata"]
         assert meta["annotations"].get(labels.ANNOTATION_GANG_RESTARTS) == restarts

@@ -11,10 +11,11 @@ from cliques.api import labels
 from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.workload import Workload
-from cliques.controllers.base import builders
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import workload
 from cliques.kube import gangapi
+from tests.support import bodies as support_bodies
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 
 
@@ -66,11 +67,10 @@ def test_workload_is_created_first_then_the_cliques_record_it() -> None:
 def test_pods_reference_the_recorded_workload() -> None:
     cqs = with_backend("Workload", replicas=2)
     tmpl = cqs.spec.template.cliques[1]
-    body = builders.clique_body(
+    body = support_bodies.clique_body(
         cqs,
         1,
         tmpl,
-        starts_after=[],
         template_hash="h",
         algorithm=1,
         bucket="0",
@@ -79,16 +79,16 @@ def test_pods_reference_the_recorded_workload() -> None:
     from cliques.api.clique import Clique
 
     clique = msgspec.convert(body, Clique)
-    pod = builders.pod_body(clique, 0, "h", 1)
+    pod = pod_bodies.pod_body(clique, 0, "h", 1)
     assert pod["spec"]["workloadRef"] == {
         "name": "llama-abc",
         "podGroup": "gang",
         "podGroupReplicaKey": "1",
     }
-    plain = builders.clique_body(
-        cqs, 1, tmpl, starts_after=[], template_hash="h", algorithm=1, bucket="0"
+    plain = support_bodies.clique_body(cqs, 1, tmpl, template_hash="h", algorithm=1, bucket="0")
+    assert (
+        "workloadRef" not in pod_bodies.pod_body(msgspec.convert(plain, Clique), 0, "h", 1)["spec"]
     )
-    assert "workloadRef" not in builders.pod_body(msgspec.convert(plain, Clique), 0, "h", 1)["spec"]
 
 
 def test_a_gang_keeps_its_workload_and_unused_ones_are_deleted() -> None:

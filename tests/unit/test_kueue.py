@@ -15,8 +15,8 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.kueue import KueueCondition, KueueWorkload, KueueWorkloadStatus
 from cliques.api.meta import ObjectMeta
 from cliques.api.pod import Pod, PodSpec, SchedulingGate
-from cliques.controllers.base import builders
 from cliques.controllers.clique.planner import same_to_planner
+from cliques.controllers.cliqueset import bodies as set_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import kueue
 from tests.unit.planner_fixtures import HASHES, cliqueset, gangs, set_snapshot
@@ -49,7 +49,7 @@ def test_only_a_labelled_set_is_queued() -> None:
 def test_every_pod_of_a_gang_carries_its_group() -> None:
     cqs = queued(cliqueset(replicas=2), priority="high")
     tmpl = cqs.spec.template.cliques[1]
-    body = builders.gang_template(cqs, 1, tmpl, kueue_revision="rev0000001")
+    body = set_bodies.gang_template(cqs, 1, tmpl, kueue_revision="rev0000001")
     meta = body["metadata"]
     assert meta["labels"][kueue.QUEUE_LABEL] == "team-a"
     assert meta["labels"][kueue.PRIORITY_LABEL] == "high"
@@ -59,10 +59,10 @@ def test_every_pod_of_a_gang_carries_its_group() -> None:
     assert meta["annotations"][kueue.ROLE_ANNOTATION] == tmpl.name
     assert meta["annotations"][kueue.REVISION_ANNOTATION] == "rev0000001"
     # the revision annotation alone survives `unresolve`, as `hash_basis` adds it
-    plain = builders.gang_template(cqs, 1, tmpl)
+    plain = set_bodies.gang_template(cqs, 1, tmpl)
     assert kueue.unresolve(body) == kueue.hash_basis(plain, "rev0000001")
     # a set Kueue does not queue: nothing added
-    assert builders.gang_template(cliqueset(), 1, tmpl, kueue_revision="x") == plain
+    assert set_bodies.gang_template(cliqueset(), 1, tmpl, kueue_revision="x") == plain
 
 
 def test_a_group_name_is_a_label_value() -> None:

@@ -140,3 +140,47 @@ def test_the_lab_layers_import_only_downwards() -> None:
             if theirs != mine and LAB_RANK.get(theirs, 99) > LAB_RANK.get(mine, -1):
                 bad.append(f"{module} imports {target} ({mine} -> {theirs})")
     assert bad == []
+
+
+#: Inside the controllers: the base (what every controller and feature shares) below the
+#: gang features, below the two controller packages, which may import each other (the
+#: CliqueSet's rollout reads what the Clique planner says of its pods).
+CONTROLLER_RANK = {"base": 0, "features": 1, "cliqueset": 2, "clique": 2}
+CONTROLLERS = PACKAGE / "controllers"
+
+
+def _controller_part(module: str) -> str:
+    """`cliques.controllers.features.kueue` -> `features`; `cliques.controllers` -> ``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "controllers" else ""
+
+
+def test_controller_packages_import_only_downwards() -> None:
+    """A feature never imports a controller package; the base imports no feature."""
+    bad = []
+    for path, module in _modules(PACKAGE):
+        mine = _controller_part(module)
+        if not mine:
+            continue
+        for target in imports(path):
+            theirs = _controller_part(target)
+            if not theirs or theirs == mine or layer(target) != "controllers":
+                continue
+            if CONTROLLER_RANK.get(theirs, 99) > CONTROLLER_RANK.get(mine, -1):
+                bad.append(f"{module} imports {target} ({mine} -> {theirs})")
+    assert bad == []
+
+
+def test_the_controllers_are_packages_with_few_modules_beside_them() -> None:
+    beside = sorted(p.name for p in CONTROLLERS.glob("*.py"))
+    packages = sorted(p.name for p in CONTROLLERS.iterdir() if (p / "__init__.py").is_file())
+    assert set(CONTROLLER_RANK) <= set(packages)
+    assert len(beside) <= 6, beside
+
+
+def test_the_controller_layer_check_sees_a_feature_reaching_up(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from cliques.controllers.cliqueset import planner\n")
+    (target,) = imports(probe)
+    assert _controller_part(target) == "cliqueset"
+    assert CONTROLLER_RANK[_controller_part(target)] > CONTROLLER_RANK["features"]

@@ -8,10 +8,10 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.cliqueset import ExclusivePolicy, PackPolicy, Placement
-from cliques.controllers.base import builders
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import placement
+from tests.support import bodies as support_bodies
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot, template
 
 RACK = "topology.kubernetes.io/rack"
@@ -26,9 +26,7 @@ def placed(**kw: object):  # type: ignore[no-untyped-def]
 def test_clique_body_carries_its_gangs_affinity() -> None:
     cqs = placed()
     tmpl = cqs.spec.template.cliques[1]
-    body = builders.clique_body(
-        cqs, 2, tmpl, starts_after=[], template_hash="h", algorithm=1, bucket="0"
-    )
+    body = support_bodies.clique_body(cqs, 2, tmpl, template_hash="h", algorithm=1, bucket="0")
     affinity = body["spec"]["template"]["spec"]["affinity"]
     pack = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert pack == [placement.pack_term("llama", 2, RACK)]
@@ -40,9 +38,7 @@ def test_clique_body_carries_its_gangs_affinity() -> None:
 def test_without_placement_the_template_is_the_users() -> None:
     cqs = cliqueset()
     tmpl = cqs.spec.template.cliques[0]
-    body = builders.clique_body(
-        cqs, 1, tmpl, starts_after=[], template_hash="h", algorithm=1, bucket="0"
-    )
+    body = support_bodies.clique_body(cqs, 1, tmpl, template_hash="h", algorithm=1, bucket="0")
     assert body["spec"]["template"] is tmpl.template
     assert placement.hash_basis(tmpl.template, None, "llama") is tmpl.template
 

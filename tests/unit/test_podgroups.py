@@ -17,9 +17,10 @@ from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingPolicy
 from cliques.api.workload import Workload
-from cliques.controllers.base import builders
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import podgroups, workload
+from tests.support import bodies as support_bodies
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 
 NEEDED = 3  # a leader and two workers
@@ -142,17 +143,16 @@ def test_a_new_set_gets_its_workload_a_group_per_gang_and_cliques_naming_them(ve
 
 def test_pods_name_their_gangs_group() -> None:
     cqs = with_backend(replicas=2)
-    body = builders.clique_body(
+    body = support_bodies.clique_body(
         cqs,
         1,
         cqs.spec.template.cliques[1],
-        starts_after=[],
         template_hash="h",
         algorithm=1,
         bucket="0",
         pod_group="llama-1-abc",
     )
-    pod = builders.pod_body(msgspec.convert(body, Clique), 0, "h", 1)
+    pod = pod_bodies.pod_body(msgspec.convert(body, Clique), 0, "h", 1)
     assert pod["spec"]["schedulingGroup"] == {"podGroupName": "llama-1-abc"}
     assert "workloadRef" not in pod["spec"]
 

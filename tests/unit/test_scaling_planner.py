@@ -22,7 +22,8 @@ from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.scalinggroup import CliqueScalingGroup, CliqueScalingGroupStatus
 from cliques.api.service import Service
 from cliques.api.workload import Workload
-from cliques.controllers.base import builders, startup
+from cliques.controllers.base import startup
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
@@ -289,7 +290,7 @@ def test_pods_of_an_instance_know_their_group_instance_and_leader(
     pods = {}
     for name, leader in leaders.items():
         member = msgspec.convert(cliques[name], Clique)
-        pods[name] = builders.pod_body(member, 1 if "pworker" in name else 0, "h", 1)
+        pods[name] = pod_bodies.pod_body(member, 1 if "pworker" in name else 0, "h", 1)
         env = {e["name"]: e["value"] for e in pods[name]["spec"]["containers"][0]["env"]}
         assert env[labels.ENV_LEADER_ADDRESS] == leader, name
     for name, host in hosts.items():
@@ -307,7 +308,7 @@ def test_pods_of_an_instance_know_their_group_instance_and_leader(
     plain_env = {e["name"] for e in pods["llama-1-frontend"]["spec"]["containers"][0]["env"]}
     assert labels.ENV_SCALING_GROUP not in plain_env and labels.ENV_GROUP_INDEX not in plain_env
     # the instance leader's address is its pod 0's DNS name
-    lead = builders.pod_body(msgspec.convert(cliques["llama-1-pleader-1"], Clique), 0, "h", 1)
+    lead = pod_bodies.pod_body(msgspec.convert(cliques["llama-1-pleader-1"], Clique), 0, "h", 1)
     spec = lead["spec"]
     assert f"{spec['hostname']}.{spec['subdomain']}.ns.svc" == leaders["llama-1-pworker-1"]
 

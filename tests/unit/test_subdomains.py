@@ -9,7 +9,7 @@ import msgspec
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers.base import builders
+from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import subdomains
@@ -56,14 +56,14 @@ def test_a_new_cliqueset_gets_one_shared_service_and_hostnames_that_carry_the_ga
     assert ann[labels.ANNOTATION_LEADER_ADDRESS] == "leader-2-0.llama.ns.svc"
 
     member = msgspec.convert(cliques["llama-2-worker"], Clique)
-    body = builders.pod_body(member, 1, "h1", 1)
+    body = pod_bodies.pod_body(member, 1, "h1", 1)
     assert body["spec"]["hostname"] == "worker-2-1"
     assert body["spec"]["subdomain"] == "llama"
     env = {e["name"]: e["value"] for e in body["spec"]["containers"][0]["env"]}
     assert env[labels.ENV_LEADER_ADDRESS] == "leader-2-0.llama.ns.svc"
     # The leader address is exactly the DNS name of pod 0 of the gang's first clique.
     leader = msgspec.convert(cliques["llama-2-leader"], Clique)
-    lead = builders.pod_body(leader, 0, "h1", 1)["spec"]
+    lead = pod_bodies.pod_body(leader, 0, "h1", 1)["spec"]
     assert f"{lead['hostname']}.{lead['subdomain']}.ns.svc" == env[labels.ENV_LEADER_ADDRESS]
 
 
@@ -74,7 +74,7 @@ def test_hostnames_are_unique_across_the_gangs_of_a_shared_service() -> None:
     for body in created(plan, "Clique").values():
         member = msgspec.convert(body, Clique)
         hosts += [
-            builders.pod_body(member, i, "h1", 1)["spec"]["hostname"]
+            pod_bodies.pod_body(member, i, "h1", 1)["spec"]["hostname"]
             for i in range(member.spec.replicas)
         ]
     assert len(hosts) == 12 * 12 == len(set(hosts))
@@ -87,7 +87,7 @@ def test_unique_per_gang_on_request() -> None:
     ann = body["metadata"]["annotations"]
     assert ann[labels.ANNOTATION_SUBDOMAIN] == "llama-1"
     assert ann[labels.ANNOTATION_LEADER_ADDRESS] == "leader-0.llama-1.ns.svc"
-    pod_spec = builders.pod_body(msgspec.convert(body, Clique), 1, "h1", 1)["spec"]
+    pod_spec = pod_bodies.pod_body(msgspec.convert(body, Clique), 1, "h1", 1)["spec"]
     assert (pod_spec["hostname"], pod_spec["subdomain"]) == ("worker-1", "llama-1")
 
 
@@ -143,7 +143,7 @@ def test_old_pods_are_not_recreated_by_the_new_operator() -> None:
     # The Clique of an older release: its pods were built with hostname <clique>-<index>
     # and the gang's subdomain, and the Clique controller builds the same ones again.
     member = gangs(1)[1]
-    body = builders.pod_body(member, 1, "h1", 1)
+    body = pod_bodies.pod_body(member, 1, "h1", 1)
     assert (body["spec"]["hostname"], body["spec"]["subdomain"]) == ("worker-1", "llama-0")
     pods = [pod(member, i) for i in range(2)]
     plan = clique_planner.plan(
@@ -200,7 +200,7 @@ def test_without_headless_service_there_is_no_service_and_no_subdomain() -> None
     assert [d.name for d in plan.deletes] == ["llama"]
     body = created(plan, "Clique")["llama-0-worker"]
     assert labels.ANNOTATION_SUBDOMAIN not in body["metadata"]["annotations"]
-    pod_spec = builders.pod_body(msgspec.convert(body, Clique), 0, "h1", 1)["spec"]
+    pod_spec = pod_bodies.pod_body(msgspec.convert(body, Clique), 0, "h1", 1)["spec"]
     assert pod_spec["hostname"] == "worker-0" and "subdomain" not in pod_spec
 
 

@@ -74,8 +74,9 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers.base import builders, conditions, failures
+from cliques.controllers.base import conditions, failures
 from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
+from cliques.controllers.clique import bodies
 from cliques.controllers.features import inplace, kueue, pod_backoff, start_gate
 from cliques.kube.resources import CLIQUES, PODS
 
@@ -438,7 +439,7 @@ def _creates(snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder) -> 
         Create(
             PODS,
             labels.pod_name(clique.metadata.name, i),
-            builders.pod_body(
+            bodies.pod_body(
                 clique,
                 i,
                 snap.template_hash,

@@ -5,7 +5,7 @@
   DNS layout needs (`subdomains`: one per CliqueSet, or one per gang), their ports kept
   those of the pod templates (a merge patch when they differ).
   Scaling adds or removes the highest gang indices; a removed clique template deletes its
-  Cliques. The bodies come from `builders`.
+  Cliques. The bodies come from `bodies` (Cliques) and `builders` (Services).
 - Existing gangs are judged and the gangs to roll picked by `cliqueset_rollout`: in-place
   changes become merge patches, a roll a JSON patch of the Clique's template.
 - The status comes from `cliqueset_status`.
@@ -66,6 +66,7 @@ from cliques.controllers.base.actions import (
     Plan,
     pointer_key,
 )
+from cliques.controllers.cliqueset import bodies
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
 from cliques.controllers.cliqueset.rollout import Change, Judgement
@@ -457,28 +458,43 @@ def _gang_cliques(
         if member_name in have:
             continue
         role = member.role
-        body = builders.clique_body(
+        tmpl = setup.roles[role]
+        group = sched.member_pod_group(index, member.group, member.instance)
+        annotations = {labels.ANNOTATION_HASH_ALGORITHM: str(snap.algorithm)}
+        if uses:
+            annotations[labels.ANNOTATION_WORKLOAD] = uses
+        if group:
+            annotations[labels.ANNOTATION_POD_GROUP] = group
+        annotations.update(subdomains.member_annotations(cqs, index, layout, lay, member))
+        parts = bodies.CliqueParts(
+            template=bodies.gang_template(
+                cqs,
+                index,
+                tmpl,
+                scheduler_packs=sched.scheduler_packs,
+                claims_via_group=setup.via_group(sched.pod_group(index), index),
+                kueue_revision=snap.kueue_revision,
+            ),
+            labels={
+                **scaling.member_labels(member),
+                labels.LABEL_TEMPLATE_HASH: snap.hashes[role],
+            },
+            annotations=annotations,
+            start_gate=setup.start_gates,
+        )
+        starts_after = (
+            scaling.dependencies(lay, setup.deps, meta.name, index, role, member.instance)
+            if lay.groups
+            else [labels.clique_name(meta.name, index, d) for d in setup.deps[role]]
+        )
+        body = bodies.clique_body(
             cqs,
             index,
-            setup.roles[role],
-            starts_after=setup.deps[role],
+            tmpl,
             member=member_name,
-            member_labels=scaling.member_labels(member),
-            dependency_names=(
-                scaling.dependencies(lay, setup.deps, meta.name, index, role, member.instance)
-                if lay.groups
-                else None
-            ),
-            template_hash=snap.hashes[role],
-            algorithm=snap.algorithm,
+            starts_after=starts_after,
             bucket=setup.bucket,
-            workload=uses,
-            pod_group=sched.member_pod_group(index, member.group, member.instance),
-            scheduler_packs=sched.scheduler_packs,
-            layout=subdomains.member_annotations(cqs, index, layout, lay, member),
-            start_gates=setup.start_gates,
-            claims_via_group=setup.via_group(sched.pod_group(index), index),
-            kueue_revision=snap.kueue_revision,
+            parts=parts,
         )
         if restarts:  # a clique added to a restarted gang joins its count
             body["metadata"]["annotations"][labels.ANNOTATION_GANG_RESTARTS] = str(restarts)
@@ -968,7 +984,7 @@ def _in_place(
     gang = clique.spec.gang_index
     group = clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP, "")
     packs = sched.scheduler_packs and bool(group)
-    new = builders.gang_template(
+    new = bodies.gang_template(
         snap.cliqueset,
         gang,
         tmpl,
@@ -1075,7 +1091,7 @@ def _template_patch(
         {
             "op": "replace",
             "path": "/spec/template",
-            "value": builders.gang_template(
+            "value": bodies.gang_template(
                 snap.cliqueset,
                 clique.spec.gang_index,
                 tmpl,

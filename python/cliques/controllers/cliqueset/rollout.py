@@ -314,7 +314,7 @@ def _classify(
                 change = change or Change()
                 change.spec["startsAfter"] = starts_after
         # (a clique whose dependencies are only instances of a group that the gang does not
-        # need waits for no Clique: no gate, as `builders.clique_body` makes it)
+        # need waits for no Clique: no gate, as `bodies.clique_body` makes it)
         start_gate = ctx.start_gates and bool(starts_after)
         if cspec.start_gate != start_gate:
             change = change or Change()

@@ -14,7 +14,7 @@ annotations, so a restarted operator decides the same:
 
 A breach that lasts `minAvailableBreachedSeconds`, plus the backoff
 `min(initialSeconds * 2**restarts, maxSeconds)`, makes the gang due for a restart: its
-Cliques get `gang-restarts` + 1, which their pods carry too (`builders.pod_body`), and the
+Cliques get `gang-restarts` + 1, which their pods carry too (`clique.bodies.pod_body`), and the
 Clique planner deletes every pod of another restart count (`clique_planner`), so all the
 gang's pods go and come back at the same indices while the Cliques stay. The restart
 clears the breach mark: the recreated gang is starting, and its breach clock only starts

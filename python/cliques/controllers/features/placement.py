@@ -290,7 +290,7 @@ def unplaceable_cliques(
         own = {
             k: v
             for k, v in (((compiled.get("metadata") or {}).get("labels")) or {}).items()
-            if not labels.is_reserved(k)  # never on a pod (`builders.pod_body`)
+            if not labels.is_reserved(k)  # never on a pod (`clique.bodies.pod_body`)
         }
         own.update(gang_labels(cliqueset, 0))
         own[labels.LABEL_CLIQUE] = name
