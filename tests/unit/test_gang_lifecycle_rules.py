@@ -23,6 +23,7 @@ from cliques.api.meta import Condition
 from cliques.api.pod import Pod, PodCondition
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import restarts
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.features import gang_failures
 from tests.unit.planner_fixtures import (
@@ -264,7 +265,7 @@ def test_restarts_are_paid_from_max_unavailable() -> None:
     plan = cliqueset_planner.plan(snap)
     assert restarted(plan) == [0]
     assert plan.deferred == [1, 2] and plan.restarting == [0, 1, 2]
-    assert 0 < plan.requeue_after <= cliqueset_planner.DEFERRED_RESTART_REQUEUE
+    assert 0 < plan.requeue_after <= restarts.DEFERRED_RESTART_REQUEUE
     assert plan.status is not None
     going = next(c for c in plan.status.conditions if c.type == "GangRestarting")
     assert "1, 2 wait" in going.message

@@ -1,0 +1,110 @@
+"""What the CliqueSet planner reads and returns (plain data): the snapshot of one set and
+of what it owns, the plan with the verdicts it reached, and what its phases share once the
+spec is found plannable (`Setup`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.api.hpa import HorizontalPodAutoscaler
+from cliques.api.kueue import KueueWorkload
+from cliques.api.meta import ObjectMeta
+from cliques.api.podgroup import PodGroup
+from cliques.api.scalinggroup import CliqueScalingGroup
+from cliques.api.service import Service
+from cliques.api.workload import Workload
+from cliques.controllers.base import failures
+from cliques.controllers.base.actions import Plan
+from cliques.controllers.cliqueset.rollout import Judgement
+from cliques.controllers.features import gang_scheduling, kueue, scaling
+from cliques.kube.resources import Resource
+
+
+@dataclass(frozen=True)
+class CliqueSetSnapshot:
+    """What the planner sees of one CliqueSet (plain data, never changed by the plan)."""
+
+    cliqueset: CliqueSet
+    cliques: list[Clique]
+    services: list[Service] = field(default_factory=list)
+    #: role name -> desired template hash (computed by the controller's Hasher)
+    hashes: Mapping[str, str] = field(default_factory=dict)
+    #: Clique name -> the hash of its template under the current algorithm, for the
+    #: Cliques labelled by another algorithm (`cliqueset_rollout.needs_rehash`)
+    rehashes: Mapping[str, str] = field(default_factory=dict)
+    algorithm: int = 1
+    expectations_satisfied: bool = True
+    now: str = "1970-01-01T00:00:00Z"
+    #: the verdicts of this CliqueSet's previous plan (kept by the controller), or None
+    previous: Judgement | None = None
+    #: the API server's refusal of this CliqueSet's last writes, until a write succeeds
+    failure: failures.Failure | None = None
+    #: why the spec cannot be planned though the API server accepted it ("" if it can)
+    invalid: str = ""
+    #: whether the cluster serves the Workload API, and what it serves (`gangapi`)
+    workload_api: bool = False
+    gang_api_detail: str = ""
+    #: the Workloads this CliqueSet owns
+    workloads: list[Workload] = field(default_factory=list)
+    #: the scheduling.k8s.io version served for gangs (`gangapi.GangAPI.version`), and the
+    #: PodGroups this CliqueSet owns (from 1.36 on), and with them its CompositePodGroups
+    #: (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha, `gang_trees`)
+    gang_version: str = "v1alpha1"
+    pod_groups: list[PodGroup] = field(default_factory=list)
+    #: the PodGroup fields behind feature gates that the server keeps (`gangapi.FEATURES`)
+    gang_features: frozenset[str] = frozenset()
+    #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
+    #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
+    claims_served: bool = True
+    #: The API server serves `pods/resize`: an in-place update may change CPU and memory.
+    resize_served: bool = False
+    #: For a set Kueue queues (`kueue.queue_of`): the gangs' revision (`kueue.revision`);
+    #: whether the server serves Kueue's API, the LocalQueues of the set's namespace, and
+    #: the Workloads of its gangs' pod groups, by name.
+    kueue_revision: str = ""
+    kueue_served: bool = False
+    local_queues: frozenset[str] = frozenset()
+    kueue_workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
+    claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
+    #: the CliqueScalingGroups and the HorizontalPodAutoscalers this CliqueSet owns
+    scaling_groups: list[CliqueScalingGroup] = field(default_factory=list)
+    hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
+
+
+@dataclass
+class CliqueSetPlan(Plan):
+    """A plan, and the verdicts it reached (for the next plan of the same CliqueSet)."""
+
+    judgement: Judgement | None = None
+    #: gangs breached and to be recreated, and gangs that used up their restarts
+    restarting: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    #: gangs due for a restart that wait for the rollout budget
+    deferred: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the phases of a valid set's plan read besides the snapshot."""
+
+    deps: dict[str, list[str]]
+    bucket: str
+    sched: gang_scheduling.GangPlan
+    #: a gang's PodGroup is made before its pods (its Gang-scope claims go through it)
+    group_first: bool
+    #: start order is kept by start gates (`gang_scheduling.start_gates`)
+    start_gates: bool
+    queue: kueue.Queue | None
+    queue_problem: str
+    via_group: Callable[[str, int], bool]
+    #: the PodGroups in the cache (read only where `group_first`)
+    observed_groups: frozenset[str]
+    roles: Mapping[str, CliqueTemplate]
+    lay: scaling.Layout
+    counts: Mapping[int, Mapping[str, int]]
+    wanted_of: Callable[[int], Mapping[str, scaling.Member]]
+    policy: str
+    set_hash: str
