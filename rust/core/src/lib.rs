@@ -9,7 +9,8 @@
 //! - [`selector`]: Kubernetes label selectors;
 //! - [`indices`]: planning which member indices to create and remove.
 //!
-//! Every fallible operation returns [`CoreError`], which carries the JSON path of the problem.
+//! Every fallible operation returns [`CoreError`] ([`error`]), which carries the kind of the
+//! problem, its JSON path and its message; the binding raises it as a Python exception.
 
 pub mod bucket;
 pub mod canonical;
@@ -28,7 +29,7 @@ pub mod selector;
 pub use bucket::bucket_of;
 pub use canonical::{canonical_json, canonical_json_bytes};
 pub use diff::{in_place, resize_path, template_diff};
-pub use error::CoreError;
+pub use error::{CoreError, ErrorKind};
 pub use hash::{fnv1a_32, fnv1a_64, template_hash, template_hash_bytes, HASH_ALGORITHM_VERSION};
 pub use indices::{plan_indices, Plan};
 pub use schema::Kind;

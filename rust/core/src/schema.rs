@@ -402,6 +402,7 @@ mod tests {
     fn kinds() {
         assert_eq!("PodSpec".parse::<Kind>().unwrap(), Kind::PodSpec);
         assert_eq!(Kind::PodTemplateSpec.to_string(), "PodTemplateSpec");
-        assert!("Pod".parse::<Kind>().is_err());
+        let err = "Pod".parse::<Kind>().unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::Value);
     }
 }

@@ -1,7 +1,7 @@
 //! The canonical form against the rules of docs/hashing.md, one table per rule.
 
 use cliques_core::canonical::{canonical_json, canonical_json_bytes, MAX_DEPTH};
-use cliques_core::Kind;
+use cliques_core::{ErrorKind, Kind};
 use serde_json::{json, Value};
 
 fn canon(doc: &Value) -> String {
@@ -357,6 +357,8 @@ fn type_mismatches_and_bad_documents() {
     ];
     for (doc, kind, want) in cases {
         assert_eq!(error(&doc, kind), want, "{doc}");
+        let err = canonical_json(&doc, kind).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Template, "{doc}");
     }
     for bad in [
         &b"{"[..],
@@ -367,9 +369,11 @@ fn type_mismatches_and_bad_documents() {
     ] {
         let err = canonical_json_bytes(bad, Kind::PodSpec).unwrap_err();
         assert!(err.message.starts_with("invalid JSON"), "{err}");
+        assert_eq!(err.kind, ErrorKind::Template, "{err}");
     }
     let err = canonical_json_bytes(b"{\"a\":1e400}", Kind::PodSpec).unwrap_err();
     assert_eq!(err.to_string(), "a: number out of range");
+    assert_eq!(err.kind, ErrorKind::Template);
 }
 
 #[test]

@@ -2,12 +2,13 @@
 //! (without Python's `json` module) and label mappings to pairs.
 
 use cliques_core::canonical::MAX_DEPTH;
-use pyo3::exceptions::PyTypeError;
+use cliques_core::error::{path_text, Step};
+use cliques_core::CoreError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
-use crate::errors::template_error;
+use crate::py_err;
 
 /// Convert a document built from dict, list (or tuple), str, int, float, bool and None.
 /// Other mappings are read through `.items()`. Errors name the path of the bad value.
@@ -24,10 +25,13 @@ pub fn to_labels(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String
     let mut out = Vec::new();
     let mut push = |k: Bound<'_, PyAny>, v: Bound<'_, PyAny>| -> PyResult<()> {
         let (Ok(k), Ok(v)) = (k.cast::<PyString>(), v.cast::<PyString>()) else {
-            return Err(PyTypeError::new_err(format!(
-                "labels must map str to str, got {}: {}",
-                type_name(&k),
-                type_name(&v)
+            return Err(py_err(CoreError::wrong_type(
+                "",
+                format!(
+                    "labels must map str to str, got {}: {}",
+                    type_name(&k),
+                    type_name(&v)
+                ),
             )));
         };
         out.push((k.to_str()?.to_owned(), v.to_str()?.to_owned()));
@@ -43,9 +47,9 @@ pub fn to_labels(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String
             push(k, v)?;
         }
     } else {
-        return Err(PyTypeError::new_err(format!(
-            "labels must be a mapping or None, got {}",
-            type_name(obj)
+        return Err(py_err(CoreError::wrong_type(
+            "",
+            format!("labels must be a mapping or None, got {}", type_name(obj)),
         )));
     }
     Ok(out)
@@ -59,23 +63,14 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "object".to_string())
 }
 
-fn render(path: &[String]) -> String {
-    let mut out = String::new();
-    for seg in path {
-        if !seg.starts_with('[') && !out.is_empty() {
-            out.push('.');
-        }
-        out.push_str(seg);
-    }
-    out
+/// A document of the wrong Python type at `path`.
+fn wrong_type(path: &[Step], message: String) -> PyErr {
+    py_err(CoreError::wrong_type(path_text(path), message))
 }
 
-fn at(path: &[String], message: &str) -> String {
-    if path.is_empty() {
-        message.to_string()
-    } else {
-        format!("{}: {message}", render(path))
-    }
+/// A document that is not a valid template at `path`.
+fn invalid(path: &[Step], message: String) -> PyErr {
+    py_err(CoreError::template(path_text(path), message))
 }
 
 /// Values deeper than this are not converted (they become `null`).
@@ -85,7 +80,7 @@ fn at(path: &[String], message: &str) -> String {
 /// `MAX_DEPTH + 3` lies inside a non-empty list or struct at `MAX_DEPTH + 1`, which is kept.
 const CONVERT_DEPTH: usize = MAX_DEPTH + 2;
 
-fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<String>) -> PyResult<Value> {
+fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<Step>) -> PyResult<Value> {
     if path.len() > CONVERT_DEPTH {
         return Ok(Value::Null);
     }
@@ -115,7 +110,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<String>) -> PyResult<Value> {
         let x = f.value();
         return Number::from_f64(x)
             .map(Value::Number)
-            .ok_or_else(|| template_error(&render(path), "number out of range"));
+            .ok_or_else(|| invalid(path, "number out of range".to_owned()));
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         return elements(t.iter(), t.len(), path);
@@ -129,29 +124,29 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut Vec<String>) -> PyResult<Value> {
         }
         return Ok(Value::Object(map));
     }
-    Err(PyTypeError::new_err(at(
+    Err(wrong_type(
         path,
-        &format!(
+        format!(
             "unsupported type {}: expected dict, list, str, int, float, bool or None",
             type_name(obj)
         ),
-    )))
+    ))
 }
 
 fn member(
     map: &mut Map<String, Value>,
     k: &Bound<'_, PyAny>,
     v: &Bound<'_, PyAny>,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step>,
 ) -> PyResult<()> {
     let Ok(key) = k.cast::<PyString>() else {
-        return Err(PyTypeError::new_err(at(
+        return Err(wrong_type(
             path,
-            &format!("object keys must be str, got {}", type_name(k)),
-        )));
+            format!("object keys must be str, got {}", type_name(k)),
+        ));
     };
     let key = key.to_str()?.to_owned();
-    path.push(key.clone());
+    path.push(Step::Key(key.clone()));
     let value = convert(v, path)?;
     path.pop();
     map.insert(key, value);
@@ -161,18 +156,18 @@ fn member(
 fn elements<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     len: usize,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step>,
 ) -> PyResult<Value> {
     let mut out = Vec::with_capacity(len);
     for (i, item) in items.enumerate() {
-        path.push(format!("[{i}]"));
+        path.push(Step::Index(i));
         out.push(convert(&item, path)?);
         path.pop();
     }
     Ok(Value::Array(out))
 }
 
-fn int(i: &Bound<'_, PyInt>, path: &[String]) -> PyResult<Value> {
+fn int(i: &Bound<'_, PyInt>, path: &[Step]) -> PyResult<Value> {
     if let Ok(v) = i.extract::<i64>() {
         return Ok(Value::Number(v.into()));
     }
@@ -183,5 +178,5 @@ fn int(i: &Bound<'_, PyInt>, path: &[String]) -> PyResult<Value> {
     let text = i.str()?.to_str()?.to_owned();
     serde_json::from_str::<Number>(&text)
         .map(Value::Number)
-        .map_err(|e| template_error(&render(path), &format!("invalid integer: {e}")))
+        .map_err(|e| invalid(path, format!("invalid integer: {e}")))
 }

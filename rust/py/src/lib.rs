@@ -2,35 +2,46 @@
 //!
 //! JSON text is handed to the core with the GIL released; a document given as Python
 //! objects is walked as it is (`pyinput`), or when that gives up, converted (`convert`) and
-//! handed to the core. An invalid template raises `TemplateError` (a `ValueError` with
-//! `.path` and `.message`: `errors`), any other `CoreError` a `ValueError("<path>:
-//! <message>")`. Wrong Python types raise `TypeError`.
+//! handed to the core. Every error is a `CoreError` (cliques_core::error), raised by
+//! `py_err` as the Python exception of its kind.
 
 mod convert;
-mod errors;
 mod pyinput;
 mod selector;
 
 use cliques_core::canonical::Fnv;
-use cliques_core::{CoreError, Kind};
+use cliques_core::{CoreError, ErrorKind, Kind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyMapping, PyString};
 
-use errors::{OrTemplateError, TemplateError};
+pyo3::create_exception!(
+    cliques._core,
+    TemplateError,
+    PyValueError,
+    "An invalid template: `.path` is the JSON path of the offending value (empty for the \
+     document as a whole), `.message` says what is wrong there; `str()` is \
+     `<path>: <message>`."
+);
 
-/// A core error on its way to Python (a local type, so that it may convert into `PyErr`).
-pub struct CoreErr(CoreError);
-
-impl From<CoreError> for CoreErr {
-    fn from(e: CoreError) -> Self {
-        CoreErr(e)
-    }
-}
-
-impl From<CoreErr> for PyErr {
-    fn from(e: CoreErr) -> PyErr {
-        PyValueError::new_err(e.0.to_string())
+/// A core error as a Python exception whose message is the error's text: an invalid
+/// template as `TemplateError` (with `.path` and `.message`), any other invalid value as
+/// `ValueError`, a value of the wrong type as `TypeError`.
+pub fn py_err(e: CoreError) -> PyErr {
+    let text = e.to_string();
+    match e.kind {
+        ErrorKind::Value => PyValueError::new_err(text),
+        ErrorKind::Type => PyTypeError::new_err(text),
+        ErrorKind::Template => {
+            let err = TemplateError::new_err(text);
+            Python::attach(|py| {
+                let value = err.value(py);
+                // Setting attributes on a fresh exception instance does not fail.
+                let _ = value.setattr("path", e.path);
+                let _ = value.setattr("message", e.message);
+            });
+            err
+        }
     }
 }
 
@@ -41,7 +52,7 @@ pub trait OrRaise<T> {
 
 impl<T> OrRaise<T> for Result<T, CoreError> {
     fn or_raise(self) -> PyResult<T> {
-        self.map_err(|e| CoreErr(e).into())
+        self.map_err(py_err)
     }
 }
 
@@ -61,9 +72,12 @@ impl<'py> Doc<'py> {
         } else if doc.cast::<PyMapping>().is_ok() {
             Ok(Doc::Mapping(doc.clone()))
         } else {
-            Err(PyTypeError::new_err(format!(
-                "doc must be bytes, str or a mapping, got {}",
-                convert::type_name(doc)
+            Err(py_err(CoreError::wrong_type(
+                "",
+                format!(
+                    "doc must be bytes, str or a mapping, got {}",
+                    convert::type_name(doc)
+                ),
             )))
         }
     }
@@ -88,7 +102,7 @@ impl<'py> Doc<'py> {
                 py.detach(|| cliques_core::canonical_json(&value, kind))
             }
         }
-        .or_template_error()
+        .or_raise()
     }
 
     /// The template hash (JSON text without the GIL); the canonical bytes are hashed as they
@@ -112,7 +126,7 @@ impl<'py> Doc<'py> {
                 }
             },
         }
-        .or_template_error()?;
+        .or_raise()?;
         Ok(cliques_core::hash::hash_of_fnv(fnv))
     }
 }
@@ -203,9 +217,9 @@ fn bucket_of(namespace: &str, name: &str, buckets: i128) -> PyResult<u32> {
         Ok(b) => b,
         Err(_) if buckets <= 0 => 0,
         Err(_) => {
-            return Err(PyValueError::new_err(format!(
-                "buckets: must be at most {}",
-                u32::MAX
+            return Err(py_err(CoreError::new(
+                "buckets",
+                format!("must be at most {}", u32::MAX),
             )))
         }
     };
@@ -224,21 +238,24 @@ fn plan_indices(
     seed: Option<&Bound<'_, PyInt>>,
 ) -> PyResult<(Vec<u64>, Vec<u64>)> {
     if desired < 0 {
-        return Err(PyValueError::new_err("desired: must not be negative"));
+        return Err(py_err(CoreError::new("desired", "must not be negative")));
     }
     let desired = u64::try_from(desired).unwrap_or(u64::MAX);
     let mut indices = Vec::new();
     for item in in_use.try_iter()? {
         let item = item?;
         let i = item.cast::<PyInt>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "in_use must hold ints, got {}",
-                convert::type_name(&item)
+            py_err(CoreError::wrong_type(
+                "",
+                format!("in_use must hold ints, got {}", convert::type_name(&item)),
             ))
         })?;
         match i.extract::<i128>() {
             Ok(v) if v < 0 => {
-                return Err(PyValueError::new_err(format!("in_use: negative index {v}")))
+                return Err(py_err(CoreError::new(
+                    "in_use",
+                    format!("negative index {v}"),
+                )))
             }
             Ok(v) => indices.push(u64::try_from(v).unwrap_or(u64::MAX)),
             Err(_) => indices.push(u64::MAX),

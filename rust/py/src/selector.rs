@@ -5,13 +5,13 @@
 //! view, so nothing is copied or allocated per label set.
 
 use cliques_core::selector::{Operator, Selector as CoreSelector};
-use pyo3::exceptions::PyTypeError;
+use cliques_core::CoreError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyMapping, PyString, PyTuple};
 
 use crate::convert::{to_labels, to_value, type_name};
-use crate::OrRaise;
+use crate::{py_err, OrRaise};
 
 /// A Kubernetes label selector with apimachinery semantics.
 ///
@@ -312,9 +312,9 @@ impl Selector {
 fn not_str(py: Python<'_>, v: *mut ffi::PyObject) -> PyErr {
     // SAFETY: `v` is a live object and the GIL is held.
     let v = unsafe { Borrowed::from_ptr(py, v) };
-    PyTypeError::new_err(format!(
-        "labels must map str to str, got str: {}",
-        type_name(&v)
+    py_err(CoreError::wrong_type(
+        "",
+        format!("labels must map str to str, got str: {}", type_name(&v)),
     ))
 }
 
@@ -332,9 +332,12 @@ impl Selector {
                 } else if s.cast::<PyMapping>().is_ok() {
                     CoreSelector::from_label_selector(&to_value(s)?).or_raise()?
                 } else {
-                    return Err(PyTypeError::new_err(format!(
-                        "a selector is a mapping, a str or None, got {}",
-                        type_name(s)
+                    return Err(py_err(CoreError::wrong_type(
+                        "",
+                        format!(
+                            "a selector is a mapping, a str or None, got {}",
+                            type_name(s)
+                        ),
                     )));
                 }
             }
@@ -359,9 +362,12 @@ impl Selector {
     /// place: only the selector's keys are looked up.
     fn filter<'py>(&self, label_sets: &Bound<'py, PyAny>) -> PyResult<Vec<usize>> {
         if label_sets.is_instance_of::<PyString>() || label_sets.cast::<PyMapping>().is_ok() {
-            return Err(PyTypeError::new_err(format!(
-                "label_sets must be a sequence of mappings, got {}",
-                type_name(label_sets)
+            return Err(py_err(CoreError::wrong_type(
+                "",
+                format!(
+                    "label_sets must be a sequence of mappings, got {}",
+                    type_name(label_sets)
+                ),
             )));
         }
         let mut out = Vec::new();

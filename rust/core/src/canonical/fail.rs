@@ -2,14 +2,7 @@
 //! walk keeps no path while it succeeds), or a give-up, when an input met something it leaves
 //! to the reference (`serde_json::Value`) walk to judge.
 
-use crate::error::{CoreError, Path, Seg};
-
-/// One step of a path, owned.
-#[derive(Clone, Debug)]
-enum Step {
-    Key(String),
-    Index(usize),
-}
+use crate::error::{path_text, CoreError, Step};
 
 /// An invalid value: the message, and the path to it from the innermost step outwards.
 #[derive(Clone, Debug)]
@@ -57,18 +50,14 @@ impl Fail {
         self
     }
 
-    /// The core error (`None` for a give-up).
+    /// The core error, an invalid template (`None` for a give-up).
     pub fn into_error(self) -> Option<CoreError> {
         let Fail::Invalid(e) = self else {
             return None;
         };
-        let mut path = Path::default();
-        for step in e.steps.iter().rev() {
-            path.push(match step {
-                Step::Key(k) => Seg::Key(k),
-                Step::Index(i) => Seg::Index(*i),
-            });
-        }
-        Some(path.error(e.message))
+        Some(CoreError::template(
+            path_text(e.steps.iter().rev()),
+            e.message,
+        ))
     }
 }

@@ -69,9 +69,9 @@ pub fn type_name(v: &Value) -> &'static str {
     value::Values.shape(value::Node::Value(v)).name()
 }
 
-/// Parse JSON text (UTF-8) into a value.
+/// Parse JSON text (UTF-8) into a value; text that is not JSON is an invalid template.
 pub fn parse(doc: &[u8]) -> Result<Value, CoreError> {
-    serde_json::from_slice(doc).map_err(|e| CoreError::at_top(format!("invalid JSON: {e}")))
+    serde_json::from_slice(doc).map_err(|e| CoreError::template("", format!("invalid JSON: {e}")))
 }
 
 /// Walk a JSON value into `out` (the reference walk: its errors are the errors).
@@ -90,7 +90,7 @@ pub fn write_value<S: Sink>(doc: &Value, kind: Kind, out: S) -> Result<S, CoreEr
 /// A give-up from the reference walk, which never gives up: reported all the same.
 #[cold]
 fn gave_up() -> CoreError {
-    CoreError::at_top("internal error: the reference walk gave up")
+    CoreError::template("", "internal error: the reference walk gave up")
 }
 
 #[cfg(test)]
