@@ -54,13 +54,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
+from cliques.api.podgroup import PodGroup
 from cliques.controllers.base import builders
+from cliques.controllers.features import workload
 from cliques.controllers.features.podgroups import NAME_HASH, Shape, scheduling_policy
 from cliques.kube import gangapi
 
@@ -461,3 +463,71 @@ def workload_templates(
             nested.append(group)
         root["compositePodGroupTemplates"] = nested
     return {"compositePodGroupTemplates": [root]}
+
+
+def workload_name(cqs: CliqueSet, templates: Mapping[str, Any]) -> str:
+    """`<cliqueset>-<hash of the templates>`."""
+    return f"{cqs.metadata.name}-{workload.shape_hash([dict(templates)])}"
+
+
+def workload_body(
+    cqs: CliqueSet,
+    templates: Mapping[str, Any],
+    bucket: str,
+    version: str = POD_GROUP_VERSION,
+) -> dict[str, Any]:
+    """The set's Workload with `templates` (`compositePodGroupTemplates`), in place of
+    the one-PodGroup Workload's `podGroupTemplates` (the API takes one of the two)."""
+    body = workload.build_workload(cqs, version)
+    body["metadata"]["name"] = workload_name(cqs, templates)
+    body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
+    body["spec"].pop("podGroupTemplates", None)
+    body["spec"].update(templates)
+    return body
+
+
+def sibling_body(
+    cqs: CliqueSet,
+    gang: int,
+    sibling: PodGroup,
+    name: str,
+    part: tuple[str, int | None],
+    needed: int,
+    bucket: str,
+) -> dict[str, Any]:
+    """A PodGroup for instance `part` made like `sibling`, another instance's of the same
+    tree: the same parent, template, priority class and disruption mode; `needed` pods
+    (the sibling's policy kind is kept: it is in the name)."""
+    group, inst = part
+    spec_of = sibling.spec
+    spec: dict[str, Any] = {}
+    if spec_of.parent_composite_pod_group_name:
+        spec["parentCompositePodGroupName"] = spec_of.parent_composite_pod_group_name
+    ref = spec_of.workload_ref
+    if ref is not None and ref.workload_name:
+        spec["workloadRef"] = {"workloadName": ref.workload_name, "templateName": ref.template_name}
+    count = needed if sibling.min_count > 0 and needed > 0 else sibling.min_count
+    spec["schedulingPolicy"] = scheduling_policy(count)
+    if spec_of.priority_class_name:
+        spec["priorityClassName"] = spec_of.priority_class_name
+    if spec_of.disruption_mode is not None:
+        spec["disruptionMode"] = spec_of.disruption_mode
+    tags = builders.gang_labels(cqs, gang, bucket)
+    tags[labels.LABEL_SCALING_GROUP] = group
+    tags[labels.LABEL_GROUP_INDEX] = str(inst)
+    notes = sibling.metadata.annotations
+    return {
+        "apiVersion": f"scheduling.k8s.io/{POD_GROUP_VERSION}",
+        "kind": KIND_POD_GROUP,
+        "metadata": {
+            "name": name,
+            "namespace": cqs.metadata.namespace,
+            "labels": tags,
+            "annotations": {
+                labels.ANNOTATION_POD_GROUP_SPEC: notes.get(labels.ANNOTATION_POD_GROUP_SPEC, ""),
+                labels.ANNOTATION_WORKLOAD: notes.get(labels.ANNOTATION_WORKLOAD, ""),
+            },
+            "ownerReferences": [builders.owner_reference(cqs)],
+        },
+        "spec": spec,
+    }

@@ -279,7 +279,7 @@ def _trees(
     creates: list[Create] = []
     latest = trees.workload
     if latest and latest not in have and trees.workload_templates is not None:
-        body = gang_trees.workload_body(cqs, trees.workload_templates, bucket)
+        body = composite_groups.workload_body(cqs, trees.workload_templates, bucket)
         creates.append(Create(wl_resource, latest, body, uid))
     deletes = [
         Delete(wl_resource, name, w.metadata.uid, uid, "Unused")

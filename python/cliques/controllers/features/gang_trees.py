@@ -53,7 +53,6 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import CompositePodGroup, PodGroup
-from cliques.controllers.base import builders
 from cliques.controllers.base.actions import Create, Delete, Patch
 from cliques.controllers.features import composite_groups, podgroups, scaling, workload
 from cliques.controllers.features.composite_groups import GroupNeed, Member
@@ -133,27 +132,6 @@ def parts(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Parts:
         sum(need[r] for r in outside),
         podgroups.shape(cqs, features),
     )
-
-
-def workload_name(cqs: CliqueSet, templates: Mapping[str, Any]) -> str:
-    """`<cliqueset>-<hash of the templates>`."""
-    return f"{cqs.metadata.name}-{workload.shape_hash([dict(templates)])}"
-
-
-def workload_body(
-    cqs: CliqueSet,
-    templates: Mapping[str, Any],
-    bucket: str,
-    version: str = composite_groups.POD_GROUP_VERSION,
-) -> dict[str, Any]:
-    """The set's Workload with `templates` (`compositePodGroupTemplates`), in place of
-    the one-PodGroup Workload's `podGroupTemplates` (the API takes one of the two)."""
-    body = workload.build_workload(cqs, version)
-    body["metadata"]["name"] = workload_name(cqs, templates)
-    body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
-    body["spec"].pop("podGroupTemplates", None)
-    body["spec"].update(templates)
-    return body
 
 
 @dataclass(frozen=True)
@@ -293,53 +271,6 @@ def _gang_names(cliqueset: str, gang: int, found: _Gang, wanted: Names) -> Names
         named=dict(found.named),
         fallback=next(iter(found.named.values()), ""),
     )
-
-
-def _sibling_body(
-    cqs: CliqueSet,
-    gang: int,
-    sibling: PodGroup,
-    name: str,
-    part: Part,
-    needed: int,
-    bucket: str,
-) -> dict[str, Any]:
-    """A PodGroup for instance `part` made like `sibling`, another instance's of the same
-    tree: the same parent, template, priority class and disruption mode; `needed` pods
-    (the sibling's policy kind is kept: it is in the name)."""
-    group, inst = part
-    spec_of = sibling.spec
-    spec: dict[str, Any] = {}
-    if spec_of.parent_composite_pod_group_name:
-        spec["parentCompositePodGroupName"] = spec_of.parent_composite_pod_group_name
-    ref = spec_of.workload_ref
-    if ref is not None and ref.workload_name:
-        spec["workloadRef"] = {"workloadName": ref.workload_name, "templateName": ref.template_name}
-    count = needed if sibling.min_count > 0 and needed > 0 else sibling.min_count
-    spec["schedulingPolicy"] = podgroups.scheduling_policy(count)
-    if spec_of.priority_class_name:
-        spec["priorityClassName"] = spec_of.priority_class_name
-    if spec_of.disruption_mode is not None:
-        spec["disruptionMode"] = spec_of.disruption_mode
-    tags = builders.gang_labels(cqs, gang, bucket)
-    tags[labels.LABEL_SCALING_GROUP] = group
-    tags[labels.LABEL_GROUP_INDEX] = str(inst)
-    notes = sibling.metadata.annotations
-    return {
-        "apiVersion": f"scheduling.k8s.io/{composite_groups.POD_GROUP_VERSION}",
-        "kind": composite_groups.KIND_POD_GROUP,
-        "metadata": {
-            "name": name,
-            "namespace": cqs.metadata.namespace,
-            "labels": tags,
-            "annotations": {
-                labels.ANNOTATION_POD_GROUP_SPEC: notes.get(labels.ANNOTATION_POD_GROUP_SPEC, ""),
-                labels.ANNOTATION_WORKLOAD: notes.get(labels.ANNOTATION_WORKLOAD, ""),
-            },
-            "ownerReferences": [builders.owner_reference(cqs)],
-        },
-        "spec": spec,
-    }
 
 
 def split(
@@ -513,7 +444,7 @@ def plan(
         names, moves, loud = dict(memo.names), dict(memo.moves), set(memo.loud)
     else:
         templates = of.templates()
-        current = workload_name(cqs, templates) if templates is not None else ""
+        current = composite_groups.workload_name(cqs, templates) if templates is not None else ""
         setting = _Setting(cqs, of, bucket, current, whole, templates)
         by_gang = _split(cliques, _clique_gang)
         groups_by = _split(groups, _group_gang)
@@ -848,4 +779,4 @@ def _group_body(
     if sibling is None:
         return None
     need = _count(sibling, None, s.of, s.whole)
-    return _sibling_body(s.cqs, gang, sibling, pg_name, part, need, s.bucket)
+    return composite_groups.sibling_body(s.cqs, gang, sibling, pg_name, part, need, s.bucket)
