@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cliques.api import labels
-from cliques.controllers.features import podgroups
+from cliques.controllers.features import gang_apis, podgroups
 from cliques.kube.resources import PODS
 from tests.support import gangs
 from tests.support.gangnodes import RACK, gang_nodes, slot_cliqueset
@@ -65,6 +65,6 @@ async def test_pack_and_exclusive_place_each_gang_in_its_own_rack(
             assert "podAntiAffinity" in affinity  # exclusive is always a pod term
         if by_scheduler:
             cqs = await cluster.cliqueset("placed")
-            name = podgroups.wanted_name(cqs, 0, api.version, api.features)
+            name = podgroups.wanted_name(cqs, 0, gang_apis.pick(api))
             group = await cluster.client.get(api.podgroup_resource, namespace, name, dict)
             assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK}]}

@@ -23,6 +23,7 @@ import pytest
 
 from cliques import api
 from cliques.api import labels
+from cliques.controllers.features import gang_apis
 from cliques.controllers.features import placement as pl
 from cliques.controllers.features import podgroups as pg
 from cliques.controllers.features import workload as wl
@@ -82,7 +83,7 @@ class Gangs:
 
     def ref(self, gang: int) -> dict[str, Any]:
         if self.api.podgroups:
-            name = pg.wanted_name(self.cqs, gang, self.api.version, self.api.features)
+            name = pg.wanted_name(self.cqs, gang, gang_apis.pick(self.api))
             return {"schedulingGroup": {"podGroupName": name}}
         return {"workloadRef": wl.workload_ref(self.workload, gang)}
 
@@ -171,12 +172,12 @@ def create_workload(
     a ConfigMap standing in for the CliqueSet (the CRD is not needed here)."""
     owner = k.json("create", "configmap", "owner")
     cqs = gang_cliqueset("g", pods, namespace, owner["metadata"]["uid"])
-    body = _owned_by(wl.build_workload(cqs, api.version), owner)
+    body = _owned_by(wl.build_workload(cqs, gang_apis.pick(api)), owner)
     k.ok("create", "-f", "-", stdin=json.dumps(body))
     name = str(body["metadata"]["name"])
     if api.podgroups:
         for gang in range(gangs):
-            group = _owned_by(pg.body(cqs, gang, api.version, name, "0"), owner)
+            group = _owned_by(pg.body(cqs, gang, gang_apis.pick(api), name, "0"), owner)
             k.ok("create", "-f", "-", stdin=json.dumps(group))
     return Gangs(api, name, cqs, owner)
 
@@ -197,7 +198,7 @@ def test_discovery_finds_the_gang_api(gang_api: gangapi.GangAPI) -> None:
     # the newest the cluster serves
     newer = list(gangapi.PREFERENCE)[: list(gangapi.PREFERENCE).index(gang_api.version)]
     assert not set(newer) & set(gang_api.versions), gang_api.versions
-    decision = wl.decide("Auto", gang_api.served, version=gang_api.version)
+    decision = wl.decide("Auto", gang_apis.pick(gang_api))
     assert decision.backend == "Workload" and gang_api.version in decision.message
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cliques.api.cliqueset import CliqueSet
-from cliques.controllers.features import podgroups, workload
+from cliques.controllers.features import gang_apis, podgroups, workload
 from cliques.kube import gangapi
 from cliques.kube.client import KubeClient
 
@@ -35,7 +35,7 @@ async def check_gang_refs(
     lower, except on v1beta1, where the operator patches it."""
     ns = cqs.metadata.namespace
     needed = workload.min_count(cqs)
-    exact = made_whole or api.version in podgroups.MUTABLE_MIN_COUNT
+    exact = made_whole or gang_apis.pick(api).mutable_min_count
     found: dict[int, dict[str, Any]] = {}
     names: dict[int, str] = {}
     for pod in pods:
@@ -44,7 +44,7 @@ async def check_gang_refs(
             group = pod["spec"].get("schedulingGroup", {}).get("podGroupName")
             assert "workloadRef" not in pod["spec"]
             if made_whole:
-                wanted = podgroups.wanted_name(cqs, gang, api.version, api.features)
+                wanted = podgroups.wanted_name(cqs, gang, gang_apis.pick(api))
                 assert group == wanted, pod["spec"]
             resource = api.podgroup_resource
         else:

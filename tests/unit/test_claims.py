@@ -20,7 +20,7 @@ from cliques.api.podgroup import PodGroup, PodGroupClaim, PodGroupSpec
 from cliques.controllers.base import builders
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner
-from cliques.controllers.features import claims, podgroups
+from cliques.controllers.features import claims, gang_apis, podgroups
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
 from tests.unit.planner_fixtures import cliqueset, set_snapshot
 
@@ -275,9 +275,7 @@ FEATURES = frozenset({"workload-claims"})
 
 
 def group_plan(cqs: CliqueSet, cliques: list[Clique] | None = None, **kw: Any) -> Any:
-    return plan(
-        cqs, cliques, workload_api=True, gang_version="v1beta1", gang_features=FEATURES, **kw
-    )
+    return plan(cqs, cliques, gang_api=gang_apis.of("v1beta1", FEATURES), **kw)
 
 
 def test_where_the_server_keeps_group_claims_the_gangs_group_lists_them() -> None:
@@ -296,7 +294,9 @@ def test_where_the_server_keeps_group_claims_the_gangs_group_lists_them() -> Non
     assert [c.name for c in out.creates if c.resource == RESOURCE_CLAIM_TEMPLATES] == [tmpl]
     assert not [c for c in out.creates if c.resource == RESOURCE_CLAIMS]
     # the group's name covers its claims (the API server keeps them immutable)
-    plain = podgroups.wanted_name(with_claims(backend="Workload"), 1, "v1beta1", FEATURES)
+    plain = podgroups.wanted_name(
+        with_claims(backend="Workload"), 1, gang_apis.of("v1beta1", FEATURES)
+    )
     assert groups[1].name != plain
     # The gangs' Cliques come once their groups exist: a pod made before its group gets no
     # share of the group's claim (Kubernetes 1.36).
@@ -326,7 +326,7 @@ def test_a_gang_moving_to_a_new_group_rolls_once_the_group_exists() -> None:
     live = as_cliques(group_plan(cqs_old, pod_groups=groups))
     cqs = with_claims(new, backend="Workload", replicas=1)
     out = group_plan(cqs, live, pod_groups=groups)
-    target = podgroups.wanted_name(cqs, 0, "v1beta1", FEATURES)
+    target = podgroups.wanted_name(cqs, 0, gang_apis.of("v1beta1", FEATURES))
     assert target != groups[0].metadata.name
     # the new group is made ahead of the roll, and the old one kept (its Cliques name it)
     assert [c.name for c in out.creates if c.resource.kind == "PodGroup"] == [target]
@@ -346,7 +346,7 @@ def test_a_gang_whose_group_lacks_the_claims_gets_a_claim_of_its_own() -> None:
     gang = claim()
     cqs = with_claims(gang, backend="Workload", replicas=1)
     old_group = PodGroup(metadata=ObjectMeta(name="llama-0-old", namespace="ns", uid="pg"))
-    live = as_cliques(plan(cqs, gang_version="v1beta1", workload_api=True))
+    live = as_cliques(plan(cqs, gang_api=gang_apis.of("v1beta1")))
     annotated = [
         msgspec.structs.replace(
             c,
@@ -463,15 +463,19 @@ def test_without_gang_scheduling_gangs_are_made_at_once_with_a_claim_each() -> N
 def test_shared_claims_are_not_gang_scheduled_on_kubernetes_1_35(scope: str) -> None:
     """The 1.35 scheduler cannot bind a gang whose pods share a claim not yet allocated:
     Auto schedules such a set pod by pod and says why; Workload is an invalid spec."""
-    auto = plan(with_claims(claim(scope=scope), backend="Auto"), workload_api=True)
+    auto = plan(with_claims(claim(scope=scope), backend="Auto"), gang_api=gang_apis.of("v1alpha1"))
     assert out_condition(auto, "GangScheduling") == ("False", "SharedClaimsUnsupported")
     assert not [c for c in auto.creates if c.resource.kind == "Workload"]
     assert [c for c in auto.creates if c.resource.kind == "Clique"]
-    explicit = plan(with_claims(claim(scope=scope), backend="Workload"), workload_api=True)
+    explicit = plan(
+        with_claims(claim(scope=scope), backend="Workload"), gang_api=gang_apis.of("v1alpha1")
+    )
     assert out_condition(explicit, "Degraded")[1] == "InvalidSpec"
     assert not explicit.creates
     # Pod-scope claims are no problem, nor are shared ones from 1.36 on
-    pod_only = plan(with_claims(claim(scope="Pod"), backend="Auto"), workload_api=True)
+    pod_only = plan(
+        with_claims(claim(scope="Pod"), backend="Auto"), gang_api=gang_apis.of("v1alpha1")
+    )
     assert out_condition(pod_only, "GangScheduling")[0] == "True"
     newer = group_plan(with_claims(claim(scope=scope), backend="Auto"))
     assert out_condition(newer, "GangScheduling")[0] == "True"

@@ -13,7 +13,7 @@ from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.workload import Workload
 from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
-from cliques.controllers.features import workload
+from cliques.controllers.features import gang_apis, workload
 from cliques.kube import gangapi
 from tests.support import bodies as support_bodies
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
@@ -43,7 +43,7 @@ def gang_condition(plan: cliqueset_planner.CliqueSetPlan) -> tuple[str, str]:
 def test_workload_is_created_first_then_the_cliques_record_it() -> None:
     cqs = with_backend("Auto", replicas=2)
     name = workload.workload_name(cqs)
-    first = cliqueset_planner.plan(set_snapshot(cqs, [], workload_api=True))
+    first = cliqueset_planner.plan(set_snapshot(cqs, [], gang_api=gang_apis.of("v1alpha1")))
     assert [(c.resource.kind, c.name) for c in first.creates if c.resource.kind != "Service"] == [
         ("Workload", name)
     ]
@@ -54,7 +54,7 @@ def test_workload_is_created_first_then_the_cliques_record_it() -> None:
     assert [e.reason for e in first.events] == [workload.REASON_WORKLOAD]
 
     second = cliqueset_planner.plan(
-        set_snapshot(cqs, [], workload_api=True, workloads=[owned(name)])
+        set_snapshot(cqs, [], gang_api=gang_apis.of("v1alpha1"), workloads=[owned(name)])
     )
     cliques = [c for c in second.creates if c.resource.kind == "Clique"]
     assert len(cliques) == 4
@@ -100,7 +100,7 @@ def test_a_gang_keeps_its_workload_and_unused_ones_are_deleted() -> None:
     snap = set_snapshot(
         cqs,
         members,
-        workload_api=True,
+        gang_api=gang_apis.of("v1alpha1"),
         workloads=[owned(current), owned("llama-old"), owned("llama-older")],
     )
     plan = cliqueset_planner.plan(snap)
@@ -114,7 +114,7 @@ def test_a_gang_keeps_its_workload_and_unused_ones_are_deleted() -> None:
 def test_auto_falls_back_without_the_api_and_says_so_once() -> None:
     cqs = with_backend("Auto", replicas=1)
     found = gangapi.interpret(["v1"], {})
-    snap = set_snapshot(cqs, [], workload_api=found.served, gang_api_detail=found.describe())
+    snap = set_snapshot(cqs, [], gang_api=gang_apis.pick(found))
     plan = cliqueset_planner.plan(snap)
     assert gang_condition(plan) == ("False", workload.REASON_UNAVAILABLE)
     assert [e.reason for e in plan.events] == [workload.REASON_UNAVAILABLE]
@@ -125,14 +125,14 @@ def test_auto_falls_back_without_the_api_and_says_so_once() -> None:
     assert not any(c.resource.kind == "Workload" for c in plan.creates)
     again = msgspec.structs.replace(cqs, status=plan.status)
     later = cliqueset_planner.plan(
-        set_snapshot(again, [], workload_api=False, gang_api_detail=found.describe())
+        set_snapshot(again, [], gang_api=gang_apis.of("", detail=found.describe()))
     )
     assert not [e for e in later.events if e.reason == workload.REASON_UNAVAILABLE]
 
 
 def test_explicit_workload_without_the_api_creates_nothing() -> None:
     cqs = with_backend("Workload", replicas=2)
-    plan = cliqueset_planner.plan(set_snapshot(cqs, [], workload_api=False))
+    plan = cliqueset_planner.plan(set_snapshot(cqs, []))
     assert not plan.creates
     assert plan.status is not None
     degraded = next(c for c in plan.status.conditions if c.type == "Degraded")
@@ -141,7 +141,7 @@ def test_explicit_workload_without_the_api_creates_nothing() -> None:
 
 def test_none_never_uses_the_api() -> None:
     cqs = with_backend("None", replicas=1)
-    plan = cliqueset_planner.plan(set_snapshot(cqs, [], workload_api=True))
+    plan = cliqueset_planner.plan(set_snapshot(cqs, [], gang_api=gang_apis.of("v1alpha1")))
     assert not any(c.resource.kind == "Workload" for c in plan.creates)
     assert gang_condition(plan) == ("False", workload.REASON_DISABLED)
     assert not plan.events

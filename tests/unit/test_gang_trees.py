@@ -39,6 +39,7 @@ from cliques.controllers.cliqueset.planner import CliqueSetPlan
 from cliques.controllers.cliqueset.rollout import Judgement
 from cliques.controllers.features import (
     composite_groups,
+    gang_apis,
     gang_scheduling,
     gang_trees,
     podgroups,
@@ -79,9 +80,7 @@ class World:
             cqs,
             list(self.cliques),
             hashes=dict(HASHES),
-            workload_api=True,
-            gang_version="v1beta1",
-            gang_features=self.features,
+            gang_api=gang_apis.of("v1beta1", self.features),
             scaling_groups=list(self.scaling_groups),
             hpas=list(self.hpas),
             services=list(self.services),
@@ -284,7 +283,7 @@ def test_a_new_set_makes_a_tree_per_gang_before_its_cliques_name_their_parts() -
         for g in (*pgs.values(), *cpgs.values()):
             assert g.metadata.annotations[labels.ANNOTATION_WORKLOAD] == wl.split(":")[1]
     assert not world.pod_groups().keys() & {
-        podgroups.wanted_name(cqs, g, "v1beta1", ON) for g in (0, 1)
+        podgroups.wanted_name(cqs, g, gang_apis.of("v1beta1", ON)) for g in (0, 1)
     }  # no one-PodGroup gang
     status = plan.status
     assert status is not None
@@ -377,7 +376,9 @@ def test_elsewhere_a_gang_is_one_podgroup_as_before(case: str) -> None:
         ]
     snapshot = world.snapshot(cqs)
     if case == "v1alpha2":
-        snapshot = dataclasses.replace(snapshot, gang_version="v1alpha2")
+        snapshot = dataclasses.replace(
+            snapshot, gang_api=gang_apis.of("v1alpha2", snapshot.gang_api.features)
+        )
     plan = cliqueset_planner.plan(snapshot)
     assert "CompositePodGroup" not in writes(plan)
     groups = {

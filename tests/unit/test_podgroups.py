@@ -19,7 +19,7 @@ from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingP
 from cliques.api.workload import Workload
 from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
-from cliques.controllers.features import podgroups, workload
+from cliques.controllers.features import gang_apis, podgroups, workload
 from tests.support import bodies as support_bodies
 from tests.unit.planner_fixtures import cliqueset, gangs, set_snapshot
 
@@ -41,7 +41,9 @@ def _ref() -> list[OwnerReference]:
 
 
 def name_for(gang: int, version: str = "v1beta1", made_for: int = NEEDED) -> str:
-    return podgroups.group_name("llama", gang, podgroups.fixed_hash(version, made_for))
+    return podgroups.group_name(
+        "llama", gang, podgroups.fixed_hash(gang_apis.of(version), made_for)
+    )
 
 
 def group(
@@ -63,7 +65,7 @@ def group(
             resource_version="7",
             owner_references=_ref(),
             annotations={
-                labels.ANNOTATION_POD_GROUP_SPEC: podgroups.fixed_hash(version, made),
+                labels.ANNOTATION_POD_GROUP_SPEC: podgroups.fixed_hash(gang_apis.of(version), made),
                 labels.ANNOTATION_WORKLOAD: workload_name,
             },
             deletion_timestamp="2026-11-25T00:00:00Z" if deleting else None,
@@ -86,10 +88,15 @@ def named_gangs(
     return out
 
 
-def plan(cqs: Any, version: str = "v1beta1", cliques: list[Clique] | None = None, **kw: Any):  # type: ignore[no-untyped-def]
-    snap = set_snapshot(
-        cqs, cliques if cliques is not None else [], workload_api=True, gang_version=version, **kw
-    )
+def plan(  # type: ignore[no-untyped-def]
+    cqs: Any,
+    version: str = "v1beta1",
+    cliques: list[Clique] | None = None,
+    features: frozenset[str] = frozenset(),
+    **kw: Any,
+):
+    api = gang_apis.of(version, features)
+    snap = set_snapshot(cqs, cliques if cliques is not None else [], gang_api=api, **kw)
     return cliqueset_planner.plan(snap)
 
 
@@ -308,9 +315,15 @@ def test_min_count_follows_min_available() -> None:
 
 
 def test_fixed_hash_leaves_min_count_out_only_where_it_may_change() -> None:
-    assert podgroups.fixed_hash("v1beta1", 3) == podgroups.fixed_hash("v1beta1", 5)
-    assert podgroups.fixed_hash("v1alpha2", 3) != podgroups.fixed_hash("v1alpha2", 5)
-    assert podgroups.fixed_hash("v1beta1", 0) != podgroups.fixed_hash("v1beta1", 3)
+    assert podgroups.fixed_hash(gang_apis.of("v1beta1"), 3) == podgroups.fixed_hash(
+        gang_apis.of("v1beta1"), 5
+    )
+    assert podgroups.fixed_hash(gang_apis.of("v1alpha2"), 3) != podgroups.fixed_hash(
+        gang_apis.of("v1alpha2"), 5
+    )
+    assert podgroups.fixed_hash(gang_apis.of("v1beta1"), 0) != podgroups.fixed_hash(
+        gang_apis.of("v1beta1"), 3
+    )
 
 
 def with_placement(cqs: Any, pack_mode: str = "Required", exclusive: bool = False) -> Any:
@@ -329,7 +342,7 @@ def _affinity(create: Any) -> dict[str, Any]:
 
 def test_pack_required_goes_to_the_scheduler_where_the_server_keeps_topology() -> None:
     cqs = with_placement(with_backend(replicas=1), exclusive=True)
-    out = plan(cqs, "v1beta1", gang_features=frozenset({"topology"}))
+    out = plan(cqs, "v1beta1", features=frozenset({"topology"}))
     group = next(c for c in out.creates if c.resource.kind == "PodGroup")
     assert group.body["spec"]["schedulingConstraints"] == {"topology": [{"key": "rack"}]}
     for c in out.creates:
@@ -346,7 +359,7 @@ def test_pack_stays_an_affinity_term_elsewhere() -> None:
         ("v1alpha1", frozenset({"topology"}), "Required"),  # no PodGroups
     ):
         cqs = with_placement(with_backend(replicas=1), pack_mode=mode)
-        out = plan(cqs, version, gang_features=features)
+        out = plan(cqs, version, features=features)
         groups = [c for c in out.creates if c.resource.kind == "PodGroup"]
         assert all("schedulingConstraints" not in g.body["spec"] for g in groups)
         if version == "v1alpha1":
@@ -354,7 +367,7 @@ def test_pack_stays_an_affinity_term_elsewhere() -> None:
             wl = Workload(
                 metadata=ObjectMeta(name=wl_name, namespace="ns", uid="w", owner_references=_ref())
             )
-            out = plan(cqs, version, gang_features=features, workloads=[wl])
+            out = plan(cqs, version, features=features, workloads=[wl])
         cliques = [c for c in out.creates if c.resource.kind == "Clique"]
         assert cliques and all("podAffinity" in _affinity(c) for c in cliques), version
 
@@ -388,8 +401,8 @@ def test_the_group_carries_priority_and_disruption() -> None:
     # a change of disruption makes the group again (the field is immutable)
     made = podgroups.shape(cqs)  # the shape gang 0's group was made with
     # a change of disruption is a new group: the gang moves when its pods are made again
-    assert podgroups.fixed_hash("v1beta1", made) != podgroups.fixed_hash(
-        "v1beta1", podgroups.shape(pod_wise)
+    assert podgroups.fixed_hash(gang_apis.of("v1beta1"), made) != podgroups.fixed_hash(
+        gang_apis.of("v1beta1"), podgroups.shape(pod_wise)
     )
     out = plan(pod_wise, "v1beta1", named_gangs(1), pod_groups=[group(0)])
     assert not kinds(out.deletes, "PodGroup") and not kinds(out.creates, "PodGroup")

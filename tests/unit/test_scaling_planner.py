@@ -28,7 +28,7 @@ from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
 from cliques.controllers.cliqueset.planner import CliqueSetPlan
-from cliques.controllers.features import autoscaling, scaling, workload
+from cliques.controllers.features import autoscaling, gang_apis, scaling, workload
 
 from .planner_fixtures import NOW, template_patched
 from .planner_fixtures import set_snapshot as snap
@@ -670,7 +670,7 @@ def test_with_the_workload_backend_the_cliques_just_made_need_no_patch() -> None
     spec = msgspec.structs.replace(cqs.spec, gang_scheduling=GangScheduling(backend="Workload"))
     cqs = msgspec.structs.replace(cqs, spec=spec)
     name = workload.workload_name(cqs)
-    gang_api = {"workload_api": True, "workloads": [_owned_workload(name)]}
+    gang_api = {"gang_api": gang_apis.of("v1alpha1"), "workloads": [_owned_workload(name)]}
     first = cliqueset_planner.plan(World().snapshot(cqs, **gang_api))
     made = kinds(first, "Clique")
     assert made["llama-0-pworker-1"]["spec"]["startGate"] is True

@@ -10,7 +10,7 @@ from cliques.api.meta import find_condition
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.cliqueset import planner as cliqueset_planner
-from cliques.controllers.features import start_gate, workload
+from cliques.controllers.features import gang_apis, start_gate, workload
 from tests.unit.planner_fixtures import NOW, clique, pod, set_snapshot
 from tests.unit.test_gang_scheduling_plan import owned, with_backend
 
@@ -124,7 +124,9 @@ def test_the_gate_goes_before_the_templates_own_init_containers() -> None:
 def test_in_order_with_workload_gates_the_cliques_that_start_after_others() -> None:
     cqs = with_backend("Workload", replicas=1, startup="InOrder")
     name = workload.workload_name(cqs)
-    plan = cliqueset_planner.plan(set_snapshot(cqs, [], workload_api=True, workloads=[owned(name)]))
+    plan = cliqueset_planner.plan(
+        set_snapshot(cqs, [], gang_api=gang_apis.of("v1alpha1"), workloads=[owned(name)])
+    )
     cliques = {c.name: c.body["spec"] for c in plan.creates if c.resource.kind == "Clique"}
     assert cliques["llama-0-leader"]["startsAfter"] == []
     assert "startGate" not in cliques["llama-0-leader"]
@@ -151,7 +153,9 @@ def test_turning_the_gate_on_is_in_place_never_a_roll() -> None:
         0, "worker", replicas=2, starts_after=["llama-0-leader"], annotations=annotations
     )
     plan = cliqueset_planner.plan(
-        set_snapshot(cqs, [leader, worker], workload_api=True, workloads=[owned(name)])
+        set_snapshot(
+            cqs, [leader, worker], gang_api=gang_apis.of("v1alpha1"), workloads=[owned(name)]
+        )
     )
     patches = [p for p in plan.patches if p.resource.kind == "Clique"]
     assert [(p.name, p.reason, p.patch["spec"]) for p in patches] == [

@@ -13,6 +13,7 @@ from cliques import api
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.cliqueset import GangSchedulingBackend
+from cliques.controllers.features import gang_apis
 from cliques.controllers.features import workload as wl
 from cliques.kube import errors, gangapi
 
@@ -55,7 +56,7 @@ def test_pod_groups(sizes: list[tuple[int, int | None]], policy: dict[str, Any])
 
 def test_the_workload_is_owned_and_named_by_its_shape() -> None:
     cqs = cliqueset((1, None), (3, None))
-    body = wl.build_workload(cqs)
+    body = wl.build_workload(cqs, gang_apis.of("v1alpha1"))
     assert body["apiVersion"] == "scheduling.k8s.io/v1alpha1" and body["kind"] == "Workload"
     meta = body["metadata"]
     assert meta["namespace"] == "ns"
@@ -98,7 +99,7 @@ def test_build_refuses_a_cliqueset_without_uid() -> None:
     cqs = cliqueset((1, None))
     cqs.metadata.uid = ""
     with pytest.raises(ValueError, match="uid"):
-        wl.build_workload(cqs)
+        wl.build_workload(cqs, gang_apis.of("v1alpha1"))
 
 
 def test_workload_ref() -> None:
@@ -123,7 +124,10 @@ def test_workload_ref() -> None:
     ],
 )
 def test_decide(requested: str, served: bool, backend: str, reason: str, satisfiable: bool) -> None:
-    decision = wl.decide(requested, served, "no scheduling.k8s.io API group")
+    decision = wl.decide(
+        requested,
+        gang_apis.of("v1alpha1" if served else "", detail="no scheduling.k8s.io API group"),
+    )
     assert (decision.backend, decision.reason, decision.satisfiable) == (
         backend,
         reason,
@@ -137,7 +141,7 @@ def test_decide(requested: str, served: bool, backend: str, reason: str, satisfi
 def test_the_backends_are_the_values_the_spec_allows() -> None:
     assert {b.value for b in GangBackend} == set(typing.get_args(GangSchedulingBackend))
     with pytest.raises(ValueError):
-        wl.decide("Volcano", True)
+        wl.decide("Volcano", gang_apis.of("v1alpha1"))
 
 
 # ---- Discovery -------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from cliques.controllers.base.wiring import Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
-from cliques.controllers.features import claims, gang_failures, kueue, placement
+from cliques.controllers.features import claims, gang_apis, gang_failures, kueue, placement
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
@@ -285,6 +285,8 @@ class CliqueSetController:
     ) -> None:
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI()
+        #: the same, as the planners use it (`gang_apis`)
+        self.gang = gang_apis.pick(self.gang_api)
         self.workloads = workloads
         self.pod_groups = pod_groups
         #: the CompositePodGroups, where the server serves them (`gang_trees`)
@@ -505,10 +507,7 @@ class CliqueSetController:
             previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
-            workload_api=self.gang_api.served,
-            gang_api_detail=self.gang_api.describe(),
-            gang_version=self.gang_api.version or "v1alpha1",
-            gang_features=self.gang_api.features,
+            gang_api=self.gang,
             workloads=(
                 self.workloads.store.by_index("controller", owner)
                 if self.workloads is not None

@@ -160,7 +160,7 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     # group exists (a pod made before its group gets no share of the group's claim on
     # 1.36): the group of a gang that will move is made ahead of the roll.
     group_first = (
-        "workload-claims" in snap.gang_features
+        snap.gang_api.keeps("workload-claims")
         and GangBackend(spec.gang_scheduling.backend) != GangBackend.NONE
         and bool(claims.group_claims(cqs))
     )
@@ -170,12 +170,9 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
         cqs,
         snap.cliques,
         snap.workloads,
-        workload_api=snap.workload_api,
-        detail=snap.gang_api_detail,
+        api=snap.gang_api,
         bucket=bucket,
-        version=snap.gang_version,
         groups=snap.pod_groups,
-        features=snap.gang_features,
         moving=_moving(snap) if group_first else (),
         tree_memo=snap.previous.trees if snap.previous is not None else None,
         counts=counts,
@@ -617,7 +614,7 @@ def _claims_via_group(
     """Whether the pods of a gang in PodGroup `group` get its Gang-scope claims through the
     group (`claims.via_group`)."""
     cqs = snap.cliqueset
-    if "workload-claims" not in snap.gang_features or not cqs.spec.resource_claims:
+    if not snap.gang_api.keeps("workload-claims") or not cqs.spec.resource_claims:
         return lambda group, gang: False
     groups = {g.metadata.name: g for g in snap.pod_groups}
     listed = claims.group_claims(cqs)

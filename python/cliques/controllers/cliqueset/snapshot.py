@@ -20,6 +20,7 @@ from cliques.controllers.base import failures
 from cliques.controllers.base.actions import Plan
 from cliques.controllers.cliqueset.rollout import Judgement
 from cliques.controllers.features import gang_scheduling, kueue, scaling
+from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
 from cliques.kube.resources import Resource
 
 
@@ -44,18 +45,15 @@ class CliqueSetSnapshot:
     failure: failures.Failure | None = None
     #: why the spec cannot be planned though the API server accepted it ("" if it can)
     invalid: str = ""
-    #: whether the cluster serves the Workload API, and what it serves (`gangapi`)
-    workload_api: bool = False
-    gang_api_detail: str = ""
+    #: the gang API the cluster serves (`gang_apis`, picked once per process: its version,
+    #: the gated PodGroup fields the server keeps, what discovery found)
+    gang_api: GangAPIVersion = field(default_factory=NoGangAPI)
     #: the Workloads this CliqueSet owns
     workloads: list[Workload] = field(default_factory=list)
-    #: the scheduling.k8s.io version served for gangs (`gangapi.GangAPI.version`), and the
-    #: PodGroups this CliqueSet owns (from 1.36 on), and with them its CompositePodGroups
-    #: (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha, `gang_trees`)
-    gang_version: str = "v1alpha1"
+    #: the PodGroups this CliqueSet owns (from 1.36 on), and with them its
+    #: CompositePodGroups (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha,
+    #: `gang_trees`)
     pod_groups: list[PodGroup] = field(default_factory=list)
-    #: the PodGroup fields behind feature gates that the server keeps (`gangapi.FEATURES`)
-    gang_features: frozenset[str] = frozenset()
     #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
     #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
     claims_served: bool = True

@@ -63,6 +63,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import PodGroup
 from cliques.controllers.base import builders
 from cliques.controllers.features import workload
+from cliques.controllers.features.gang_apis import GangAPIVersion, V1Beta1
 from cliques.controllers.features.podgroups import NAME_HASH, Shape, scheduling_policy
 from cliques.kube import gangapi
 
@@ -70,7 +71,7 @@ KIND_COMPOSITE: Final = "CompositePodGroup"
 KIND_POD_GROUP: Final = "PodGroup"
 #: The versions 1.37 serves them in (`gangapi.GangAPI.composite_version`, `.version`).
 COMPOSITE_VERSION: Final = gangapi.COMPOSITE_VERSION
-POD_GROUP_VERSION: Final = "v1beta1"
+POD_GROUP_VERSION: Final = V1Beta1.version
 #: Workload template names: the gang's composite, and the PodGroup of the cliques outside
 #: the scaling groups (nested layout). A group's are `group_template`, `instance_template`.
 TEMPLATE_GANG: Final = "gang"
@@ -474,11 +475,11 @@ def workload_body(
     cqs: CliqueSet,
     templates: Mapping[str, Any],
     bucket: str,
-    version: str = POD_GROUP_VERSION,
+    api: GangAPIVersion,
 ) -> dict[str, Any]:
     """The set's Workload with `templates` (`compositePodGroupTemplates`), in place of
     the one-PodGroup Workload's `podGroupTemplates` (the API takes one of the two)."""
-    body = workload.build_workload(cqs, version)
+    body = workload.build_workload(cqs, api)
     body["metadata"]["name"] = workload_name(cqs, templates)
     body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
     body["spec"].pop("podGroupTemplates", None)

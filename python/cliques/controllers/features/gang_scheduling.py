@@ -2,9 +2,11 @@
 PodGroups to create, patch or delete, what each gang's pods name, and its `GangScheduling`
 condition.
 
-- The backend is `workload.decide(spec.gangScheduling.backend, <a gang API is served>)`; the
+- The backend is `workload.decide(spec.gangScheduling.backend, <the gang API served>)`; the
   cluster is asked once per operator process (`gangapi.detect`), which picks the newest API
-  it serves: `v1beta1` (1.37), `v1alpha2` (1.36), `v1alpha1` (1.35).
+  it serves: `v1beta1` (1.37), `v1alpha2` (1.36), `v1alpha1` (1.35), and the controller
+  turns that into the version's strategy once (`gang_apis.pick`): what differs between
+  versions is asked of it, never of a version name.
 - From 1.36 on (`podgroups`): the set's current Workload is the template, created when
   missing, and each gang has its PodGroup (`controllers.podgroups`), which its Cliques name
   (`cliques.dev/pod-group`) and their pods reference. A Workload no PodGroup links to and
@@ -45,7 +47,7 @@ from cliques.api.workload import Workload
 from cliques.controllers.base import conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
 from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
-from cliques.kube import gangapi
+from cliques.controllers.features.gang_apis import GangAPIVersion
 
 CONDITION: Final = "GangScheduling"
 
@@ -110,52 +112,43 @@ def plan(
     cliques: Iterable[Clique],
     workloads: Iterable[Workload],
     *,
-    workload_api: bool,
-    detail: str,
+    api: GangAPIVersion,
     bucket: str,
-    version: str = "v1alpha1",
     groups: Iterable[PodGroup] = (),
-    features: frozenset[str] = frozenset(),
     moving: Iterable[int] = (),
     tree_memo: gang_trees.Memo | None = None,
     counts: Mapping[int, Mapping[str, int]] | None = None,
 ) -> GangPlan:
-    """`version`: the scheduling.k8s.io version served (`gangapi`); `groups`: the PodGroups
-    the set owns (from 1.36 on); `features`: the PodGroup fields behind feature gates
-    that the server keeps; `moving`: gangs about to move to their wanted group (made
+    """`api`: the gang API the cluster serves (`gang_apis`); `groups`: the PodGroups the
+    set owns (from 1.36 on); `moving`: gangs about to move to their wanted group (made
     whole again by a roll), whose wanted group is made ahead of them; `tree_memo`: the
     previous plan's (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each
     scaling group), where gangs are composite trees."""
     shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
-    decision = workload.decide(
-        cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
-    )
+    decision = workload.decide(cqs.spec.gang_scheduling.backend, api, shared_claims=shared)
     cliques = list(cliques)
     groups = list(groups)
     have = {w.metadata.name: w for w in workloads}
     on = decision.backend == GangBackend.WORKLOAD
     if (
         on
-        and version == composite_groups.POD_GROUP_VERSION
-        and composite_groups.wanted(features, len(cqs.spec.template.scaling_groups), shared)
+        and api.composite
+        and composite_groups.wanted(api.features, len(cqs.spec.template.scaling_groups), shared)
     ):
-        return _trees(cqs, cliques, have, groups, decision, bucket, features, tree_memo, counts)
+        return _trees(cqs, cliques, have, groups, decision, bucket, api, tree_memo, counts)
     latest = workload.workload_name(cqs) if on else ""
     uid = cqs.metadata.uid
-    wl_resource = gangapi.workloads(version)
     creates: list[Create] = []
     if latest and latest not in have:
-        body = workload.build_workload(cqs, version)
+        body = workload.build_workload(cqs, api)
         body["metadata"]["labels"][labels.LABEL_BUCKET] = bucket
-        creates.append(Create(wl_resource, latest, body, uid))
+        creates.append(Create(api.workloads, latest, body, uid))
     patches: list[Patch] = []
     group_deletes: list[Delete] = []
     named: dict[int, str] = {}
     wanted: dict[int, str] = {}
-    if version in podgroups.VERSIONS:
-        found = _one_group_per_gang(
-            cqs, cliques, groups, version, latest, bucket, features, moving, on=on
-        )
+    if api.pod_groups:
+        found = _one_group_per_gang(cqs, cliques, groups, api, latest, bucket, moving, on=on)
         creates += found.creates
         patches, group_deletes = found.patches, found.deletes
         used, named, wanted = found.used, found.named, found.wanted
@@ -168,15 +161,13 @@ def plan(
             and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
         }
         current, ready = latest, not latest or latest in have
-    deletes = _unused_workloads(cqs, have, latest, used, version)
+    deletes = _unused_workloads(cqs, have, latest, used, api)
     return GangPlan(
         decision,
         current,
         ready=ready,
-        pod_groups=on and version in podgroups.VERSIONS,
-        scheduler_packs=on
-        and version in podgroups.VERSIONS
-        and podgroups.scheduler_packs(cqs, features),
+        pod_groups=on and api.pod_groups,
+        scheduler_packs=on and api.pod_groups and podgroups.scheduler_packs(cqs, api.features),
         creates=creates,
         patches=patches,
         deletes=deletes + group_deletes,
@@ -186,11 +177,11 @@ def plan(
 
 
 def _unused_workloads(
-    cqs: CliqueSet, have: Mapping[str, Workload], latest: str, used: set[str], version: str
+    cqs: CliqueSet, have: Mapping[str, Workload], latest: str, used: set[str], api: GangAPIVersion
 ) -> list[Delete]:
     """The deletes of the set's Workloads that are not `latest` and nothing links to."""
     return [
-        Delete(gangapi.workloads(version), name, w.metadata.uid, cqs.metadata.uid, "Unused")
+        Delete(api.workloads, name, w.metadata.uid, cqs.metadata.uid, "Unused")
         for name, w in sorted(have.items())
         if name != latest and name not in used and w.metadata.deletion_timestamp is None
     ]
@@ -213,10 +204,9 @@ def _one_group_per_gang(
     cqs: CliqueSet,
     cliques: list[Clique],
     groups: list[PodGroup],
-    version: str,
+    api: GangAPIVersion,
     latest: str,
     bucket: str,
-    features: frozenset[str],
     moving: Iterable[int],
     *,
     on: bool,
@@ -233,7 +223,7 @@ def _one_group_per_gang(
             keep.setdefault(name, c.spec.gang_index)
             named.setdefault(c.spec.gang_index, name)
     if on:
-        fixed = podgroups.fixed_hash(version, podgroups.shape(cqs, features))
+        fixed = podgroups.fixed_hash(api, podgroups.shape(cqs, api.features))
         for gang in range(cqs.spec.replicas):
             wanted[gang] = podgroups.group_name(cqs.metadata.name, gang, fixed)
             if gang not in named:
@@ -242,7 +232,7 @@ def _one_group_per_gang(
             if gang in wanted:
                 keep.setdefault(wanted[gang], gang)
     plain = [g for g in groups if not isinstance(g, CompositePodGroup)]
-    groups_plan = podgroups.plan(cqs, version, plain, keep, latest, bucket, features)
+    groups_plan = podgroups.plan(cqs, api, plain, keep, latest, bucket)
     used = groups_plan.linked | {
         g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, "")
         for g in groups
@@ -266,20 +256,20 @@ def _trees(
     groups: list[PodGroup],
     decision: workload.Decision,
     bucket: str,
-    features: frozenset[str],
+    api: GangAPIVersion,
     memo: gang_trees.Memo | None,
     counts: Mapping[int, Mapping[str, int]] | None,
 ) -> GangPlan:
     """The `GangPlan` of a set whose gangs are composite trees (`gang_trees`)."""
     uid = cqs.metadata.uid
     trees = gang_trees.plan(
-        cqs, cliques, groups, bucket=bucket, features=features, memo=memo, counts=counts
+        cqs, cliques, groups, bucket=bucket, features=api.features, memo=memo, counts=counts
     )
-    wl_resource = gangapi.workloads(composite_groups.POD_GROUP_VERSION)
+    wl_resource = api.workloads
     creates: list[Create] = []
     latest = trees.workload
     if latest and latest not in have and trees.workload_templates is not None:
-        body = composite_groups.workload_body(cqs, trees.workload_templates, bucket)
+        body = composite_groups.workload_body(cqs, trees.workload_templates, bucket, api)
         creates.append(Create(wl_resource, latest, body, uid))
     deletes = [
         Delete(wl_resource, name, w.metadata.uid, uid, "Unused")

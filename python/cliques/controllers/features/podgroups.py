@@ -43,12 +43,8 @@ from cliques.api.podgroup import PodGroup
 from cliques.controllers.base import builders
 from cliques.controllers.base.actions import Create, Delete, Patch
 from cliques.controllers.features import claims, workload
-from cliques.kube import gangapi
+from cliques.controllers.features.gang_apis import GangAPIVersion
 
-#: The versions whose PodGroup lets its gang policy's `minCount` change.
-MUTABLE_MIN_COUNT: Final = frozenset({"v1beta1"})
-#: The versions that have PodGroups, and how a group names its Workload template.
-VERSIONS: Final = frozenset({"v1alpha2", "v1beta1"})
 HASH_LENGTH: Final = 10
 
 
@@ -111,7 +107,7 @@ def scheduler_packs(cqs: CliqueSet, features: frozenset[str]) -> bool:
     return bool(shape(cqs, features).topology_key)
 
 
-def _fixed_spec(version: str, group: Shape) -> dict[str, Any]:
+def _fixed_spec(api: GangAPIVersion, group: Shape) -> dict[str, Any]:
     """The spec fields the API server keeps immutable (and the policy's kind)."""
     fixed: dict[str, Any] = {}
     if group.topology_key:
@@ -122,45 +118,36 @@ def _fixed_spec(version: str, group: Shape) -> dict[str, Any]:
         fixed["resourceClaims"] = [
             {"name": name, "resourceClaimTemplateName": template} for name, template in group.claims
         ]
-    if version == "v1alpha2":
-        fixed["disruptionMode"] = "PodGroup" if group.disruption == "Gang" else "Pod"
-    else:
-        fixed["disruptionMode"] = {"all": {}} if group.disruption == "Gang" else {"single": {}}
+    fixed["disruptionMode"] = api.disruption_mode(group.disruption)
     return fixed
 
 
-def fixed_hash(version: str, group: Shape | int) -> str:
+def fixed_hash(api: GangAPIVersion, group: Shape | int) -> str:
     """A hash of what the API server keeps immutable on a group of `group`'s shape."""
     if isinstance(group, int):
         group = Shape(needed=group)
     fixed: dict[str, Any] = {
         "policy": "gang" if group.needed > 0 else "basic",
-        **_fixed_spec(version, group),
+        **_fixed_spec(api, group),
     }
-    if version not in MUTABLE_MIN_COUNT:
+    if not api.mutable_min_count:
         fixed["minCount"] = group.needed
     canonical = json.dumps(fixed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
 
 
-def template_ref(version: str, workload_name: str) -> dict[str, Any]:
+def template_ref(api: GangAPIVersion, workload_name: str) -> dict[str, Any]:
     """The spec field that links a group to its Workload's template (immutable); none
     without a Workload (the backend was turned off while gangs still name their groups)."""
-    if not workload_name:
-        return {}
-    if version == "v1alpha2":
-        ref = {"workloadName": workload_name, "podGroupTemplateName": workload.POD_GROUP}
-        return {"podGroupTemplateRef": {"workload": ref}}
-    return {"workloadRef": {"workloadName": workload_name, "templateName": workload.POD_GROUP}}
+    return api.template_ref(workload_name) if workload_name else {}
 
 
 def body(
     cqs: CliqueSet,
     gang: int,
-    version: str,
+    api: GangAPIVersion,
     workload_name: str,
     bucket: str,
-    features: frozenset[str] = frozenset(),
     name: str = "",
 ) -> dict[str, Any]:
     """A PodGroup of gang `gang` of `cqs` as the set asks for it now, named `name` (default:
@@ -168,10 +155,10 @@ def body(
     meta = cqs.metadata
     if not meta.name or not meta.uid:
         raise ValueError("the CliqueSet needs a name and a uid to own its PodGroups")
-    group = shape(cqs, features)
-    fixed = fixed_hash(version, group)
+    group = shape(cqs, api.features)
+    fixed = fixed_hash(api, group)
     return {
-        "apiVersion": f"scheduling.k8s.io/{version}",
+        "apiVersion": f"scheduling.k8s.io/{api.version}",
         "kind": "PodGroup",
         "metadata": {
             "name": name or group_name(meta.name, gang, fixed),
@@ -188,9 +175,9 @@ def body(
             "ownerReferences": [builders.owner_reference(cqs)],
         },
         "spec": {
-            **template_ref(version, workload_name),
+            **template_ref(api, workload_name),
             "schedulingPolicy": scheduling_policy(group.needed),
-            **_fixed_spec(version, group),
+            **_fixed_spec(api, group),
         },
     }
 
@@ -206,27 +193,25 @@ class GroupPlan:
     linked: set[str] = field(default_factory=set)
 
 
-def wanted_name(cqs: CliqueSet, gang: int, version: str, features: frozenset[str]) -> str:
+def wanted_name(cqs: CliqueSet, gang: int, api: GangAPIVersion) -> str:
     """The group gang `gang` of `cqs` moves to when all its pods are made again."""
-    return group_name(cqs.metadata.name, gang, fixed_hash(version, shape(cqs, features)))
+    return group_name(cqs.metadata.name, gang, fixed_hash(api, shape(cqs, api.features)))
 
 
 def plan(
     cqs: CliqueSet,
-    version: str,
+    api: GangAPIVersion,
     groups: Iterable[PodGroup],
     wanted: Mapping[str, int],
     workload_name: str,
     bucket: str,
-    features: frozenset[str] = frozenset(),
 ) -> GroupPlan:
     """`wanted`: group name -> gang, every group a live Clique names and the wanted group
-    of each gang that has no live Clique yet; `features`: the PodGroup fields behind
-    feature gates that the server keeps. Missing ones are made, `minCount` follows where
-    it may, the rest go."""
+    of each gang that has no live Clique yet. Missing ones are made, `minCount` follows
+    where it may (`api.mutable_min_count`), the rest go."""
     meta = cqs.metadata
-    needed = shape(cqs, features).needed
-    res = gangapi.podgroups(version)
+    needed = shape(cqs, api.features).needed
+    res = api.podgroups
     have = {g.metadata.name: g for g in groups}
     out = GroupPlan()
     for existing in have.values():
@@ -236,7 +221,7 @@ def plan(
     for name, gang in sorted(wanted.items(), key=lambda item: (item[1], item[0])):
         group = have.get(name)
         if group is None:
-            made = body(cqs, gang, version, workload_name, bucket, features, name)
+            made = body(cqs, gang, api, workload_name, bucket, name)
             out.creates.append(Create(res, name, made, meta.uid))
             continue
         gmeta = group.metadata
@@ -244,7 +229,7 @@ def plan(
             continue  # made again once it is gone
         if _tree_part(group):
             continue  # a part of a gang's composite tree asks for its part's pods only
-        if version in MUTABLE_MIN_COUNT and needed > 0 and 0 < group.min_count != needed:
+        if api.mutable_min_count and needed > 0 and 0 < group.min_count != needed:
             patch = {
                 "metadata": {"resourceVersion": gmeta.resource_version},
                 "spec": {"schedulingPolicy": scheduling_policy(needed)},

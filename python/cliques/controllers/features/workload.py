@@ -27,11 +27,10 @@ from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.cliqueset import CliqueSet, GangSchedulingBackend
 from cliques.controllers.features import scaling
+from cliques.controllers.features.gang_apis import POD_GROUP, GangAPIVersion
 
-API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
 KIND: Final = "Workload"
 #: The one pod group of a CliqueSet's Workload; gangs are its replica keys.
-POD_GROUP: Final = "gang"
 #: The scheduler's limit on pod groups per Workload (`WorkloadMaxPodGroups`).
 MAX_POD_GROUPS: Final = 8
 #: Hex digits of the shape hash in the Workload name.
@@ -74,25 +73,19 @@ def workload_name(cqs: CliqueSet) -> str:
     return f"{cqs.metadata.name}-{shape_hash(pod_groups(cqs))}"
 
 
-def build_workload(cqs: CliqueSet, version: str = "v1alpha1") -> dict[str, Any]:
-    """The Workload body for `cqs` in API `version` (create it; it is never updated). From
-    v1alpha2 on, its pod groups are templates (`podGroupTemplates`) the PodGroups link to."""
+def build_workload(cqs: CliqueSet, api: GangAPIVersion) -> dict[str, Any]:
+    """The Workload body for `cqs` in `api`'s version (create it; it is never updated).
+    From v1alpha2 on, its pod groups are templates (`podGroupTemplates`) the PodGroups link
+    to (`GangAPIVersion.workload_groups`)."""
     meta = cqs.metadata
     if not meta.name or not meta.uid:
         raise ValueError("the CliqueSet needs a name and a uid to own its Workload")
     groups = pod_groups(cqs)
     if len(groups) > MAX_POD_GROUPS:  # pragma: no cover - one group today
         raise ValueError(f"{len(groups)} pod groups, more than {MAX_POD_GROUPS}")
-    if version == "v1alpha1":
-        spec_groups: dict[str, Any] = {"podGroups": groups}
-    else:
-        spec_groups = {
-            "podGroupTemplates": [
-                {"name": g["name"], "schedulingPolicy": g["policy"]} for g in groups
-            ]
-        }
+    spec_groups = api.workload_groups(groups)
     return {
-        "apiVersion": f"scheduling.k8s.io/{version}",
+        "apiVersion": f"scheduling.k8s.io/{api.version}",
         "kind": KIND,
         "metadata": {
             "name": f"{meta.name}-{shape_hash(groups)}",
@@ -155,24 +148,22 @@ REASON_SHARED_CLAIMS: Final = "SharedClaimsUnsupported"
 
 def decide(
     requested: GangSchedulingBackend | GangBackend,
-    workload_api: bool,
-    detail: str = "",
-    version: str = "v1alpha1",
+    api: GangAPIVersion,
     *,
     shared_claims: bool = False,
 ) -> Decision:
-    """Resolve `gangScheduling.backend` given whether the cluster serves a gang API, and
-    which `version` of scheduling.k8s.io it is; `shared_claims`: the set's pods share DRA
-    claims (`SHARED_CLAIMS_ON_V1ALPHA1`).
+    """Resolve `gangScheduling.backend` given the gang API the cluster serves (`api`, none
+    if not `api.served`); `shared_claims`: the set's pods share DRA claims, which not every
+    version's scheduler binds (`SHARED_CLAIMS_ON_V1ALPHA1`).
 
     Auto falls back to None (pod-by-pod scheduling) and says so; an explicit Workload that
     the cluster cannot serve is unsatisfiable, never quietly downgraded.
     """
-    why = f" ({detail})" if detail else ""
+    why = f" ({api.detail})" if api.detail else ""
     wanted = GangBackend(requested)
     if wanted is GangBackend.NONE:
         return Decision(GangBackend.NONE, REASON_DISABLED, "gangScheduling.backend is None")
-    if workload_api and shared_claims and version == "v1alpha1":
+    if api.served and shared_claims and not api.binds_shared_claims:
         if wanted is GangBackend.AUTO:
             return Decision(
                 GangBackend.NONE,
@@ -186,12 +177,8 @@ def decide(
             "Auto or None",
             satisfiable=False,
         )
-    if workload_api:
-        if version == "v1alpha1":
-            how = f"gangs are scheduled through {API_VERSION} Workloads"
-        else:
-            how = f"gangs are scheduled through scheduling.k8s.io/{version} PodGroups, one each"
-        return Decision(GangBackend.WORKLOAD, REASON_WORKLOAD, how)
+    if api.served:
+        return Decision(GangBackend.WORKLOAD, REASON_WORKLOAD, api.scheduled_through())
     served = (
         "the cluster serves no gang-scheduling API (scheduling.k8s.io v1beta1, v1alpha2 or "
         "v1alpha1)"
