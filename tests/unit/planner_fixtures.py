@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import msgspec
@@ -190,10 +191,37 @@ def pod(
 HASHES = {"leader": "h1", "worker": "h1"}
 
 
+#: The fields of the gang features' views (`CliqueSetSnapshot.gangs`, `.kueue`, ...) that a
+#: test may give `set_snapshot` as plain keywords: keyword -> (view, field).
+VIEW_FIELDS: dict[str, tuple[str, str]] = {
+    "gang_api": ("gangs", "api"),
+    "workloads": ("gangs", "workloads"),
+    "pod_groups": ("gangs", "groups"),
+    "claims_served": ("claims", "served"),
+    "claim_objects": ("claims", "objects"),
+    "kueue_revision": ("kueue", "revision"),
+    "kueue_served": ("kueue", "served"),
+    "local_queues": ("kueue", "local_queues"),
+    "kueue_workloads": ("kueue", "workloads"),
+    "scaling_groups": ("scaling", "groups"),
+    "hpas": ("scaling", "hpas"),
+    "resize_served": ("inplace", "resize_served"),
+}
+
+
 def set_snapshot(cqs, cliques, **kw: Any) -> CliqueSetSnapshot:  # type: ignore[no-untyped-def]
-    """A CliqueSet snapshot at NOW, with the desired hashes HASHES unless given."""
+    """A CliqueSet snapshot at NOW, with the desired hashes HASHES unless given; the
+    features' view fields may be given as keywords (`VIEW_FIELDS`)."""
     kw.setdefault("hashes", dict(HASHES))
-    return CliqueSetSnapshot(cliqueset=cqs, cliques=cliques, now=NOW, **kw)
+    views: dict[str, dict[str, Any]] = {}
+    for key in [k for k in kw if k in VIEW_FIELDS]:
+        view, name = VIEW_FIELDS[key]
+        views.setdefault(view, {})[name] = kw.pop(key)
+    snap = CliqueSetSnapshot(cliqueset=cqs, cliques=cliques, now=NOW, **kw)
+    return dataclasses.replace(
+        snap,
+        **{v: dataclasses.replace(getattr(snap, v), **fields) for v, fields in views.items()},
+    )
 
 
 def gangs(n: int, **kw: Any) -> list:  # type: ignore[type-arg]

@@ -376,9 +376,9 @@ def test_elsewhere_a_gang_is_one_podgroup_as_before(case: str) -> None:
         ]
     snapshot = world.snapshot(cqs)
     if case == "v1alpha2":
-        snapshot = dataclasses.replace(
-            snapshot, gang_api=gang_apis.of("v1alpha2", snapshot.gang_api.features)
-        )
+        gangs = snapshot.gangs
+        older = gang_apis.of("v1alpha2", gangs.api.features)
+        snapshot = dataclasses.replace(snapshot, gangs=dataclasses.replace(gangs, api=older))
     plan = cliqueset_planner.plan(snapshot)
     assert "CompositePodGroup" not in writes(plan)
     groups = {

@@ -52,7 +52,16 @@ from cliques.controllers.base.wiring import Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
-from cliques.controllers.features import claims, gang_apis, gang_failures, kueue, placement
+from cliques.controllers.features import (
+    claims,
+    gang_apis,
+    gang_failures,
+    gang_scheduling,
+    inplace,
+    kueue,
+    placement,
+    scaling,
+)
 from cliques.kube import gangapi, store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import EventKind, Informer
@@ -507,50 +516,60 @@ class CliqueSetController:
             previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
-            gang_api=self.gang,
-            workloads=(
-                self.workloads.store.by_index("controller", owner)
-                if self.workloads is not None
-                else []
-            ),
-            pod_groups=[
-                *(
-                    self.pod_groups.store.by_index("controller", owner)
-                    if self.pod_groups is not None
+            gangs=gang_scheduling.View(
+                api=self.gang,
+                workloads=(
+                    self.workloads.store.by_index("controller", owner)
+                    if self.workloads is not None
                     else []
                 ),
-                # its CompositePodGroups, in the same list (a PodGroup subclass)
-                *(
-                    self.composite_groups.store.by_index("controller", owner)
-                    if self.composite_groups is not None
+                groups=[
+                    *(
+                        self.pod_groups.store.by_index("controller", owner)
+                        if self.pod_groups is not None
+                        else []
+                    ),
+                    # its CompositePodGroups, in the same list (a PodGroup subclass)
+                    *(
+                        self.composite_groups.store.by_index("controller", owner)
+                        if self.composite_groups is not None
+                        else []
+                    ),
+                ],
+            ),
+            claims=claims.View(
+                served=bool(self.claim_objects),
+                objects={
+                    i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
+                    for i in self.claim_objects
+                },
+            ),
+            kueue=kueue.View(
+                revision=revision,
+                served=self.kueue_workloads is not None,
+                local_queues=self._local_queues(cqs),
+                workloads=(
+                    {
+                        w.metadata.name: w
+                        for w in self.kueue_workloads.store.by_index(
+                            "cliqueset", f"{cqs.metadata.namespace}/{cqs.metadata.name}"
+                        )
+                    }
+                    if self.kueue_workloads is not None and revision
+                    else {}
+                ),
+            ),
+            scaling=scaling.View(
+                groups=(
+                    self.scaling_groups.store.by_index("controller", owner)
+                    if self.scaling_groups is not None
                     else []
                 ),
-            ],
-            claims_served=bool(self.claim_objects),
-            resize_served=self.gang_api.resize,
-            kueue_revision=revision,
-            kueue_served=self.kueue_workloads is not None,
-            local_queues=self._local_queues(cqs),
-            kueue_workloads=(
-                {
-                    w.metadata.name: w
-                    for w in self.kueue_workloads.store.by_index(
-                        "cliqueset", f"{cqs.metadata.namespace}/{cqs.metadata.name}"
-                    )
-                }
-                if self.kueue_workloads is not None and revision
-                else {}
+                hpas=(
+                    self.hpas.store.by_index("controller", owner) if self.hpas is not None else []
+                ),
             ),
-            claim_objects={
-                i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
-                for i in self.claim_objects
-            },
-            scaling_groups=(
-                self.scaling_groups.store.by_index("controller", owner)
-                if self.scaling_groups is not None
-                else []
-            ),
-            hpas=self.hpas.store.by_index("controller", owner) if self.hpas is not None else [],
+            inplace=inplace.View(resize_served=self.gang_api.resize),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:

@@ -122,7 +122,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     deletes += services.deletes
     # 4. The scale targets: CliqueScalingGroups and HPAs.
     lay = setup.lay
-    if lay.groups or snap.scaling_groups or snap.hpas or lay.autoscaled:
+    if lay.groups or snap.scaling.groups or snap.scaling.hpas or lay.autoscaled:
         _scale_targets(snap, lay, setup.counts, gangs.facts, setup.bucket, out, creates, deletes)
     # 5. Gang restarts first (a broken gang is down already), then rollouts, within one
     # budget; in-place changes.
@@ -160,7 +160,7 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     # group exists (a pod made before its group gets no share of the group's claim on
     # 1.36): the group of a gang that will move is made ahead of the roll.
     group_first = (
-        snap.gang_api.keeps("workload-claims")
+        snap.gangs.api.keeps("workload-claims")
         and GangBackend(spec.gang_scheduling.backend) != GangBackend.NONE
         and bool(claims.group_claims(cqs))
     )
@@ -169,10 +169,10 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     sched = gang_scheduling.plan(
         cqs,
         snap.cliques,
-        snap.workloads,
-        api=snap.gang_api,
+        snap.gangs.workloads,
+        api=snap.gangs.api,
         bucket=bucket,
-        groups=snap.pod_groups,
+        groups=snap.gangs.groups,
         moving=_moving(snap) if group_first else (),
         tree_memo=snap.previous.trees if snap.previous is not None else None,
         counts=counts,
@@ -191,13 +191,13 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
         start_gates=gang_scheduling.start_gates(sched.decision),
         queue=queue,
         queue_problem=(
-            kueue.problem(queue, snap.kueue_served, snap.local_queues, meta.namespace)
+            kueue.problem(queue, snap.kueue.served, snap.kueue.local_queues, meta.namespace)
             if queue is not None
             else ""
         ),
         via_group=_claims_via_group(snap, sched.wanted),
         observed_groups=(
-            frozenset(g.metadata.name for g in snap.pod_groups) if group_first else frozenset()
+            frozenset(g.metadata.name for g in snap.gangs.groups) if group_first else frozenset()
         ),
         roles={c.name: c for c in spec.template.cliques},
         lay=lay,
@@ -231,7 +231,7 @@ def _unplannable(
             "their required pod affinity, ANDed with the pack term, selects no pod of the "
             "gang (docs/gangs.md)"
         )
-    if spec.resource_claims and not snap.claims_served:
+    if spec.resource_claims and not snap.claims.served:
         return (
             "spec.resourceClaims: the cluster serves no resource.k8s.io/v1 ResourceClaims "
             "(dynamic resource allocation, Kubernetes 1.34 and later)"
@@ -346,7 +346,7 @@ def _gang_cliques(
                 tmpl,
                 scheduler_packs=sched.scheduler_packs,
                 claims_via_group=setup.via_group(sched.pod_group(index), index),
-                kueue_revision=snap.kueue_revision,
+                kueue_revision=snap.kueue.revision,
             ),
             labels={
                 **scaling.member_labels(member),
@@ -483,7 +483,7 @@ def _members(
     if not lay.groups:
         return {}, lambda gang: plain
     objects: dict[int, dict[str, CliqueScalingGroup]] = {}
-    for obj in snap.scaling_groups:
+    for obj in snap.scaling.groups:
         objects.setdefault(obj.spec.gang_index, {})[obj.spec.group_name] = obj
     cliques: dict[int, list[Clique]] = {}
     for clique in snap.cliques:
@@ -526,8 +526,8 @@ def _scale_targets(
         for gang, f in enumerate(facts)
         if f.instances
     }
-    objects = scaling.plan_objects(cqs, lay, snap.scaling_groups, counts, instances, bucket, owner)
-    hpas = autoscaling.plan(cqs, lay, snap.hpas, bucket, owner)
+    objects = scaling.plan_objects(cqs, lay, snap.scaling.groups, counts, instances, bucket, owner)
+    hpas = autoscaling.plan(cqs, lay, snap.scaling.hpas, bucket, owner)
     for name, body in objects.creates:
         creates.append(Create(SCALING_GROUPS, name, body, uid))
     for name, body in hpas.creates:
@@ -563,10 +563,10 @@ def _admission(
         for g in gangs
     }
     workloads = {
-        g: snap.kueue_workloads[name]
+        g: snap.kueue.workloads[name]
         for g in gangs
-        if (name := kueue.group_name(cqs.metadata.name, g, snap.kueue_revision))
-        in snap.kueue_workloads
+        if (name := kueue.group_name(cqs.metadata.name, g, snap.kueue.revision))
+        in snap.kueue.workloads
     }
     states = kueue.gang_states(gangs, queued_pods, workloads)
     listed = [
@@ -614,9 +614,9 @@ def _claims_via_group(
     """Whether the pods of a gang in PodGroup `group` get its Gang-scope claims through the
     group (`claims.via_group`)."""
     cqs = snap.cliqueset
-    if not snap.gang_api.keeps("workload-claims") or not cqs.spec.resource_claims:
+    if not snap.gangs.api.keeps("workload-claims") or not cqs.spec.resource_claims:
         return lambda group, gang: False
-    groups = {g.metadata.name: g for g in snap.pod_groups}
+    groups = {g.metadata.name: g for g in snap.gangs.groups}
     listed = claims.group_claims(cqs)
 
     def via(group: str, gang: int) -> bool:
@@ -636,7 +636,7 @@ def _claim_objects(
     """The claim objects of the set's Cliques (`claims.plan`): those every Clique names,
     including the Cliques this plan makes and the templates it rolls to."""
     cqs = snap.cliqueset
-    if not cqs.spec.resource_claims and not any(snap.claim_objects.values()):
+    if not cqs.spec.resource_claims and not any(snap.claims.objects.values()):
         return claims.ClaimPlan()
     refs: list[claims.Ref] = []
     for clique in snap.cliques:
@@ -651,7 +651,7 @@ def _claim_objects(
                 name = entry.get(claims.TEMPLATE_KEY)
                 if name:
                     refs.append(claims.Ref(RESOURCE_CLAIM_TEMPLATES, name, entry["name"], of))
-    for group in snap.pod_groups:
+    for group in snap.gangs.groups:
         if group.metadata.deletion_timestamp is None:
             for claim_name, template in group.claim_templates:
                 refs.append(claims.Ref(RESOURCE_CLAIM_TEMPLATES, template, claim_name, 0))
@@ -663,4 +663,4 @@ def _claim_objects(
                 if op.get("path") == "/spec/template":
                     refs.extend(claims.references(op["value"], gang))
     owner = builders.owner_reference(cqs)
-    return claims.plan(cqs, refs, snap.claim_objects, bucket, owner)
+    return claims.plan(cqs, refs, snap.claims.objects, bucket, owner)

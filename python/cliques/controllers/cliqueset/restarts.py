@@ -303,10 +303,10 @@ def _in_place(
         tmpl,
         scheduler_packs=packs,
         claims_via_group=via_group(group, gang),
-        kueue_revision=snap.kueue_revision,
+        kueue_revision=snap.kueue.revision,
     )
     try:
-        return inplace.can_update_in_place(clique.spec.template, new, snap.resize_served)
+        return inplace.can_update_in_place(clique.spec.template, new, snap.inplace.resize_served)
     except ValueError:
         return False
 
@@ -339,7 +339,7 @@ def _template_patch(
                 tmpl,
                 scheduler_packs=scheduler_packs,
                 claims_via_group=claims_via_group,
-                kueue_revision=snap.kueue_revision,
+                kueue_revision=snap.kueue.revision,
             ),
         },
         {

@@ -9,19 +9,11 @@ from dataclasses import dataclass, field
 
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueTemplate
-from cliques.api.hpa import HorizontalPodAutoscaler
-from cliques.api.kueue import KueueWorkload
-from cliques.api.meta import ObjectMeta
-from cliques.api.podgroup import PodGroup
-from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
-from cliques.api.workload import Workload
 from cliques.controllers.base import failures
 from cliques.controllers.base.actions import Plan
 from cliques.controllers.cliqueset.rollout import Judgement
-from cliques.controllers.features import gang_scheduling, kueue, scaling
-from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
-from cliques.kube.resources import Resource
+from cliques.controllers.features import claims, gang_scheduling, inplace, kueue, scaling
 
 
 @dataclass(frozen=True)
@@ -45,31 +37,13 @@ class CliqueSetSnapshot:
     failure: failures.Failure | None = None
     #: why the spec cannot be planned though the API server accepted it ("" if it can)
     invalid: str = ""
-    #: the gang API the cluster serves (`gang_apis`, picked once per process: its version,
-    #: the gated PodGroup fields the server keeps, what discovery found)
-    gang_api: GangAPIVersion = field(default_factory=NoGangAPI)
-    #: the Workloads this CliqueSet owns
-    workloads: list[Workload] = field(default_factory=list)
-    #: the PodGroups this CliqueSet owns (from 1.36 on), and with them its
-    #: CompositePodGroups (`api.podgroup.CompositePodGroup`, a subclass; 1.37 alpha,
-    #: `gang_trees`)
-    pod_groups: list[PodGroup] = field(default_factory=list)
-    #: whether the operator watches DRA claim objects (resource.k8s.io/v1 is served), and
-    #: the ResourceClaims and ResourceClaimTemplates this CliqueSet owns, by resource
-    claims_served: bool = True
-    #: The API server serves `pods/resize`: an in-place update may change CPU and memory.
-    resize_served: bool = False
-    #: For a set Kueue queues (`kueue.queue_of`): the gangs' revision (`kueue.revision`);
-    #: whether the server serves Kueue's API, the LocalQueues of the set's namespace, and
-    #: the Workloads of its gangs' pod groups, by name.
-    kueue_revision: str = ""
-    kueue_served: bool = False
-    local_queues: frozenset[str] = frozenset()
-    kueue_workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
-    claim_objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
-    #: the CliqueScalingGroups and the HorizontalPodAutoscalers this CliqueSet owns
-    scaling_groups: list[CliqueScalingGroup] = field(default_factory=list)
-    hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
+    #: what each gang feature reads, its own typed view (the controller fills them from
+    #: the informers the features declare)
+    gangs: gang_scheduling.View = field(default_factory=gang_scheduling.View)
+    claims: claims.View = field(default_factory=claims.View)
+    kueue: kueue.View = field(default_factory=kueue.View)
+    scaling: scaling.View = field(default_factory=scaling.View)
+    inplace: inplace.View = field(default_factory=inplace.View)
 
 
 @dataclass

@@ -169,6 +169,16 @@ def unresolve(template: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
+class View:
+    """What the CliqueSet planner reads for DRA claims: whether the operator watches claim
+    objects (resource.k8s.io/v1 is served), and the ResourceClaims and
+    ResourceClaimTemplates the set owns, by resource."""
+
+    served: bool = True
+    objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Ref:
     """An object a Clique's pods reference for a claim the operator added."""
 

@@ -47,9 +47,21 @@ from cliques.api.workload import Workload
 from cliques.controllers.base import conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
 from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
-from cliques.controllers.features.gang_apis import GangAPIVersion
+from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
 
 CONDITION: Final = "GangScheduling"
+
+
+@dataclass(frozen=True)
+class View:
+    """What the CliqueSet planner reads for gang scheduling: the gang API the cluster
+    serves (`gang_apis`, picked once per process), the Workloads the set owns, and its
+    PodGroups (from 1.36 on) with its CompositePodGroups (`api.podgroup.CompositePodGroup`,
+    a subclass; 1.37 alpha, `gang_trees`)."""
+
+    api: GangAPIVersion = field(default_factory=NoGangAPI)
+    workloads: list[Workload] = field(default_factory=list)
+    groups: list[PodGroup] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ images, and where the server serves `pods/resize` in their CPU and memory, keeps
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from cliques import _core, resize
@@ -37,6 +38,15 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.pod import ContainerImage, Pod, Resources
 from cliques.controllers.base.actions import pointer_key
+
+
+@dataclass(frozen=True)
+class View:
+    """What the CliqueSet planner reads for in-place updates: whether the API server
+    serves `pods/resize` (an in-place update may then change CPU and memory)."""
+
+    resize_served: bool = False
+
 
 #: The value of `labels.ANNOTATION_UPDATE` of a Clique rolled by replacement.
 REPLACE: Final = "Replace"

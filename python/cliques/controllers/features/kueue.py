@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cliques import _core
@@ -65,6 +65,18 @@ MAX_LISTED: Final = 20
 _MAX_LABEL: Final = 63
 _KEYS: Final = (QUEUE_LABEL, PRIORITY_LABEL, GROUP_LABEL)
 _ANNOTATIONS: Final = (TOTAL_ANNOTATION, SERVING_ANNOTATION, ROLE_ANNOTATION)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the CliqueSet planner reads for Kueue: for a set Kueue queues (`queue_of`), the
+    gangs' revision (`revision`); whether the server serves Kueue's API, the LocalQueues of
+    the set's namespace, and the Workloads of its gangs' pod groups, by name."""
+
+    revision: str = ""
+    served: bool = False
+    local_queues: frozenset[str] = frozenset()
+    workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

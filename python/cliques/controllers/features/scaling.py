@@ -30,10 +30,20 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetSpec
+from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.scalinggroup import CliqueScalingGroup
 
 #: On a CliqueScalingGroup: the template `replicas` last applied to it.
 ANNOTATION_TEMPLATE_REPLICAS: Final = f"{labels.GROUP}/template-replicas"
+
+
+@dataclass(frozen=True)
+class View:
+    """What the CliqueSet planner reads for scaling: the CliqueScalingGroups and the
+    HorizontalPodAutoscalers (`autoscaling`) the set owns."""
+
+    groups: list[CliqueScalingGroup] = field(default_factory=list)
+    hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
