@@ -12,7 +12,7 @@ import pytest
 from cliques import api
 from cliques.api import labels
 from cliques.api.backends import GangBackend
-from cliques.api.cliqueset import GangSchedulingBackend
+from cliques.api.policies import GangSchedulingBackend
 from cliques.controllers.features import workload as wl
 from cliques.kube import errors, gangapi
 

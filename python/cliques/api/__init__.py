@@ -27,22 +27,11 @@ from cliques.api.cliqueset import (
     CliqueSet,
     CliqueSetList,
     CliqueSetSpec,
-    CliqueSetStatus,
     CliqueSetTemplate,
-    CliqueTemplate,
-    ExclusivePolicy,
-    FailurePolicy,
-    GangRestartPolicy,
-    GangScheduling,
-    GangSchedulingBackend,
-    PackMode,
-    PackPolicy,
-    Placement,
-    RestartBackoff,
     StartupType,
-    UpdateStrategy,
-    UpdateStrategyType,
 )
+from cliques.api.cliqueset_status import CliqueSetStatus
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.meta import (
     Condition,
     ConditionStatus,
@@ -53,6 +42,19 @@ from cliques.api.meta import (
     format_time,
 )
 from cliques.api.pod import ContainerImage, Pod, PodCondition, PodList, PodSpec, PodStatus
+from cliques.api.policies import (
+    ExclusivePolicy,
+    FailurePolicy,
+    GangRestartPolicy,
+    GangScheduling,
+    GangSchedulingBackend,
+    PackMode,
+    PackPolicy,
+    Placement,
+    RestartBackoff,
+    UpdateStrategy,
+    UpdateStrategyType,
+)
 
 decode_cliqueset = msgspec.json.Decoder(CliqueSet).decode
 decode_cliqueset_list = msgspec.json.Decoder(CliqueSetList).decode

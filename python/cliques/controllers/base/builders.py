@@ -34,7 +34,8 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet, CliqueTemplate
+from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base import bounds
 from cliques.controllers.features import claims, kueue, placement, start_gate, workload
 

@@ -35,7 +35,8 @@ from typing import Any, ClassVar
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
-from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks

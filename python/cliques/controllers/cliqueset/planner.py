@@ -41,14 +41,9 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import (
-    IN_PLACE_IF_POSSIBLE,
-    REASON_INVALID_SPEC,
-    CliqueSet,
-    CliqueTemplate,
-    GangAdmission,
-    QueueStatus,
-)
+from cliques.api.cliqueset import IN_PLACE_IF_POSSIBLE, CliqueSet
+from cliques.api.cliqueset_status import REASON_INVALID_SPEC, GangAdmission, QueueStatus
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload
 from cliques.api.meta import ConditionStatus, ObjectMeta

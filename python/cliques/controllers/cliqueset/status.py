@@ -19,13 +19,12 @@ from collections.abc import Mapping
 
 from cliques import _core
 from cliques.api import labels
-from cliques.api.cliqueset import (
+from cliques.api.cliqueset import CliqueSet, CliqueSetSpec
+from cliques.api.cliqueset_status import (
     CONDITION_AVAILABLE,
     CONDITION_DEGRADED,
     CONDITION_PROGRESSING,
     REASON_INVALID_SPEC,
-    CliqueSet,
-    CliqueSetSpec,
     CliqueSetStatus,
 )
 from cliques.api.meta import find_condition

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import Autoscaling, CliqueSet
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.hpa import HorizontalPodAutoscaler
+from cliques.api.policies import Autoscaling
 from cliques.controllers.base.actions import pointer_key
 from cliques.controllers.features import scaling
 

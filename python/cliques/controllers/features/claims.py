@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from cliques.api import labels
-from cliques.api.cliqueset import SCOPE_GANG, SCOPE_POD, SCOPE_SET, CliqueSet, CliqueSetClaim
+from cliques.api.claim import SCOPE_GANG, SCOPE_POD, SCOPE_SET, CliqueSetClaim
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
 from cliques.controllers.base.actions import Create, Delete
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, Resource

@@ -44,8 +44,8 @@ from typing import Final
 from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import FailurePolicy
 from cliques.api.meta import Condition, ObjectMeta, parse_time
+from cliques.api.policies import FailurePolicy
 from cliques.controllers.base import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"

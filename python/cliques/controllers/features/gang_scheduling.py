@@ -37,8 +37,9 @@ from typing import Final, Literal
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
+from cliques.api.claim import SCOPE_GANG, SCOPE_SET
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
 from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload

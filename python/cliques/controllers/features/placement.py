@@ -39,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import PACK_REQUIRED, Placement
+from cliques.api.cliqueset import PACK_REQUIRED
+from cliques.api.policies import Placement
 
 #: The weight of a Preferred pack term (the highest the API allows).
 PREFERRED_WEIGHT: Final = 100

@@ -25,7 +25,8 @@ from typing import Any, Final
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
-from cliques.api.cliqueset import CliqueSet, GangSchedulingBackend
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.policies import GangSchedulingBackend
 from cliques.controllers.features import scaling
 
 API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
