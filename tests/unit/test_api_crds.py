@@ -406,7 +406,7 @@ def test_gang_field_defaults_read_the_same_from_the_structs() -> None:
         api.CliqueSetSpec,
     )
     assert spec.gang_scheduling.backend == GangBackend.AUTO
-    assert spec.failure_policy.restart_policy == api.cliqueset.RESTART_NONE
+    assert spec.failure_policy.restart_policy == api.GangRestartPolicy.NONE
     assert spec.failure_policy.restart_backoff == api.RestartBackoff(
         initial_seconds=10, max_seconds=300
     )
@@ -503,8 +503,12 @@ def test_structs_match_the_schema(
                 rest = [t for t in literal.types if not isinstance(t, msgspec.inspect.NoneType)]
                 assert len(rest) == 1, where
                 literal = rest[0]
-            assert isinstance(literal, msgspec.inspect.LiteralType), where
-            assert set(literal.values) == set(prop["enum"]), where
+            if isinstance(literal, msgspec.inspect.EnumType):
+                # A StrEnum: its members, in the order declared, are the CRD's enum.
+                assert [m.value for m in literal.cls] == prop["enum"], where
+            else:
+                assert isinstance(literal, msgspec.inspect.LiteralType), where
+                assert set(literal.values) == set(prop["enum"]), where
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,8 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
+from cliques.api.backends import GangBackend
+from cliques.api.claim import ClaimScope
 from cliques.api.clique import Clique, CliqueList, CliqueSpec, CliqueStatus
 from cliques.api.cliqueset import (
     CliqueSet,
@@ -29,6 +31,7 @@ from cliques.api.cliqueset import (
     CliqueSetSpec,
     CliqueSetTemplate,
     StartupType,
+    SubdomainPolicy,
 )
 from cliques.api.cliqueset_status import CliqueSetStatus
 from cliques.api.cliquetemplate import CliqueTemplate
@@ -45,9 +48,10 @@ from cliques.api.pod import ContainerImage, Pod, PodCondition, PodList, PodSpec,
 from cliques.api.policies import (
     ExclusivePolicy,
     FailurePolicy,
+    GangDisruption,
     GangRestartPolicy,
     GangScheduling,
-    GangSchedulingBackend,
+    InPlacePolicy,
     PackMode,
     PackPolicy,
     Placement,
@@ -76,6 +80,7 @@ def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
 
 
 __all__ = [
+    "ClaimScope",
     "Clique",
     "CliqueList",
     "CliqueSet",
@@ -91,9 +96,11 @@ __all__ = [
     "ContainerImage",
     "ExclusivePolicy",
     "FailurePolicy",
+    "GangBackend",
+    "GangDisruption",
     "GangRestartPolicy",
     "GangScheduling",
-    "GangSchedulingBackend",
+    "InPlacePolicy",
     "ListMeta",
     "ObjectMeta",
     "OwnerReference",
@@ -107,6 +114,7 @@ __all__ = [
     "PodStatus",
     "RestartBackoff",
     "StartupType",
+    "SubdomainPolicy",
     "UpdateStrategy",
     "UpdateStrategyType",
     "decode_clique",

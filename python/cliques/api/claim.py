@@ -4,7 +4,8 @@ fields), and a slim resource.k8s.io/v1 ResourceClaim or ResourceClaimTemplate, a
 CliqueSet controller keeps the ones it made (`controllers.claims`): their metadata is all
 it reads."""
 
-from typing import Annotated, Any, Final, Literal
+import enum
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -13,11 +14,17 @@ from cliques.api.cliquetemplate import MAX_CLIQUES, CliqueRef
 from cliques.api.meta import ObjectMeta
 from cliques.api.schema import DNS1123_LABEL, crd
 
-ClaimScope = Literal["Pod", "Gang", "Set"]
 
-SCOPE_POD: Final = "Pod"
-SCOPE_GANG: Final = "Gang"
-SCOPE_SET: Final = "Set"
+class ClaimScope(enum.StrEnum):
+    """`spec.resourceClaims[].scope`: which pods share one claim."""
+
+    #: a claim per pod (a ResourceClaimTemplate)
+    POD = "Pod"
+    #: one claim per gang, shared by its pods
+    GANG = "Gang"
+    #: one claim for the whole set
+    SET = "Set"
+
 
 #: `spec.resourceClaims` entries, and Gang-scope ones (a PodGroup shares at most 4 claims,
 #: `MaxPodGroupResourceClaims` in scheduling.k8s.io/v1beta1).

@@ -49,7 +49,8 @@ the status in `cliqueset_status`; here are the spec and the object that hold the
 Neighbours: `meta` (ObjectMeta, Condition), `clique` (the per-gang children).
 """
 
-from typing import Annotated, ClassVar, Final, Literal
+import enum
+from typing import Annotated, ClassVar, Final
 
 import msgspec
 
@@ -62,26 +63,26 @@ from cliques.api.policies import FailurePolicy, GangScheduling, Placement, Updat
 from cliques.api.scalinggroup import MAX_SCALING_GROUPS, ScalingGroup
 from cliques.api.schema import AGE, INVALID, Column, Count, Resource, Rule, crd
 
-StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
-SubdomainPolicy = Literal["Shared", "UniquePerGang"]
 
-STARTUP_ANY_ORDER: Final = "AnyOrder"
-STARTUP_IN_ORDER: Final = "InOrder"
-STARTUP_EXPLICIT: Final = "Explicit"
+class StartupType(enum.StrEnum):
+    """`spec.startupType`: the order the cliques of a gang start in."""
 
-UPDATE_ROLLING: Final = "RollingUpdate"
-UPDATE_RECREATE: Final = "Recreate"
-IN_PLACE_NEVER: Final = "Never"
-IN_PLACE_IF_POSSIBLE: Final = "IfPossible"
+    #: every clique at once
+    ANY_ORDER = "AnyOrder"
+    #: each after the one before it in the template has minAvailable ready pods
+    IN_ORDER = "InOrder"
+    #: each after the cliques in its startsAfter
+    EXPLICIT = "Explicit"
 
-RESTART_RECREATE_GANG: Final = "RecreateGang"
-RESTART_NONE: Final = "None"
 
-SUBDOMAIN_SHARED: Final = "Shared"
-SUBDOMAIN_PER_GANG: Final = "UniquePerGang"
+class SubdomainPolicy(enum.StrEnum):
+    """`spec.subdomainPolicy`: the layout of the headless Services (also recorded on a
+    gang's Cliques, `labels.ANNOTATION_SUBDOMAIN_POLICY`)."""
 
-PACK_REQUIRED: Final = "Required"
-PACK_PREFERRED: Final = "Preferred"
+    #: one Service named after the CliqueSet
+    SHARED = "Shared"
+    #: one Service `<name>-<gang>` per gang
+    UNIQUE_PER_GANG = "UniquePerGang"
 
 
 # The sizes the CRD allows (schema maxima and CEL rules, declared with them below): one
@@ -378,7 +379,7 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
                 "Explicit starts each clique after the cliques in its startsAfter."
             )
         ),
-    ] = "AnyOrder"
+    ] = StartupType.ANY_ORDER
     update_strategy: Annotated[
         UpdateStrategy, crd(description="How a template change rolls out, gang by gang.")
     ] = msgspec.field(default_factory=UpdateStrategy)

@@ -7,6 +7,7 @@ zeros included: whichever way a controller writes the status (a replace, a merge
 server-side apply), a count that falls to 0 is written as 0 and not left at its old value.
 """
 
+import enum
 from typing import Annotated, ClassVar, Final
 
 import msgspec
@@ -21,12 +22,21 @@ CONDITION_DEGRADED: Final = "Degraded"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 
 
+class AdmissionState(enum.StrEnum):
+    """Where a gang Kueue has not admitted stands (`status.queue.gangs[].state`)."""
+
+    #: waiting for quota
+    QUEUED = "Queued"
+    #: admitted once, then evicted
+    EVICTED = "Evicted"
+
+
 class GangAdmission(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """A gang Kueue has not admitted: `Queued` or `Evicted`, with Kueue's reason and
     message."""
 
     gang: Count
-    state: Annotated[str, crd(enum=["Queued", "Evicted"])]
+    state: AdmissionState
     reason: Annotated[str, crd(max_length=256)] = ""
     message: Annotated[str, crd(max_length=32768)] = ""
 

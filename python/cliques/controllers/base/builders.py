@@ -34,7 +34,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SUBDOMAIN_SHARED, CliqueSet
+from cliques.api.cliqueset import CliqueSet, SubdomainPolicy
 from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base import bounds
 from cliques.controllers.features import claims, kueue, placement, start_gate, workload
@@ -338,7 +338,7 @@ def pod_body(
     pod_spec["containers"] = [_with_env(c, env) for c in pod_spec.get("containers") or ()]
     if pod_spec.get("initContainers"):
         pod_spec["initContainers"] = [_with_env(c, env) for c in pod_spec["initContainers"]]
-    if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+    if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SubdomainPolicy.SHARED:
         pod_spec["hostname"] = labels.shared_pod_hostname(role, spec.gang_index, index, instance)
     else:
         pod_spec["hostname"] = labels.pod_hostname(role, index, instance)

@@ -41,13 +41,19 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import IN_PLACE_IF_POSSIBLE, CliqueSet
-from cliques.api.cliqueset_status import REASON_INVALID_SPEC, GangAdmission, QueueStatus
+from cliques.api.cliqueset import CliqueSet, StartupType
+from cliques.api.cliqueset_status import (
+    REASON_INVALID_SPEC,
+    AdmissionState,
+    GangAdmission,
+    QueueStatus,
+)
 from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload
 from cliques.api.meta import ConditionStatus, ObjectMeta
 from cliques.api.podgroup import PodGroup
+from cliques.api.policies import GangRestartPolicy, InPlacePolicy
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -560,7 +566,7 @@ def _restarts_and_rolls(
             (in_place_gangs if in_place else replaced_gangs).append(gang)
     if to_update:
         how = ""
-        if strategy.in_place == IN_PLACE_IF_POSSIBLE:
+        if strategy.in_place == InPlacePolicy.IF_POSSIBLE:
             how = f"; {len(in_place_gangs)} in place, {len(replaced_gangs)} replacing pods"
         message = (
             f"updating gang(s) {', '.join(map(str, to_update))} to template "
@@ -598,7 +604,7 @@ def _gang_patches(
     # memory, where pods resize) keeps its pods (and its PodGroup); else a gang all of
     # whose pods are made again moves to the PodGroup the set asks for.
     in_place = (
-        strategy.in_place == IN_PLACE_IF_POSSIBLE
+        strategy.in_place == InPlacePolicy.IF_POSSIBLE
         and bool(rolled)
         and all(
             _in_place(members[m], roles[members[m].spec.clique_name], snap, sched, via_group)
@@ -667,7 +673,7 @@ def _status(
     out.status.updated_by_replacement = sum(1 for f in facts if f.update_kind == "replaced")
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, cqs.metadata.generation)
-    ordered = spec.startup_type != "AnyOrder"
+    ordered = spec.startup_type != StartupType.ANY_ORDER
     gang_condition = gang_scheduling.condition(setup.sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
     if spec.resource_claims:
@@ -677,7 +683,7 @@ def _status(
     if setup.queue is not None:
         out.status.queue, verdict = _admission(snap, setup.queue, by_gang, setup.queue_problem)
         out.status.conditions.append(setter.set(kueue.CONDITION_ADMITTED, *verdict))
-    if spec.failure_policy.restart_policy == "RecreateGang":
+    if spec.failure_policy.restart_policy == GangRestartPolicy.RECREATE_GANG:
         out.status.conditions += gang_failures.conditions(
             setter, out.restarting, out.failed, out.deferred
         )
@@ -793,7 +799,9 @@ def _admission(
     }
     states = kueue.gang_states(gangs, queued_pods, workloads)
     listed = [
-        GangAdmission(gang=s.gang, state=s.state, reason=s.reason, message=s.message[:4096])
+        GangAdmission(
+            gang=s.gang, state=AdmissionState(s.state), reason=s.reason, message=s.message[:4096]
+        )
         for s in states
         if s.state != kueue.ADMITTED
     ][: kueue.MAX_LISTED]
@@ -820,7 +828,7 @@ def _failure_decisions(
     index -> (its live Cliques, the decision)."""
     policy = snap.cliqueset.spec.failure_policy
     out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
-    tracked = policy.restart_policy == "RecreateGang"
+    tracked = policy.restart_policy == GangRestartPolicy.RECREATE_GANG
     lead = scaling.lead_member(scaling.layout(snap.cliqueset.spec))
     for index, gang_facts in enumerate(facts):
         # Only a gang that was available whole in its epoch can break. (Without the policy

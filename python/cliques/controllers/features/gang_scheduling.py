@@ -37,7 +37,7 @@ from typing import Final, Literal
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
-from cliques.api.claim import SCOPE_GANG, SCOPE_SET
+from cliques.api.claim import ClaimScope
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
@@ -127,7 +127,7 @@ def plan(
     whole again by a roll), whose wanted group is made ahead of them; `tree_memo`: the
     previous plan's (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each
     scaling group), where gangs are composite trees."""
-    shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
+    shared = any(c.scope in (ClaimScope.GANG, ClaimScope.SET) for c in cqs.spec.resource_claims)
     decision = workload.decide(
         cqs.spec.gang_scheduling.backend, workload_api, detail, version, shared_claims=shared
     )

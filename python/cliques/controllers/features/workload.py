@@ -26,7 +26,6 @@ from typing import Any, Final
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.cliqueset import CliqueSet
-from cliques.api.policies import GangSchedulingBackend
 from cliques.controllers.features import scaling
 
 API_VERSION: Final = "scheduling.k8s.io/v1alpha1"
@@ -155,7 +154,7 @@ REASON_SHARED_CLAIMS: Final = "SharedClaimsUnsupported"
 
 
 def decide(
-    requested: GangSchedulingBackend | GangBackend,
+    requested: GangBackend,
     workload_api: bool,
     detail: str = "",
     version: str = "v1alpha1",
