@@ -35,7 +35,7 @@ from cliques.controllers.base.actions import pointer_key
 from cliques.controllers.features import scaling
 
 #: On an HPA the operator made: a hash of the spec it wrote.
-ANNOTATION_SPEC: Final = f"{labels.GROUP}/hpa-spec"
+ANNOTATION_SPEC: Final = labels.ANNOTATION_HPA_SPEC
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ TERMINATION_TARGET: Final = "TerminationTarget"
 #: The finalizer Kueue's pod webhook puts on each pod of a group it manages.
 FINALIZER: Final = "kueue.x-k8s.io/managed"
 #: The annotation that carries the gang's revision into each clique's template hash.
-REVISION_ANNOTATION: Final = f"{labels.GROUP}/kueue"
+REVISION_ANNOTATION: Final = labels.ANNOTATION_KUEUE_REVISION
 
 CONDITION_ADMITTED: Final = "Admitted"
 #: A gang's state once Kueue admitted it (the others are `AdmissionState`'s).
