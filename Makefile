@@ -45,6 +45,7 @@ lint: dev
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest cliques._core
 	$(PY) scripts/gen_schema_table.py --check-committed
+	$(PY) scripts/gen_names_table.py --check-committed
 	$(PY) scripts/import_graph.py --check
 	$(PY) -m cliques.api.crdgen --check $(CRD_DIRS)
 	cargo fmt --all -- --check

@@ -9,15 +9,11 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueSpec, CliqueStatus
-from cliques.api.cliqueset import (
-    CliqueSet,
-    CliqueSetSpec,
-    CliqueSetTemplate,
-    CliqueTemplate,
-    UpdateStrategy,
-)
+from cliques.api.cliqueset import CliqueSet, CliqueSetSpec, CliqueSetTemplate
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.meta import Condition, ObjectMeta, OwnerReference
 from cliques.api.pod import Pod, PodCondition, PodStatus
+from cliques.api.policies import UpdateStrategy
 from cliques.api.service import Service
 from cliques.controllers.cliqueset.planner import CliqueSetSnapshot
 

@@ -227,7 +227,7 @@ def test_sizes_are_bounded_as_the_api_says() -> None:
         (CLIQUESET, ".spec.template.cliques[].replicas"),
         (CLIQUE, ".spec.replicas"),
     ):
-        assert node(crd, path)["maximum"] == api.cliqueset.MAX_CLIQUE_PODS, path
+        assert node(crd, path)["maximum"] == api.cliquetemplate.MAX_CLIQUE_PODS, path
     rules = [r["rule"] for r in node(CLIQUESET, ".spec.template")["x-kubernetes-validations"]]
     assert any(r.endswith(f".sum() <= {api.cliqueset.MAX_GANG_PODS}") for r in rules), rules
     assert node(CLIQUE, ".spec.template.spec.restartPolicy")["enum"] == ["Always"]
@@ -264,7 +264,7 @@ def autoscaling_shape(schema: Schema) -> Schema:
 
 def test_scaling_groups_are_bounded_as_the_api_says() -> None:
     groups = node(CLIQUESET, ".spec.template.scalingGroups")
-    assert groups["maxItems"] == api.cliqueset.MAX_SCALING_GROUPS
+    assert groups["maxItems"] == api.scalinggroup.MAX_SCALING_GROUPS
     assert groups["x-kubernetes-list-type"] == "map"
     assert groups["x-kubernetes-list-map-keys"] == ["name"]
     assert "default" not in groups  # absent and empty read the same; no default to store
@@ -286,7 +286,7 @@ def test_scaling_groups_are_bounded_as_the_api_says() -> None:
         (SCALING_GROUP, ".spec.replicas"),
     ):
         schema = node(crd, path)
-        assert (schema["minimum"], schema["maximum"]) == (0, api.cliqueset.MAX_GROUP_INSTANCES)
+        assert (schema["minimum"], schema["maximum"]) == (0, api.scalinggroup.MAX_GROUP_INSTANCES)
         assert (schema["format"], schema["default"]) == ("int32", 1), path
     for crd, path in (
         (CLIQUESET, ".spec.template.scalingGroups[].minAvailable"),
@@ -299,8 +299,8 @@ def test_scaling_groups_are_bounded_as_the_api_says() -> None:
 @pytest.mark.parametrize(
     ("path", "most"),
     [
-        (".spec.template.cliques[].autoscaling", api.cliqueset.MAX_CLIQUE_PODS),
-        (".spec.template.scalingGroups[].autoscaling", api.cliqueset.MAX_GROUP_INSTANCES),
+        (".spec.template.cliques[].autoscaling", api.cliquetemplate.MAX_CLIQUE_PODS),
+        (".spec.template.scalingGroups[].autoscaling", api.scalinggroup.MAX_GROUP_INSTANCES),
     ],
 )
 def test_autoscaling_is_bounded_as_the_api_says(path: str, most: int) -> None:
@@ -361,10 +361,10 @@ def test_gang_fields_are_bounded_as_the_api_says() -> None:
         ".spec.failurePolicy.restartBackoff.maxSeconds",
     ):
         schema = node(CLIQUESET, path)
-        assert (schema["minimum"], schema["maximum"]) == (0, api.cliqueset.MAX_FAILURE_SECONDS)
+        assert (schema["minimum"], schema["maximum"]) == (0, api.policies.MAX_FAILURE_SECONDS)
         assert schema["format"] == "int32", path
     restarts = node(CLIQUESET, ".spec.failurePolicy.maxGangRestarts")
-    assert (restarts["minimum"], restarts["maximum"]) == (0, api.cliqueset.MAX_GANG_RESTARTS)
+    assert (restarts["minimum"], restarts["maximum"]) == (0, api.policies.MAX_GANG_RESTARTS)
     backoff = node(CLIQUESET, ".spec.failurePolicy.restartBackoff")
     (rule,) = backoff["x-kubernetes-validations"]
     assert "self.initialSeconds <= self.maxSeconds" in rule["rule"]
@@ -406,7 +406,7 @@ def test_gang_field_defaults_read_the_same_from_the_structs() -> None:
         api.CliqueSetSpec,
     )
     assert spec.gang_scheduling.backend == GangBackend.AUTO
-    assert spec.failure_policy.restart_policy == api.cliqueset.RESTART_NONE
+    assert spec.failure_policy.restart_policy == api.GangRestartPolicy.NONE
     assert spec.failure_policy.restart_backoff == api.RestartBackoff(
         initial_seconds=10, max_seconds=300
     )
@@ -462,9 +462,9 @@ def struct_fields(cls: type[msgspec.Struct]) -> dict[str, msgspec.inspect.Field]
         (CLIQUESET, ".spec.placement.exclusive", api.ExclusivePolicy),
         (CLIQUESET, ".spec.template", api.CliqueSetTemplate),
         (CLIQUESET, ".spec.template.cliques[]", api.CliqueTemplate),
-        (CLIQUESET, ".spec.template.cliques[].autoscaling", api.cliqueset.Autoscaling),
-        (CLIQUESET, ".spec.template.scalingGroups[]", api.cliqueset.ScalingGroup),
-        (CLIQUESET, ".spec.template.scalingGroups[].autoscaling", api.cliqueset.Autoscaling),
+        (CLIQUESET, ".spec.template.cliques[].autoscaling", api.policies.Autoscaling),
+        (CLIQUESET, ".spec.template.scalingGroups[]", api.scalinggroup.ScalingGroup),
+        (CLIQUESET, ".spec.template.scalingGroups[].autoscaling", api.policies.Autoscaling),
         (CLIQUESET, ".status", api.CliqueSetStatus),
         (CLIQUESET, ".status.conditions[]", api.Condition),
         (CLIQUE, ".spec", api.CliqueSpec),
@@ -503,8 +503,12 @@ def test_structs_match_the_schema(
                 rest = [t for t in literal.types if not isinstance(t, msgspec.inspect.NoneType)]
                 assert len(rest) == 1, where
                 literal = rest[0]
-            assert isinstance(literal, msgspec.inspect.LiteralType), where
-            assert set(literal.values) == set(prop["enum"]), where
+            if isinstance(literal, msgspec.inspect.EnumType):
+                # A StrEnum: its members, in the order declared, are the CRD's enum.
+                assert [m.value for m in literal.cls] == prop["enum"], where
+            else:
+                assert isinstance(literal, msgspec.inspect.LiteralType), where
+                assert set(literal.values) == set(prop["enum"]), where
 
 
 @pytest.mark.parametrize(

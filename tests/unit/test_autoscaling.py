@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from cliques.api import labels
-from cliques.api.cliqueset import Autoscaling
 from cliques.api.hpa import HorizontalPodAutoscaler
+from cliques.api.policies import Autoscaling
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import autoscaling, scaling
 

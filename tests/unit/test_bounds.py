@@ -13,7 +13,8 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset_status import REASON_INVALID_SPEC
 from cliques.api.meta import ObjectMeta, find_condition
 from cliques.api.pod import Pod, PodCondition, PodStatus
 from cliques.api.service import Service

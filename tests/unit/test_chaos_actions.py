@@ -8,7 +8,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cliques.api.cliqueset import MAX_GANG_PODS, CliqueSet
+from cliques.api.cliqueset import MAX_GANG_PODS, CliqueSet, StartupType
 from cliques.controllers.base.revision import Hasher
 from cliques_lab.bench.chaos_actions import FAULTS, Draw, Shape, manifest
 from cliques_lab.bench.chaos_monitor import desired_of
@@ -46,7 +46,7 @@ def check_valid(shape: Shape, max_pods: int) -> None:
         assert 0 <= c.effective_min_available <= c.replicas
         assert all(a in names and a != c.name for a in c.starts_after)
         if c.starts_after:
-            assert cqs.spec.startup_type == "Explicit"
+            assert cqs.spec.startup_type is StartupType.EXPLICIT
     per_gang = sum(c.replicas for c in cqs.spec.template.cliques)
     assert per_gang <= MAX_GANG_PODS
     assert per_gang * cqs.spec.replicas <= max_pods

@@ -13,10 +13,12 @@ import msgspec
 import pytest
 
 from cliques.api import labels
+from cliques.api.claim import CliqueSetClaim
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, CliqueSetClaim, GangScheduling
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
 from cliques.api.podgroup import PodGroup, PodGroupClaim, PodGroupSpec
+from cliques.api.policies import GangScheduling
 from cliques.controllers.base import builders
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner

@@ -11,7 +11,8 @@ import msgspec
 import pytest
 
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, CliqueSetStatus
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset_status import CliqueSetStatus
 from cliques.api.meta import Condition
 from cliques.api.service import Service
 from cliques.controllers.base.executor import Executor

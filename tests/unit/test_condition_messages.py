@@ -9,7 +9,7 @@ import re
 import pytest
 
 from cliques import hashing
-from cliques.api.cliqueset import REASON_INVALID_SPEC
+from cliques.api.cliqueset_status import REASON_INVALID_SPEC
 from cliques.controllers.base import conditions, failures
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import status as cliqueset_status

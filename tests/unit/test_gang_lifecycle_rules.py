@@ -18,9 +18,10 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
-from cliques.api.cliqueset import CliqueSet, FailurePolicy, RestartBackoff
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition
 from cliques.api.pod import Pod, PodCondition
+from cliques.api.policies import FailurePolicy, RestartBackoff
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import restarts

@@ -8,8 +8,8 @@ from __future__ import annotations
 import msgspec
 
 from cliques.api import labels
-from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
+from cliques.api.policies import GangScheduling
 from cliques.api.workload import Workload
 from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner

@@ -19,19 +19,14 @@ import msgspec
 import pytest
 
 from cliques.api import labels
+from cliques.api.claim import CliqueSetClaim
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import (
-    CliqueSet,
-    CliqueSetClaim,
-    GangScheduling,
-    PackPolicy,
-    Placement,
-    ScalingGroup,
-)
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.meta import ObjectMeta
 from cliques.api.podgroup import CompositePodGroup, PodGroup
-from cliques.api.scalinggroup import CliqueScalingGroup
+from cliques.api.policies import GangScheduling, PackPolicy, Placement
+from cliques.api.scalinggroup import CliqueScalingGroup, ScalingGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers.cliqueset import planner as cliqueset_planner

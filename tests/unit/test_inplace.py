@@ -12,7 +12,7 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, UpdateStrategy
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import (
     ContainerImage,
     ContainerState,
@@ -23,6 +23,7 @@ from cliques.api.pod import (
     PodStatus,
     Waiting,
 )
+from cliques.api.policies import UpdateStrategy
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.cliqueset import planner as cliqueset_planner

@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from cliques.api import labels
-from cliques.api.cliqueset import ExclusivePolicy, PackPolicy, Placement
+from cliques.api.policies import ExclusivePolicy, PackPolicy, Placement
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import placement

@@ -13,9 +13,9 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import GangScheduling
 from cliques.api.meta import ObjectMeta, OwnerReference
 from cliques.api.podgroup import GangPolicy, PodGroup, PodGroupSpec, SchedulingPolicy
+from cliques.api.policies import GangScheduling
 from cliques.api.workload import Workload
 from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
@@ -327,7 +327,7 @@ def test_fixed_hash_leaves_min_count_out_only_where_it_may_change() -> None:
 
 
 def with_placement(cqs: Any, pack_mode: str = "Required", exclusive: bool = False) -> Any:
-    from cliques.api.cliqueset import ExclusivePolicy, PackPolicy, Placement
+    from cliques.api.policies import ExclusivePolicy, PackPolicy, Placement
 
     where = Placement(
         pack=PackPolicy(topology_key="rack", mode=pack_mode),  # type: ignore[arg-type]

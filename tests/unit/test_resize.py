@@ -14,7 +14,7 @@ import pytest
 from cliques import _core, hashing, resize
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, UpdateStrategy
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import (
     ContainerImage,
     ContainerStatus,
@@ -23,6 +23,7 @@ from cliques.api.pod import (
     PodSpec,
     Resources,
 )
+from cliques.api.policies import UpdateStrategy
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.cliqueset import planner as cliqueset_planner

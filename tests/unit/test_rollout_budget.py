@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import FailurePolicy, RestartBackoff
+from cliques.api.policies import FailurePolicy, RestartBackoff
 from cliques.controllers.base.actions import Patch
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import gang_failures

@@ -16,12 +16,14 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import Autoscaling, CliqueSet, ScalingGroup
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
+from cliques.api.policies import Autoscaling
 from cliques.api.scalinggroup import (
     CliqueScalingGroup,
     CliqueScalingGroupSpec,
     CliqueScalingGroupStatus,
+    ScalingGroup,
 )
 from cliques.controllers.base import startup
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout

@@ -16,9 +16,10 @@ import pytest
 
 from cliques.api import labels
 from cliques.api.clique import Clique, CliqueStatus
-from cliques.api.cliqueset import Autoscaling, CliqueSet, FailurePolicy, GangScheduling
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.meta import Condition, ObjectMeta, OwnerReference
+from cliques.api.policies import Autoscaling, FailurePolicy, GangScheduling
 from cliques.api.scalinggroup import CliqueScalingGroup, CliqueScalingGroupStatus
 from cliques.api.service import Service
 from cliques.api.workload import Workload

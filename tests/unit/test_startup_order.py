@@ -2,7 +2,8 @@
 
 import pytest
 
-from cliques.api.cliqueset import CliqueSetSpec, CliqueSetTemplate, CliqueTemplate
+from cliques.api.cliqueset import CliqueSetSpec, CliqueSetTemplate
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base import startup
 
 T = {"spec": {"containers": [{"name": "m", "image": "x"}]}}

@@ -35,6 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
+from cliques.api.policies import UpdateStrategyType
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.features import placement
 from cliques.kube.client import KubeClient
@@ -73,7 +74,7 @@ def desired_of(shape: Shape, hasher: Hasher) -> Desired:
             )
             for c in cqs.spec.template.cliques
         },
-        rolling=shape.strategy == "RollingUpdate",
+        rolling=shape.strategy == UpdateStrategyType.ROLLING_UPDATE,
         max_unavailable=max(1, shape.max_unavailable),
     )
 

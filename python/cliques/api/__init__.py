@@ -22,27 +22,19 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
+from cliques.api.backends import GangBackend
+from cliques.api.claim import ClaimScope
 from cliques.api.clique import Clique, CliqueList, CliqueSpec, CliqueStatus
 from cliques.api.cliqueset import (
     CliqueSet,
     CliqueSetList,
     CliqueSetSpec,
-    CliqueSetStatus,
     CliqueSetTemplate,
-    CliqueTemplate,
-    ExclusivePolicy,
-    FailurePolicy,
-    GangRestartPolicy,
-    GangScheduling,
-    GangSchedulingBackend,
-    PackMode,
-    PackPolicy,
-    Placement,
-    RestartBackoff,
     StartupType,
-    UpdateStrategy,
-    UpdateStrategyType,
+    SubdomainPolicy,
 )
+from cliques.api.cliqueset_status import CliqueSetStatus
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.meta import (
     Condition,
     ConditionStatus,
@@ -53,6 +45,20 @@ from cliques.api.meta import (
     format_time,
 )
 from cliques.api.pod import ContainerImage, Pod, PodCondition, PodList, PodSpec, PodStatus
+from cliques.api.policies import (
+    ExclusivePolicy,
+    FailurePolicy,
+    GangDisruption,
+    GangRestartPolicy,
+    GangScheduling,
+    InPlacePolicy,
+    PackMode,
+    PackPolicy,
+    Placement,
+    RestartBackoff,
+    UpdateStrategy,
+    UpdateStrategyType,
+)
 
 decode_cliqueset = msgspec.json.Decoder(CliqueSet).decode
 decode_cliqueset_list = msgspec.json.Decoder(CliqueSetList).decode
@@ -74,6 +80,7 @@ def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
 
 
 __all__ = [
+    "ClaimScope",
     "Clique",
     "CliqueList",
     "CliqueSet",
@@ -89,9 +96,11 @@ __all__ = [
     "ContainerImage",
     "ExclusivePolicy",
     "FailurePolicy",
+    "GangBackend",
+    "GangDisruption",
     "GangRestartPolicy",
     "GangScheduling",
-    "GangSchedulingBackend",
+    "InPlacePolicy",
     "ListMeta",
     "ObjectMeta",
     "OwnerReference",
@@ -105,6 +114,7 @@ __all__ = [
     "PodStatus",
     "RestartBackoff",
     "StartupType",
+    "SubdomainPolicy",
     "UpdateStrategy",
     "UpdateStrategyType",
     "decode_clique",

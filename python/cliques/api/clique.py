@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Final
 import msgspec
 
 from cliques.api import labels, shapes
-from cliques.api.cliqueset import MAX_CLIQUE_PODS, MAX_CLIQUES
+from cliques.api.cliquetemplate import MAX_CLIQUE_PODS, MAX_CLIQUES
 from cliques.api.meta import CONDITIONS, Condition, ListMeta, ObjectMeta
 from cliques.api.schema import (
     AGE,

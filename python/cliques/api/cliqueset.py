@@ -41,365 +41,62 @@ A pod template stays a plain `dict[str, Any]`: the operator never interprets a P
 beyond the few fields it injects, and the canonical template hash (`cliques.hashing`)
 works on exactly the JSON the user wrote.
 
-Status Structs encode every field, zeros included: whichever way a controller writes the
-status (a replace, a merge patch, a server-side apply), a count that falls to 0 is written
-as 0 and not left at its old value.
+The spec is split by topic: the clique templates in `cliquetemplate`, the scaling groups'
+templates in `scalinggroup` (with the CliqueScalingGroup object), the claims in `claim`,
+the policies (update, gang scheduling, failures, placement, autoscaling) in `policies`,
+the status in `cliqueset_status`; here are the spec and the object that hold them.
 
 Neighbours: `meta` (ObjectMeta, Condition), `clique` (the per-gang children).
 """
 
-from typing import Annotated, Any, ClassVar, Final, Literal
+import enum
+from typing import Annotated, ClassVar, Final
 
 import msgspec
 
-from cliques.api import labels, policies, shapes
-from cliques.api.meta import CONDITIONS, Condition, ListMeta, ObjectMeta
-from cliques.api.schema import (
-    AGE,
-    DNS1123_LABEL,
-    INVALID,
-    Column,
-    Count,
-    Count64,
-    Resource,
-    Rule,
-    crd,
-)
+from cliques.api import labels
+from cliques.api.claim import MAX_GANG_CLAIMS, MAX_SET_CLAIMS, CliqueSetClaim
+from cliques.api.cliqueset_status import CliqueSetStatus
+from cliques.api.cliquetemplate import MAX_CLIQUES, CliqueTemplate
+from cliques.api.meta import ListMeta, ObjectMeta
+from cliques.api.policies import FailurePolicy, GangScheduling, Placement, UpdateStrategy
+from cliques.api.scalinggroup import MAX_SCALING_GROUPS, ScalingGroup
+from cliques.api.schema import AGE, INVALID, Column, Count, Resource, Rule, crd
 
-StartupType = Literal["AnyOrder", "InOrder", "Explicit"]
-SubdomainPolicy = Literal["Shared", "UniquePerGang"]
-ClaimScope = Literal["Pod", "Gang", "Set"]
 
-# The policies (`policies`) are part of the CliqueSet API, and named here too.
-UpdateStrategyType = policies.UpdateStrategyType
-InPlacePolicy = policies.InPlacePolicy
-GangSchedulingBackend = policies.GangSchedulingBackend
-GangDisruption = policies.GangDisruption
-GangRestartPolicy = policies.GangRestartPolicy
-PackMode = policies.PackMode
-UpdateStrategy = policies.UpdateStrategy
-GangScheduling = policies.GangScheduling
-RestartBackoff = policies.RestartBackoff
-FailurePolicy = policies.FailurePolicy
-PackPolicy = policies.PackPolicy
-ExclusivePolicy = policies.ExclusivePolicy
-Placement = policies.Placement
-Autoscaling = policies.Autoscaling
-MAX_FAILURE_SECONDS: Final = policies.MAX_FAILURE_SECONDS
-MAX_GANG_RESTARTS: Final = policies.MAX_GANG_RESTARTS
+class StartupType(enum.StrEnum):
+    """`spec.startupType`: the order the cliques of a gang start in."""
 
-STARTUP_ANY_ORDER: Final = "AnyOrder"
-STARTUP_IN_ORDER: Final = "InOrder"
-STARTUP_EXPLICIT: Final = "Explicit"
+    #: every clique at once
+    ANY_ORDER = "AnyOrder"
+    #: each after the one before it in the template has minAvailable ready pods
+    IN_ORDER = "InOrder"
+    #: each after the cliques in its startsAfter
+    EXPLICIT = "Explicit"
 
-UPDATE_ROLLING: Final = "RollingUpdate"
-UPDATE_RECREATE: Final = "Recreate"
-IN_PLACE_NEVER: Final = "Never"
-IN_PLACE_IF_POSSIBLE: Final = "IfPossible"
 
-RESTART_RECREATE_GANG: Final = "RecreateGang"
-RESTART_NONE: Final = "None"
+class SubdomainPolicy(enum.StrEnum):
+    """`spec.subdomainPolicy`: the layout of the headless Services (also recorded on a
+    gang's Cliques, `labels.ANNOTATION_SUBDOMAIN_POLICY`)."""
 
-SUBDOMAIN_SHARED: Final = "Shared"
-SUBDOMAIN_PER_GANG: Final = "UniquePerGang"
+    #: one Service named after the CliqueSet
+    SHARED = "Shared"
+    #: one Service `<name>-<gang>` per gang
+    UNIQUE_PER_GANG = "UniquePerGang"
 
-SCOPE_POD: Final = "Pod"
-SCOPE_GANG: Final = "Gang"
-SCOPE_SET: Final = "Set"
-
-PACK_REQUIRED: Final = "Required"
-PACK_PREFERRED: Final = "Preferred"
-
-# The condition types a CliqueSet reports, and the reasons the controllers give.
-CONDITION_AVAILABLE: Final = "Available"
-CONDITION_PROGRESSING: Final = "Progressing"
-CONDITION_DEGRADED: Final = "Degraded"
-REASON_INVALID_SPEC: Final = "InvalidSpec"
 
 # The sizes the CRD allows (schema maxima and CEL rules, declared with them below): one
-# object cannot ask the operator for unbounded work or memory. The labels and annotations
-# of a pod template are bounded in `shapes` (MAX_TEMPLATE_LABELS, MAX_TEMPLATE_ANNOTATIONS),
-# the failurePolicy seconds and restarts in `policies`.
+# object cannot ask the operator for unbounded work or memory. The bounds of a clique
+# template are in `cliquetemplate` (MAX_CLIQUE_PODS, MAX_CLIQUES), of scaling groups in
+# `scalinggroup`, of claims in `claim`; the labels and annotations of a pod template are
+# bounded in `shapes` (MAX_TEMPLATE_LABELS, MAX_TEMPLATE_ANNOTATIONS), the failurePolicy
+# seconds and restarts in `policies`.
 MAX_GANGS: Final = 10_000
-MAX_CLIQUE_PODS: Final = 1_000
 MAX_GANG_PODS: Final = 5_000
 #: Cliques in one CliqueSet (gangs x clique templates) and pods in one CliqueSet (gangs x the
 #: pods of a gang): CEL rules on `spec`, checked on a scale through the subresource too.
 MAX_SET_CLIQUES: Final = 10_000
 MAX_SET_PODS: Final = 100_000
-#: Cliques in one gang template (and names in a list of cliques).
-MAX_CLIQUES: Final = 16
-#: `spec.resourceClaims` entries, and Gang-scope ones (a PodGroup shares at most 4 claims,
-#: `MaxPodGroupResourceClaims` in scheduling.k8s.io/v1beta1).
-MAX_SET_CLAIMS: Final = 16
-MAX_GANG_CLAIMS: Final = 4
-#: Scaling groups in one gang template, and instances of one group in one gang.
-MAX_SCALING_GROUPS: Final = 8
-MAX_GROUP_INSTANCES: Final = 100
-
-
-#: The name of a clique (or scaling group) template: a DNS-1123 label short enough to be
-#: part of Clique, pod and HPA names.
-TemplateName = Annotated[
-    str, crd(min_length=1, max_length=labels.MAX_CLIQUE_NAME_LENGTH, pattern=DNS1123_LABEL)
-]
-#: A reference to a clique template by name.
-CliqueRef = Annotated[str, crd(max_length=labels.MAX_CLIQUE_NAME_LENGTH)]
-
-
-class CliqueTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """One clique (role) of every gang: its pod count, readiness bar and pod template."""
-
-    __crd__: ClassVar[msgspec.Meta] = crd(
-        rules=[
-            Rule(
-                rule=(
-                    "!has(self.minAvailable) || self.minAvailable <= "
-                    "(has(self.replicas) ? self.replicas : 1)"
-                ),
-                message="minAvailable must be less than or equal to replicas",
-                message_expression=(
-                    "'minAvailable must be less than or equal to replicas in clique ' + self.name"
-                ),
-                field_path=".minAvailable",
-                reason=INVALID,
-            ),
-            Rule(
-                rule="!self.name.matches('(^|-)[0-9]+-')",
-                message=(
-                    "a clique name must not have a part made only of digits before a '-' "
-                    "(like 'b-2-c'): names <set>-<gang>-<clique> would be ambiguous"
-                ),
-                message_expression=(
-                    "'clique name ' + self.name + ' must not have a part made only of digits "
-                    "before a dash (like b-2-c): names <set>-<gang>-<clique> would be ambiguous'"
-                ),
-                field_path=".name",
-                reason=INVALID,
-            ),
-            Rule(
-                rule="!has(self.startsAfter) || !(self.name in self.startsAfter)",
-                message="startsAfter must not name the clique itself",
-                message_expression=(
-                    "'startsAfter of clique ' + self.name + ' must not name the clique itself'"
-                ),
-                field_path=".startsAfter",
-                reason=INVALID,
-            ),
-        ]
-    )
-
-    name: Annotated[
-        TemplateName,
-        crd(
-            description=(
-                "The role name, unique in the gang: a DNS-1123 label of at most 20 characters "
-                "(it is part of Clique names and pod hostnames)."
-            )
-        ),
-    ]
-    replicas: Annotated[
-        Count,
-        crd(
-            maximum=MAX_CLIQUE_PODS,
-            description="Pods of this clique in every gang (at most 1,000).",
-        ),
-    ] = 1
-    min_available: (
-        Annotated[
-            Count,
-            crd(
-                description=(
-                    "Ready pods the clique needs to count as available (and to let the cliques "
-                    "that start after it start). Unset means replicas."
-                )
-            ),
-        ]
-        | None
-    ) = None
-    starts_after: Annotated[
-        list[CliqueRef],
-        crd(
-            max_items=MAX_CLIQUES,
-            list_type="set",
-            description=(
-                "Cliques of the same gang this one starts after (startupType Explicit only)."
-            ),
-        ),
-    ] = msgspec.field(default_factory=list)
-    template: Annotated[
-        dict[str, Any],
-        crd(
-            shape=shapes.PodTemplate,
-            description=(
-                "The PodTemplateSpec of this clique's pods. Only metadata.labels, "
-                "metadata.annotations and spec.containers are checked here; the rest is kept "
-                "as written and checked by the API server when pods are made."
-            ),
-        ),
-    ]
-    autoscaling: (
-        Annotated[
-            Autoscaling,
-            policies.autoscaling_of(
-                "the clique",
-                "pods",
-                MAX_CLIQUE_PODS,
-                "A HorizontalPodAutoscaler (autoscaling/v2) per gang on this clique's Clique, "
-                "between minReplicas and maxReplicas pods (docs/scaling.md). While it is set, "
-                "replicas is the initial pod count only. Not for a clique of a scaling group "
-                "(autoscale the group instead).",
-            ),
-        ]
-        | None
-    ) = None
-
-    @property
-    def effective_min_available(self) -> int:
-        """`min_available`, or `replicas` where it is not set."""
-        return self.replicas if self.min_available is None else self.min_available
-
-
-class ScalingGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Cliques replicated together inside each gang (docs/scaling.md): every gang has
-    `replicas` instances of them, each a sub-gang with its own index, Cliques, pods and
-    leader. Each gang's instance count is its CliqueScalingGroup's `spec.replicas` (the
-    scale subresource: `kubectl scale`, an HPA); `replicas` here is what a new gang starts
-    with, and what the gangs follow when it changes (unless `autoscaling` is set)."""
-
-    __crd__: ClassVar[msgspec.Meta] = crd(
-        rules=[
-            Rule(
-                rule=(
-                    "(has(self.minAvailable) ? self.minAvailable : 1) <= "
-                    "(has(self.replicas) ? self.replicas : 1)"
-                ),
-                message="minAvailable must be less than or equal to replicas in a scaling group",
-                message_expression=(
-                    "'minAvailable must be less than or equal to replicas in scaling group ' "
-                    "+ self.name"
-                ),
-                field_path=".minAvailable",
-                reason=INVALID,
-            ),
-            Rule(
-                rule="!self.name.matches('(^|-)[0-9]+-')",
-                message=(
-                    "a scaling group name must not have a part made only of digits before a "
-                    "'-' (like 'b-2-c'): names <set>-<gang>-<group> would be ambiguous"
-                ),
-                message_expression=(
-                    "'scaling group name ' + self.name + ' must not have a part made only of "
-                    "digits before a dash (like b-2-c): names <set>-<gang>-<group> would be "
-                    "ambiguous'"
-                ),
-                field_path=".name",
-                reason=INVALID,
-            ),
-        ]
-    )
-
-    name: Annotated[
-        TemplateName,
-        crd(
-            description=(
-                "The group name, unique in the gang and not the name of a clique: a DNS-1123 "
-                "label of at most 20 characters (it is part of the CliqueScalingGroup and HPA "
-                "names)."
-            )
-        ),
-    ]
-    #: the clique templates of each instance, in the order the template lists them
-    cliques: Annotated[
-        list[CliqueRef],
-        crd(
-            min_items=1,
-            max_items=MAX_CLIQUES,
-            list_type="set",
-            description=(
-                "The clique templates of each instance (names of spec.template.cliques, each "
-                "in one group at most)."
-            ),
-        ),
-    ]
-    replicas: Annotated[
-        Count,
-        crd(
-            maximum=MAX_GROUP_INSTANCES,
-            description="Instances of the group a new gang starts with (at most 100).",
-        ),
-    ] = 1
-    min_available: Annotated[
-        Count, crd(description="Available instances a gang needs to count as available.")
-    ] = 1
-    autoscaling: (
-        Annotated[
-            Autoscaling,
-            policies.autoscaling_of(
-                "the group",
-                "instances",
-                MAX_GROUP_INSTANCES,
-                "A HorizontalPodAutoscaler (autoscaling/v2) per gang on its "
-                "CliqueScalingGroup, between minReplicas and maxReplicas instances "
-                "(docs/scaling.md). While it is set, replicas is the initial instance count "
-                "only.",
-            ),
-        ]
-        | None
-    ) = None
-
-
-class CliqueSetClaim(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """A DRA ResourceClaim the operator gives the pods of some cliques (docs/gangs.md):
-    one per pod (`Pod`), one per gang shared by its pods (`Gang`), or one for the whole set
-    (`Set`). A container asks for it as `resources.claims: [{name: <name>}]`."""
-
-    name: Annotated[
-        str,
-        crd(
-            min_length=1,
-            max_length=63,
-            pattern=DNS1123_LABEL,
-            description=(
-                "The pod-level claim name (a DNS-1123 label), unique in the set and in its pod "
-                "templates."
-            ),
-        ),
-    ]
-    scope: Annotated[
-        ClaimScope,
-        crd(
-            description=(
-                "Pod (a claim per pod), Gang (one per gang, shared by its pods) or Set (one for "
-                "the set)."
-            )
-        ),
-    ]
-    cliques: Annotated[
-        list[CliqueRef],
-        crd(
-            max_items=MAX_CLIQUES,
-            list_type="set",
-            description=(
-                "The cliques whose pods get the claim; empty or left out means every clique."
-            ),
-        ),
-    ] = msgspec.field(default_factory=list)
-    template: Annotated[
-        dict[str, Any],
-        crd(
-            shape=shapes.ClaimTemplate,
-            description=(
-                "A ResourceClaimTemplate's metadata and spec (resource.k8s.io/v1): the devices "
-                "each claim asks for. Checked by the API server when the operator makes the "
-                "claim objects."
-            ),
-        ),
-    ]
-
-    def applies_to(self, clique: str) -> bool:
-        """Whether the pods of clique `clique` get this claim."""
-        return not self.cliques or clique in self.cliques
 
 
 class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -682,7 +379,7 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
                 "Explicit starts each clique after the cliques in its startsAfter."
             )
         ),
-    ] = "AnyOrder"
+    ] = StartupType.ANY_ORDER
     update_strategy: Annotated[
         UpdateStrategy, crd(description="How a template change rolls out, gang by gang.")
     ] = msgspec.field(default_factory=UpdateStrategy)
@@ -759,105 +456,6 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             if clique.name == name:
                 return clique
         return None
-
-
-class GangAdmission(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """A gang Kueue has not admitted: `Queued` or `Evicted`, with Kueue's reason and
-    message."""
-
-    gang: Count
-    state: Annotated[str, crd(enum=["Queued", "Evicted"])]
-    reason: Annotated[str, crd(max_length=256)] = ""
-    message: Annotated[str, crd(max_length=32768)] = ""
-
-
-class QueueStatus(msgspec.Struct, kw_only=True, rename="camel"):
-    """How Kueue admits a queued CliqueSet's gangs (`kueue.x-k8s.io/queue-name`)."""
-
-    name: Annotated[str, crd(max_length=253, description="The LocalQueue.")]
-    priority_class: Annotated[
-        str,
-        crd(
-            max_length=253,
-            description="The WorkloadPriorityClass (kueue.x-k8s.io/priority-class).",
-        ),
-    ] = ""
-    #: gangs Kueue admitted (none of their pods held back by its gate)
-    admitted_gangs: Annotated[Count, crd(description="Gangs Kueue admitted.")] = 0
-    gangs: Annotated[
-        list[GangAdmission],
-        crd(
-            max_items=20,
-            description="The first gangs Kueue has not admitted, in gang order.",
-        ),
-    ] = msgspec.field(default_factory=list)
-
-
-class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
-    """The observed state of a CliqueSet, computed from its Cliques by its own controller.
-
-    Counts are in gangs: a gang is ready when every clique has `minAvailable` ready pods,
-    updated when every clique runs the current template hash, available when ready and not
-    being rolled.
-    """
-
-    __crd__: ClassVar[msgspec.Meta] = crd(
-        description=(
-            "The observed state of a CliqueSet, computed from its Cliques. Counts are in gangs."
-        )
-    )
-
-    observed_generation: Count64 = 0
-    replicas: Count = 0
-    ready_replicas: Count = 0
-    available_replicas: Count = 0
-    updated_replicas: Count = 0
-    gang_restarts: Annotated[
-        Count64,
-        crd(description="Gangs recreated whole by failurePolicy RecreateGang, in total."),
-    ] = 0
-    #: gangs on the current templates that their last roll updated in place (the same
-    #: pods), and that it updated by replacing their pods (`updateStrategy.inPlace`)
-    updated_in_place: Annotated[
-        Count,
-        crd(
-            description=(
-                "Gangs on the current template whose last roll kept their pods "
-                "(updateStrategy.inPlace)."
-            )
-        ),
-    ] = 0
-    updated_by_replacement: Annotated[
-        Count,
-        crd(description="Gangs on the current template whose last roll replaced their pods."),
-    ] = 0
-    template_hash: Annotated[
-        str,
-        crd(max_length=63, description="The canonical hash of the current gang template."),
-    ] = ""
-    hash_algorithm: Annotated[
-        Count,
-        crd(description="The version of the hash algorithm that computed templateHash."),
-    ] = 0
-    selector: Annotated[
-        str,
-        crd(
-            description=("The label selector of this CliqueSet's pods, for the scale subresource.")
-        ),
-    ] = ""
-    #: Kueue's admission of the gangs of a queued set (None: not queued)
-    queue: (
-        Annotated[
-            QueueStatus,
-            crd(
-                description=(
-                    "How Kueue admits the gangs of a set labelled kueue.x-k8s.io/queue-name."
-                )
-            ),
-        ]
-        | None
-    ) = None
-    conditions: Annotated[list[Condition], CONDITIONS] = msgspec.field(default_factory=list)
 
 
 class CliqueSet(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

@@ -8,7 +8,8 @@ Struct becomes a structural schema as follows:
 
 - property names are the Struct's encoded (camelCase) field names;
 - `int` is an int32 `integer` (unless declared `int64`), `str` a `string`, `bool` a
-  `boolean`, a `Literal` a `string` with its values as `enum`, `list[T]` an `array`,
+  `boolean`, a `StrEnum` (or a `Literal`) a `string` with its values as `enum` in the
+  order declared, `list[T]` an `array`,
   `dict[str, str]` an `object` of strings, `dict[str, Any]` an `object` whose fields are
   kept as written (`x-kubernetes-preserve-unknown-fields`), a Struct an `object` with
   `properties`, and `ObjectMeta` an `object` the API server checks itself;
@@ -31,6 +32,7 @@ the three directories that hold copies (docs/install.md).
 from __future__ import annotations
 
 import argparse
+import enum
 import sys
 import typing
 from collections.abc import Sequence
@@ -116,6 +118,10 @@ def _type_schema(t: mi.Type) -> Schema:
         if not all(isinstance(v, str) for v in t.values):
             raise SchemaError(f"only string Literals have a schema, not {t}")
         return {"type": "string", "enum": list(t.values)}
+    if isinstance(t, mi.EnumType):
+        if not issubclass(t.cls, enum.StrEnum):
+            raise SchemaError(f"only StrEnums have a schema, not {t}")
+        return {"type": "string", "enum": [member.value for member in t.cls]}
     if isinstance(t, mi.ListType):
         out = {"type": "array", "items": _value_schema(t.item_type)}
         return _bounds(out, t, minItems="min_length", maxItems="max_length")
@@ -177,6 +183,8 @@ def _default(field: mi.Field) -> Any:
         return msgspec.NODEFAULT  # reads the same as absent: no default to store
     if isinstance(value, ObjectMeta):
         return msgspec.NODEFAULT  # the API server's own
+    if isinstance(value, enum.StrEnum):
+        return value.value
     if isinstance(value, msgspec.Struct):
         return {}
     return value

@@ -2,7 +2,9 @@
 
 Every string that appears on a Kubernetes object the operator writes lives here, so the
 controllers (`cliques.controllers`), the informers' label selectors (`cliques.kube`) and the
-tests agree on one spelling. The naming helpers build the deterministic names of DESIGN §2
+tests agree on one spelling. Each label and annotation key is declared once, as an entry
+of `NAMES` (the objects that carry it, what it says, the modules that write and read it),
+and its constant is that entry's key. The naming helpers build the deterministic names of DESIGN §2
 and refuse, with a `ValueError` naming the piece at fault, a name Kubernetes would reject:
 
     Clique   <cliqueset>-<gang index>-<clique name>     object name, <= 253
@@ -34,7 +36,8 @@ rest of `cliques`.
 from __future__ import annotations
 
 import re
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 GROUP: Final = "cliques.dev"
 VERSION: Final = "v1alpha1"
@@ -46,76 +49,419 @@ KIND_SCALING_GROUP: Final = "CliqueScalingGroup"
 #: The field manager for every server-side apply and update the operator sends.
 FIELD_MANAGER: Final = "cliques-operator"
 
-# Labels on every object a CliqueSet owns (Cliques, Pods, Services).
-LABEL_CLIQUESET: Final = f"{GROUP}/cliqueset"
-LABEL_GANG_INDEX: Final = f"{GROUP}/gang-index"
-LABEL_CLIQUE: Final = f"{GROUP}/clique"
-LABEL_POD_INDEX: Final = f"{GROUP}/pod-index"
-LABEL_TEMPLATE_HASH: Final = f"{GROUP}/template-hash"
-LABEL_BUCKET: Final = f"{GROUP}/bucket"
-#: On the Cliques and pods of an instance of a scaling group: the group, the instance.
-LABEL_SCALING_GROUP: Final = f"{GROUP}/scaling-group"
-LABEL_GROUP_INDEX: Final = f"{GROUP}/group-index"
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """One label or annotation key of the operator's (`NAMES`): where it goes, what it
+    says, and the modules (under `cliques.`) that use it. `writers` put it on objects (and
+    may read it too); `readers` only read it, or match on it in a selector. A unit test
+    (tests/unit/test_label_registry.py) checks that every key the code spells is here and
+    that these modules, and only these, use each constant; `scripts/gen_names_table.py`
+    writes the table of them in docs/operator.md."""
+
+    key: str
+    kind: Literal["label", "annotation"]
+    #: the kinds of object that carry it
+    on: tuple[str, ...]
+    meaning: str
+    writers: tuple[str, ...]
+    readers: tuple[str, ...] = ()
+
+
+_NAMES: list[Name] = []
+
+
+def _name(
+    kind: Literal["label", "annotation"],
+    suffix: str,
+    *,
+    on: tuple[str, ...],
+    meaning: str,
+    writers: tuple[str, ...],
+    readers: tuple[str, ...] = (),
+) -> str:
+    key = f"{GROUP}/{suffix}"
+    _NAMES.append(Name(key, kind, on, meaning, writers, readers))
+    return key
+
+
+def _label(suffix: str, **entry: Any) -> str:
+    return _name("label", suffix, **entry)
+
+
+def _annotation(suffix: str, **entry: Any) -> str:
+    return _name("annotation", suffix, **entry)
+
+
+_OWNED: Final = ("Clique", "Pod", "Service")
+_GANG_OBJECTS: Final = (
+    "Clique",
+    "Pod",
+    "Service",
+    "CliqueScalingGroup",
+    "HorizontalPodAutoscaler",
+    "PodGroup",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+)
+
+# Labels on every object a CliqueSet owns (Cliques, Pods, Services, and the objects of its
+# gang features).
+LABEL_CLIQUESET: Final = _label(
+    "cliqueset",
+    on=(*_GANG_OBJECTS, "Workload"),
+    meaning="The CliqueSet the object belongs to.",
+    writers=(
+        "controllers.base.builders",
+        "controllers.clique.bodies",
+        "controllers.features.autoscaling",
+        "controllers.features.claims",
+        "controllers.features.podgroups",
+        "controllers.features.scaling",
+        "controllers.features.workload",
+    ),
+    readers=(
+        "controllers.base.executor",
+        "controllers.clique.controller",
+        "controllers.clique.planner",
+        "controllers.cliqueset.controller",
+        "controllers.cliqueset.status",
+        "controllers.features.placement",
+    ),
+)
+LABEL_GANG_INDEX: Final = _label(
+    "gang-index",
+    on=_GANG_OBJECTS,
+    meaning="The index of the gang the object belongs to.",
+    writers=(
+        "controllers.base.builders",
+        "controllers.clique.bodies",
+        "controllers.features.autoscaling",
+        "controllers.features.claims",
+        "controllers.features.podgroups",
+        "controllers.features.scaling",
+    ),
+    readers=(
+        "controllers.base.executor",
+        "controllers.clique.controller",
+        "controllers.clique.planner",
+        "controllers.cliqueset.planner",
+        "controllers.features.gang_trees",
+        "controllers.features.placement",
+    ),
+)
+LABEL_CLIQUE: Final = _label(
+    "clique",
+    on=("Clique", "Pod"),
+    meaning="The clique (role) name in the template.",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.cliqueset.bodies",
+    ),
+    readers=(
+        "controllers.base.executor",
+        "controllers.clique.planner",
+        "controllers.features.placement",
+    ),
+)
+LABEL_POD_INDEX: Final = _label(
+    "pod-index",
+    on=("Pod",),
+    meaning="The pod's index in its Clique.",
+    writers=("controllers.clique.bodies",),
+    readers=(
+        "controllers.base.executor",
+        "controllers.clique.planner",
+    ),
+)
+LABEL_TEMPLATE_HASH: Final = _label(
+    "template-hash",
+    on=("Clique", "Pod"),
+    meaning="The canonical hash of the clique template the object was made from (or updated "
+    "in place to).",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.clique.planner",
+        "controllers.cliqueset.planner",
+        "controllers.cliqueset.restarts",
+        "controllers.cliqueset.rollout",
+        "controllers.features.inplace",
+    ),
+    readers=(
+        "controllers.clique.controller",
+        "controllers.cliqueset.controller",
+        "controllers.features.gang_failures",
+    ),
+)
+LABEL_BUCKET: Final = _label(
+    "bucket",
+    on=_GANG_OBJECTS,
+    meaning="The shard bucket of the CliqueSet, which operator process handles the object.",
+    writers=(
+        "controllers.base.builders",
+        "controllers.clique.bodies",
+        "controllers.features.autoscaling",
+        "controllers.features.claims",
+        "controllers.features.composite_groups",
+        "controllers.features.gang_scheduling",
+        "controllers.features.podgroups",
+        "controllers.features.scaling",
+    ),
+    readers=("operator.buckets",),
+)
+LABEL_SCALING_GROUP: Final = _label(
+    "scaling-group",
+    on=("Clique", "Pod", "PodGroup"),
+    meaning="On the Cliques and pods of an instance of a scaling group: the group.",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.features.composite_groups",
+        "controllers.features.gang_trees",
+        "controllers.features.scaling",
+    ),
+    readers=(),
+)
+LABEL_GROUP_INDEX: Final = _label(
+    "group-index",
+    on=("Clique", "Pod", "PodGroup"),
+    meaning="On the Cliques and pods of an instance of a scaling group: the instance.",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.features.composite_groups",
+        "controllers.features.gang_trees",
+        "controllers.features.scaling",
+    ),
+    readers=(
+        "controllers.clique.planner",
+        "controllers.features.podgroups",
+    ),
+)
+LABEL_CLAIM: Final = _label(
+    "claim",
+    on=("ResourceClaim", "ResourceClaimTemplate"),
+    meaning="The spec.resourceClaims entry the claim object was made from.",
+    writers=("controllers.features.claims",),
+)
+LABEL_LEASE_ROLE: Final = _label(
+    "lease",
+    on=("Lease",),
+    meaning="The role of an operator Lease: shard or member.",
+    writers=("operator.shard_leases",),
+)
+LABEL_TOPOLOGY_PROBE: Final = _label(
+    "probe",
+    on=("Node",),
+    meaning="A node label key no node carries: the topology key of the dry-run PodGroup "
+    "that probes the TopologyAwareWorkloadScheduling gate. Never written on an object.",
+    writers=("kube.gangapi",),
+)
 
 # Annotations.
-#: The version of the template-hash algorithm that produced `LABEL_TEMPLATE_HASH`.
-ANNOTATION_HASH_ALGORITHM: Final = f"{GROUP}/hash-algorithm"
-#: On a Clique: hashes of its template under older hash algorithms (comma-separated, at most
-#: four), whose pods are re-labelled in place instead of recreated.
-ANNOTATION_PREVIOUS_HASHES: Final = f"{GROUP}/previous-template-hashes"
-#: On a Clique of a gang with a headless Service: its pods' `spec.subdomain`.
-ANNOTATION_SUBDOMAIN: Final = f"{GROUP}/subdomain"
-#: On a Clique of a gang with a headless Service: what `CLIQUES_LEADER_ADDRESS` holds.
-ANNOTATION_LEADER_ADDRESS: Final = f"{GROUP}/leader-address"
-#: On a Clique: the subdomain policy its gang was made with (`Shared`: hostnames carry the
-#: gang index). Absent on the Cliques of older releases, whose gangs are `UniquePerGang`.
-ANNOTATION_SUBDOMAIN_POLICY: Final = f"{GROUP}/subdomain-policy"
-#: On a Clique whose gang is gang-scheduled: the name of the Workload its pods reference
-#: (fixed when the gang's Cliques are created; pods' `spec.workloadRef` is immutable).
-ANNOTATION_WORKLOAD: Final = f"{GROUP}/workload"
-#: On a Clique whose gang is gang-scheduled through PodGroups (Kubernetes 1.36 and later):
-#: the PodGroup its pods name in `spec.schedulingGroup.podGroupName` (one per gang).
-ANNOTATION_POD_GROUP: Final = f"{GROUP}/pod-group"
-#: On a pod template (and so on its pods) of a CliqueSet with `spec.resourceClaims`: the
-#: claims that make its template hash, as JSON `[{"name", "scope", "hash"}]`: those its
-#: pods get and every Gang-scope one (a change of a gang's shared claim remakes the gang).
-#: The claim entries the operator adds to `spec.resourceClaims` are those it names.
-ANNOTATION_RESOURCE_CLAIMS: Final = f"{GROUP}/resource-claims"
-#: On a Clique a roll gave a new template (`controllers.inplace`): `Replace`, or with
-#: `updateStrategy.inPlace: IfPossible` and only container images changed,
-#: `InPlace:<hash>,...`, the template hashes its pods may be updated in place from.
-ANNOTATION_UPDATE: Final = f"{GROUP}/update"
-#: On a pod updated in place: the template hash it was updated to; it counts as ready
-#: for that template once its containers report the new images.
-ANNOTATION_IN_PLACE: Final = f"{GROUP}/in-place-update"
-#: On a ResourceClaim or ResourceClaimTemplate the operator made: the `spec.resourceClaims`
-#: entry it was made from.
-LABEL_CLAIM: Final = f"{GROUP}/claim"
-#: On a PodGroup: a hash of the fields it was created with that the API server keeps
-#: immutable (`controllers.podgroups`): when the wanted ones differ, it is made again.
-ANNOTATION_POD_GROUP_SPEC: Final = f"{GROUP}/pod-group-spec"
-#: On a Clique (failurePolicy RecreateGang): when its gang was first seen below
-#: minAvailable, how many times the gang was recreated (also on its pods: pods of another
-#: count are deleted), and when it last was (`controllers.gang_failures`).
-ANNOTATION_BREACH_SINCE: Final = f"{GROUP}/breach-since"
-ANNOTATION_GANG_RESTARTS: Final = f"{GROUP}/gang-restarts"
-ANNOTATION_LAST_RESTART: Final = f"{GROUP}/last-restart"
-#: On a Clique (failurePolicy RecreateGang): how many of its gang's restarts no longer
-#: count towards `maxGangRestarts`, the gang having stayed available long enough since.
-ANNOTATION_FORGIVEN_RESTARTS: Final = f"{GROUP}/forgiven-restarts"
-#: On the first Clique of a gang (failurePolicy RecreateGang): the gang's epoch (restart
-#: count and template hashes, hashed) in which the gang was last seen available whole;
-#: only a gang that was can break.
-ANNOTATION_AVAILABLE_EPOCH: Final = f"{GROUP}/available-epoch"
-#: On a shard Lease: the instance token of the process that holds it.
-ANNOTATION_INSTANCE: Final = f"{GROUP}/instance"
-#: On a Clique: how many pods finished in a row at each index (`controllers.pod_backoff`).
-ANNOTATION_FINISHED_PODS: Final = f"{GROUP}/finished-pods"
-#: On a pod with a start gate: `closed` until the operator opens it (`open`) once the
-#: Cliques it starts after are Ready; its init container waits for that (`start_gate`).
-ANNOTATION_START_GATE: Final = f"{GROUP}/start-gate"
-#: On a pod with a start gate: the Cliques it starts after, comma-separated (for its logs).
-ANNOTATION_STARTS_AFTER: Final = f"{GROUP}/starts-after"
+ANNOTATION_HASH_ALGORITHM: Final = _annotation(
+    "hash-algorithm",
+    on=("Clique", "Pod"),
+    meaning="The version of the template-hash algorithm that produced the template-hash label.",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.clique.planner",
+        "controllers.cliqueset.planner",
+        "controllers.cliqueset.restarts",
+        "controllers.cliqueset.rollout",
+        "controllers.features.inplace",
+    ),
+)
+ANNOTATION_PREVIOUS_HASHES: Final = _annotation(
+    "previous-template-hashes",
+    on=("Clique",),
+    meaning="Hashes of its template under older hash algorithms (comma-separated, at most "
+    "four), whose pods are re-labelled in place instead of recreated.",
+    writers=(
+        "controllers.cliqueset.restarts",
+        "controllers.cliqueset.rollout",
+    ),
+    readers=("controllers.clique.planner",),
+)
+ANNOTATION_SUBDOMAIN: Final = _annotation(
+    "subdomain",
+    on=("Clique",),
+    meaning="On a Clique of a gang with a headless Service: its pods' spec.subdomain.",
+    writers=("controllers.features.subdomains",),
+    readers=("controllers.clique.bodies",),
+)
+ANNOTATION_LEADER_ADDRESS: Final = _annotation(
+    "leader-address",
+    on=("Clique",),
+    meaning="On a Clique of a gang with a headless Service: what CLIQUES_LEADER_ADDRESS holds.",
+    writers=("controllers.features.subdomains",),
+    readers=("controllers.clique.bodies",),
+)
+ANNOTATION_SUBDOMAIN_POLICY: Final = _annotation(
+    "subdomain-policy",
+    on=("Clique",),
+    meaning="The subdomain policy its gang was made with (Shared: hostnames carry the gang "
+    "index). Absent on the Cliques of older releases, whose gangs are UniquePerGang.",
+    writers=("controllers.features.subdomains",),
+    readers=("controllers.clique.bodies",),
+)
+ANNOTATION_WORKLOAD: Final = _annotation(
+    "workload",
+    on=("Clique", "PodGroup"),
+    meaning="On a Clique whose gang is gang-scheduled: the Workload its pods reference (fixed "
+    "when the gang's Cliques are made; a pod's spec.workloadRef is immutable); on a "
+    "PodGroup, the Workload it belongs to.",
+    writers=(
+        "controllers.cliqueset.planner",
+        "controllers.features.composite_groups",
+        "controllers.features.gang_trees",
+        "controllers.features.podgroups",
+    ),
+    readers=(
+        "controllers.clique.bodies",
+        "controllers.features.gang_scheduling",
+    ),
+)
+ANNOTATION_POD_GROUP: Final = _annotation(
+    "pod-group",
+    on=("Clique",),
+    meaning="On a Clique whose gang is gang-scheduled through PodGroups (Kubernetes 1.36 and "
+    "later): the PodGroup its pods name in spec.schedulingGroup.podGroupName.",
+    writers=(
+        "controllers.cliqueset.planner",
+        "controllers.cliqueset.restarts",
+    ),
+    readers=(
+        "controllers.clique.bodies",
+        "controllers.features.gang_scheduling",
+        "controllers.features.gang_trees",
+    ),
+)
+ANNOTATION_RESOURCE_CLAIMS: Final = _annotation(
+    "resource-claims",
+    on=("Pod",),
+    meaning="On a pod template (and so its pods) of a CliqueSet with spec.resourceClaims: the "
+    'claims that make its template hash, as JSON [{"name", "scope", "hash"}]: those its pods '
+    "get and every Gang-scope one (a change of a gang's shared claim remakes the gang). The "
+    "claim entries the operator adds to spec.resourceClaims are those it names.",
+    writers=("controllers.features.claims",),
+)
+ANNOTATION_UPDATE: Final = _annotation(
+    "update",
+    on=("Clique",),
+    meaning="On a Clique a roll gave a new template: Replace, or with updateStrategy.inPlace "
+    "IfPossible and only container images changed, InPlace:<hash>,..., the template hashes "
+    "its pods may be updated in place from.",
+    writers=("controllers.cliqueset.restarts",),
+    readers=(
+        "controllers.cliqueset.rollout",
+        "controllers.features.inplace",
+    ),
+)
+ANNOTATION_IN_PLACE: Final = _annotation(
+    "in-place-update",
+    on=("Pod",),
+    meaning="On a pod updated in place: the template hash it was updated to; it counts as "
+    "ready for that template once its containers report the new images.",
+    writers=("controllers.features.inplace",),
+)
+ANNOTATION_POD_GROUP_SPEC: Final = _annotation(
+    "pod-group-spec",
+    on=("PodGroup",),
+    meaning="A hash of the fields the PodGroup was made with that the API server keeps "
+    "immutable: when the wanted ones differ, it is made again.",
+    writers=(
+        "controllers.features.composite_groups",
+        "controllers.features.podgroups",
+    ),
+)
+ANNOTATION_BREACH_SINCE: Final = _annotation(
+    "breach-since",
+    on=("Clique",),
+    meaning="failurePolicy RecreateGang: when the gang was first seen below minAvailable.",
+    writers=("controllers.features.gang_failures",),
+)
+ANNOTATION_GANG_RESTARTS: Final = _annotation(
+    "gang-restarts",
+    on=("Clique", "Pod"),
+    meaning="failurePolicy RecreateGang: how many times the gang was recreated (pods of "
+    "another count are deleted).",
+    writers=(
+        "controllers.clique.bodies",
+        "controllers.cliqueset.planner",
+        "controllers.features.gang_failures",
+    ),
+    readers=("controllers.clique.planner",),
+)
+ANNOTATION_LAST_RESTART: Final = _annotation(
+    "last-restart",
+    on=("Clique",),
+    meaning="failurePolicy RecreateGang: when the gang was last recreated.",
+    writers=("controllers.features.gang_failures",),
+)
+ANNOTATION_FORGIVEN_RESTARTS: Final = _annotation(
+    "forgiven-restarts",
+    on=("Clique",),
+    meaning="failurePolicy RecreateGang: how many of the gang's restarts no longer count "
+    "towards maxGangRestarts, the gang having stayed available long enough since.",
+    writers=("controllers.features.gang_failures",),
+)
+ANNOTATION_AVAILABLE_EPOCH: Final = _annotation(
+    "available-epoch",
+    on=("Clique",),
+    meaning="On the first Clique of a gang (failurePolicy RecreateGang): the gang's epoch "
+    "(restart count and template hashes, hashed) in which it was last seen available whole; "
+    "only a gang that was can break.",
+    writers=("controllers.features.gang_failures",),
+)
+ANNOTATION_INSTANCE: Final = _annotation(
+    "instance",
+    on=("Lease",),
+    meaning="On a shard Lease: the instance token of the process that holds it.",
+    writers=("operator.shard_leases",),
+)
+ANNOTATION_FINISHED_PODS: Final = _annotation(
+    "finished-pods",
+    on=("Clique",),
+    meaning="How many pods finished in a row at each index (pod back-off).",
+    writers=("controllers.clique.planner",),
+)
+ANNOTATION_START_GATE: Final = _annotation(
+    "start-gate",
+    on=("Pod",),
+    meaning="On a pod with a start gate: closed until the operator opens it (open) once the "
+    "Cliques it starts after are Ready; its init container waits for that.",
+    writers=("controllers.features.start_gate",),
+)
+ANNOTATION_STARTS_AFTER: Final = _annotation(
+    "starts-after",
+    on=("Pod",),
+    meaning="On a pod with a start gate: the Cliques it starts after, comma-separated (for its "
+    "logs).",
+    writers=("controllers.features.start_gate",),
+)
+ANNOTATION_TEMPLATE_REPLICAS: Final = _annotation(
+    "template-replicas",
+    on=("CliqueScalingGroup",),
+    meaning="The template replicas last applied to it, so a kubectl scale stands until the "
+    "template changes.",
+    writers=("controllers.features.scaling",),
+)
+ANNOTATION_HPA_SPEC: Final = _annotation(
+    "hpa-spec",
+    on=("HorizontalPodAutoscaler",),
+    meaning="A hash of the spec the operator wrote: a changed template replaces the HPA's "
+    "spec once, and the HPA's own changes stand.",
+    writers=("controllers.features.autoscaling",),
+)
+ANNOTATION_KUEUE_REVISION: Final = _annotation(
+    "kueue",
+    on=("Pod",),
+    meaning="In the pod template of a queued CliqueSet: the gang's revision for Kueue, part "
+    "of each clique's template hash.",
+    writers=("controllers.features.kueue",),
+)
+
+#: Every label and annotation key of the operator's, in the order declared.
+NAMES: Final[tuple[Name, ...]] = tuple(_NAMES)
 
 #: Label and annotation keys under this prefix, or under a subdomain of it
 #: (`x.cliques.dev/`), are the operator's: it writes them on the objects it creates and acts

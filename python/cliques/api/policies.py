@@ -1,15 +1,19 @@
 """How a CliqueSet's gangs are updated, scheduled, healed, placed and autoscaled: the
 policy Structs of `CliqueSetSpec` and of its clique and scaling-group templates.
 
-Part of the CliqueSet resource (`cliqueset` names these Structs, their Literal types and
-bounds too), with the same encoding rules; like the rest of the API, their CRD schema is
-declared on the fields (`schema.crd`) and generated from them (`crdgen`).
+Part of the CliqueSet resource (`cliqueset`), with the same encoding rules; like the rest
+of the API, their CRD schema is declared on the fields (`schema.crd`) and generated from
+them (`crdgen`). Each set of values a field allows is a `StrEnum` (`GangBackend` for the
+gang-scheduling backend, in `backends`): its members are the strings of the API, the CRD's
+`enum` lists them in the order declared, and code compares a field with the members.
 """
 
-from typing import Annotated, Any, ClassVar, Final, Literal
+import enum
+from typing import Annotated, Any, ClassVar, Final
 
 import msgspec
 
+from cliques.api.backends import GangBackend
 from cliques.api.schema import (
     INVALID,
     MAX_QUALIFIED_NAME_LENGTH,
@@ -19,12 +23,49 @@ from cliques.api.schema import (
     crd,
 )
 
-UpdateStrategyType = Literal["RollingUpdate", "Recreate"]
-InPlacePolicy = Literal["Never", "IfPossible"]
-GangSchedulingBackend = Literal["Auto", "Workload", "None"]
-GangDisruption = Literal["Gang", "Pod"]
-GangRestartPolicy = Literal["RecreateGang", "None"]
-PackMode = Literal["Required", "Preferred"]
+
+class UpdateStrategyType(enum.StrEnum):
+    """`updateStrategy.type`: how a template change rolls out."""
+
+    #: gang by gang, at most `maxUnavailable` down at once
+    ROLLING_UPDATE = "RollingUpdate"
+    #: every gang at once
+    RECREATE = "Recreate"
+
+
+class InPlacePolicy(enum.StrEnum):
+    """`updateStrategy.inPlace`: whether a change of images only keeps a gang's pods."""
+
+    NEVER = "Never"
+    IF_POSSIBLE = "IfPossible"
+
+
+class GangDisruption(enum.StrEnum):
+    """`gangScheduling.disruption`: how the scheduler may preempt a gang."""
+
+    #: the whole gang or none of it
+    GANG = "Gang"
+    #: single pods
+    POD = "Pod"
+
+
+class GangRestartPolicy(enum.StrEnum):
+    """`failurePolicy.restartPolicy`: what happens to a gang below minAvailable."""
+
+    #: the gang's pods deleted and made again, all of them
+    RECREATE_GANG = "RecreateGang"
+    #: the pods left to their own restartPolicy
+    NONE = "None"
+
+
+class PackMode(enum.StrEnum):
+    """`placement.pack.mode`."""
+
+    #: pods wait for room in the gang's domain
+    REQUIRED = "Required"
+    #: a scoring hint
+    PREFERRED = "Preferred"
+
 
 #: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
 MAX_FAILURE_SECONDS: Final = 86_400
@@ -36,7 +77,7 @@ class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     with `in_place` IfPossible, a gang whose change is only container images keeps its pods
     (`cliques.hashing.in_place`)."""
 
-    type: UpdateStrategyType = "RollingUpdate"
+    type: UpdateStrategyType = UpdateStrategyType.ROLLING_UPDATE
     max_unavailable: Annotated[
         int,
         crd(minimum=1, description="Gangs that may be down at once during a rolling update."),
@@ -52,7 +93,7 @@ class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
                 "(docs/operator.md)."
             )
         ),
-    ] = "Never"
+    ] = InPlacePolicy.NEVER
 
 
 class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -66,7 +107,7 @@ class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     """
 
     backend: Annotated[
-        GangSchedulingBackend,
+        GangBackend,
         crd(
             description=(
                 "Workload: through the scheduler's gang scheduling, so it binds a gang's pods "
@@ -76,7 +117,7 @@ class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
                 "where the cluster serves it, else None."
             )
         ),
-    ] = "Auto"
+    ] = GangBackend.AUTO
     disruption: Annotated[
         GangDisruption,
         crd(
@@ -87,7 +128,7 @@ class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
                 "again (a gang restart, a roll of all its cliques)."
             )
         ),
-    ] = "Gang"
+    ] = GangDisruption.GANG
 
 
 #: A `failurePolicy` duration: at most a day.
@@ -133,7 +174,7 @@ class FailurePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
                 "own restartPolicy."
             )
         ),
-    ] = "None"
+    ] = GangRestartPolicy.NONE
     min_available_breached_seconds: Annotated[
         Seconds,
         crd(description="Seconds a gang may stay below minAvailable before it counts as failed."),
@@ -182,7 +223,7 @@ class PackPolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
                 "Required (pods wait for room in the gang's domain) or Preferred (a scoring hint)."
             )
         ),
-    ] = "Required"
+    ] = PackMode.REQUIRED
 
 
 class ExclusivePolicy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

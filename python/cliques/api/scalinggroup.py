@@ -6,15 +6,19 @@ how many instances of the group the gang has; the scale subresource (`kubectl sc
 HPA, KEDA) writes it, the CliqueSet controller makes the instances and reports them in the
 status, with the label selector of their pods (`status.selector`). Its CRD is generated
 from these Structs (`crdgen`, `RESOURCE`); the same encoding rules as `cliqueset`.
+
+The group's template in a CliqueSet (`spec.template.scalingGroups[]`, `ScalingGroup`) is
+here too, with the bounds both share: part of the CliqueSet's CRD, not of this one.
 """
 
 from typing import Annotated, ClassVar, Final
 
 import msgspec
 
-from cliques.api import labels
-from cliques.api.cliqueset import MAX_GROUP_INSTANCES, TemplateName
+from cliques.api import labels, policies
+from cliques.api.cliquetemplate import MAX_CLIQUES, CliqueRef, TemplateName
 from cliques.api.meta import ListMeta, ObjectMeta
+from cliques.api.policies import Autoscaling
 from cliques.api.schema import (
     AGE,
     INVALID,
@@ -28,6 +32,99 @@ from cliques.api.schema import (
 )
 
 KIND: Final = labels.KIND_SCALING_GROUP
+
+#: Scaling groups in one gang template, and instances of one group in one gang.
+MAX_SCALING_GROUPS: Final = 8
+MAX_GROUP_INSTANCES: Final = 100
+
+
+class ScalingGroup(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Cliques replicated together inside each gang (docs/scaling.md): every gang has
+    `replicas` instances of them, each a sub-gang with its own index, Cliques, pods and
+    leader. Each gang's instance count is its CliqueScalingGroup's `spec.replicas` (the
+    scale subresource: `kubectl scale`, an HPA); `replicas` here is what a new gang starts
+    with, and what the gangs follow when it changes (unless `autoscaling` is set)."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "(has(self.minAvailable) ? self.minAvailable : 1) <= "
+                    "(has(self.replicas) ? self.replicas : 1)"
+                ),
+                message="minAvailable must be less than or equal to replicas in a scaling group",
+                message_expression=(
+                    "'minAvailable must be less than or equal to replicas in scaling group ' "
+                    "+ self.name"
+                ),
+                field_path=".minAvailable",
+                reason=INVALID,
+            ),
+            Rule(
+                rule="!self.name.matches('(^|-)[0-9]+-')",
+                message=(
+                    "a scaling group name must not have a part made only of digits before a "
+                    "'-' (like 'b-2-c'): names <set>-<gang>-<group> would be ambiguous"
+                ),
+                message_expression=(
+                    "'scaling group name ' + self.name + ' must not have a part made only of "
+                    "digits before a dash (like b-2-c): names <set>-<gang>-<group> would be "
+                    "ambiguous'"
+                ),
+                field_path=".name",
+                reason=INVALID,
+            ),
+        ]
+    )
+
+    name: Annotated[
+        TemplateName,
+        crd(
+            description=(
+                "The group name, unique in the gang and not the name of a clique: a DNS-1123 "
+                "label of at most 20 characters (it is part of the CliqueScalingGroup and HPA "
+                "names)."
+            )
+        ),
+    ]
+    #: the clique templates of each instance, in the order the template lists them
+    cliques: Annotated[
+        list[CliqueRef],
+        crd(
+            min_items=1,
+            max_items=MAX_CLIQUES,
+            list_type="set",
+            description=(
+                "The clique templates of each instance (names of spec.template.cliques, each "
+                "in one group at most)."
+            ),
+        ),
+    ]
+    replicas: Annotated[
+        Count,
+        crd(
+            maximum=MAX_GROUP_INSTANCES,
+            description="Instances of the group a new gang starts with (at most 100).",
+        ),
+    ] = 1
+    min_available: Annotated[
+        Count, crd(description="Available instances a gang needs to count as available.")
+    ] = 1
+    autoscaling: (
+        Annotated[
+            Autoscaling,
+            policies.autoscaling_of(
+                "the group",
+                "instances",
+                MAX_GROUP_INSTANCES,
+                "A HorizontalPodAutoscaler (autoscaling/v2) per gang on its "
+                "CliqueScalingGroup, between minReplicas and maxReplicas instances "
+                "(docs/scaling.md). While it is set, replicas is the initial instance count "
+                "only.",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class CliqueScalingGroupSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

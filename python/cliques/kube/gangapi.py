@@ -34,6 +34,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from cliques.api import labels
 from cliques.kube import errors
 from cliques.kube.resources import Resource
 
@@ -83,7 +84,7 @@ def compositepodgroups(version: str) -> Resource:
 FEATURES: Final[Mapping[str, tuple[str, dict[str, Any], str]]] = {
     "topology": (
         "TopologyAwareWorkloadScheduling",
-        {"schedulingConstraints": {"topology": [{"key": "cliques.dev/probe"}]}},
+        {"schedulingConstraints": {"topology": [{"key": labels.LABEL_TOPOLOGY_PROBE}]}},
         "schedulingConstraints",
     ),
     "preemption-policy": (

@@ -53,7 +53,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -65,7 +65,7 @@ from cliques.kube.stretches import Stretches
 
 log = logging.getLogger(__name__)
 
-LABEL_ROLE = "cliques.dev/lease"
+LABEL_ROLE: Final = labels.LABEL_LEASE_ROLE
 #: Leases read per list request (the list is paginated).
 LIST_PAGE = 500
 

@@ -8,7 +8,7 @@ reported as an `InvalidSpec` with the cycle spelled out.
 
 from __future__ import annotations
 
-from cliques.api.cliqueset import CliqueSetSpec
+from cliques.api.cliqueset import CliqueSetSpec, StartupType
 
 
 class StartupCycle(ValueError):
@@ -18,9 +18,9 @@ class StartupCycle(ValueError):
 def dependencies(spec: CliqueSetSpec) -> dict[str, list[str]]:
     """For each clique (role) name, the role names it starts after."""
     cliques = spec.template.cliques
-    if spec.startup_type == "InOrder":
+    if spec.startup_type == StartupType.IN_ORDER:
         return {c.name: ([cliques[i - 1].name] if i else []) for i, c in enumerate(cliques)}
-    if spec.startup_type == "Explicit":
+    if spec.startup_type == StartupType.EXPLICIT:
         deps = {c.name: list(c.starts_after) for c in cliques}
         find_cycle(deps)
         return deps

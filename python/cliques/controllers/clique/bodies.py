@@ -17,7 +17,7 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SUBDOMAIN_SHARED
+from cliques.api.cliqueset import SubdomainPolicy
 from cliques.controllers.base.builders import owner_reference
 from cliques.controllers.features import start_gate, workload
 
@@ -109,7 +109,7 @@ def pod_body(
     pod_spec["containers"] = [_with_env(c, env) for c in pod_spec.get("containers") or ()]
     if pod_spec.get("initContainers"):
         pod_spec["initContainers"] = [_with_env(c, env) for c in pod_spec["initContainers"]]
-    if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+    if meta.annotations.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SubdomainPolicy.SHARED:
         pod_spec["hostname"] = labels.shared_pod_hostname(role, spec.gang_index, index, instance)
     else:
         pod_spec["hostname"] = labels.pod_hostname(role, index, instance)

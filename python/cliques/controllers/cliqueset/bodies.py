@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from cliques.api import labels
-from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base import bounds
 from cliques.controllers.base.builders import gang_labels, owner_reference
 from cliques.controllers.features import claims, kueue, placement

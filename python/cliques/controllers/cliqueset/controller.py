@@ -10,8 +10,9 @@ Watch events of Cliques and Services also satisfy its expectations.
 
 It keeps what is worth keeping between two plans of a CliqueSet, in one record per
 CliqueSet UID (`SetState`, dropped whole when the set goes): the template hashes of its
-generation (of `placement.hash_basis`: the user's template, with gang 0's placement terms
-when `spec.placement` asks for any), and the gang verdicts of its last plan
+generation (of the inputs `template_hash.INPUTS` declares: the user's template, with gang
+0's placement terms when `spec.placement` asks for any, its claims, a queued set's
+revision), and the gang verdicts of its last plan
 (`cliqueset_rollout.Judgement`), which the next plan reuses for the gangs whose Cliques are
 unchanged.
 
@@ -35,7 +36,8 @@ from typing import Any, ClassVar
 from cliques.api import labels
 from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
-from cliques.api.cliqueset import CONDITION_PROGRESSING, CliqueSet, CliqueSetStatus
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks
@@ -52,6 +54,7 @@ from cliques.controllers.base.wiring import Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset import template_hash
 from cliques.controllers.features import (
     claims,
     gang_apis,
@@ -432,25 +435,11 @@ class CliqueSetController:
     def _hashes(self, cqs: CliqueSet) -> tuple[dict[str, str], str]:
         """Each clique's template hash, and for a set Kueue queues the gangs' revision
         (`kueue.revision`), which every hash then covers: a queued gang is what Kueue
-        admitted, so any change of it replaces it whole."""
+        admitted, so any change of it replaces it whole (`template_hash`, its inputs)."""
         state = self._state(cqs)
         generation = cqs.metadata.generation
         if state.hashes is None or state.hashes[0] != generation:
-            where, name = cqs.spec.placement, cqs.metadata.name
-            bases = {
-                c.name: claims.hash_basis(
-                    placement.hash_basis(c.template, where, name), cqs, c.name
-                )
-                for c in cqs.spec.template.cliques
-            }
-            hashes = {c: self.hasher.template_hash(dict(b)) for c, b in bases.items()}
-            rev = ""
-            if kueue.queue_of(cqs) is not None:
-                rev = kueue.revision(cqs, hashes)
-                hashes = {
-                    c: self.hasher.template_hash(dict(kueue.hash_basis(b, rev)))
-                    for c, b in bases.items()
-                }
+            hashes, rev = template_hash.hashes(cqs, self.hasher)
             state.hashes = (generation, hashes, rev)
         return state.hashes[1], state.hashes[2]
 

@@ -41,8 +41,15 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.backends import GangBackend
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import REASON_INVALID_SPEC, CliqueSet, GangAdmission, QueueStatus
+from cliques.api.cliqueset import CliqueSet, StartupType
+from cliques.api.cliqueset_status import (
+    REASON_INVALID_SPEC,
+    AdmissionState,
+    GangAdmission,
+    QueueStatus,
+)
 from cliques.api.meta import ConditionStatus
+from cliques.api.policies import GangRestartPolicy
 from cliques.api.scalinggroup import CliqueScalingGroup
 from cliques.api.service import Service
 from cliques.controllers.base import bounds, builders, conditions, startup
@@ -444,7 +451,7 @@ def _status(
     out.status.updated_by_replacement = sum(1 for f in facts if f.update_kind == "replaced")
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, cqs.metadata.generation)
-    ordered = spec.startup_type != "AnyOrder"
+    ordered = spec.startup_type != StartupType.ANY_ORDER
     gang_condition = gang_scheduling.condition(setup.sched.decision, setter, ordered)
     out.status.conditions.append(gang_condition)
     if spec.resource_claims:
@@ -454,7 +461,7 @@ def _status(
     if setup.queue is not None:
         out.status.queue, verdict = _admission(snap, setup.queue, by_gang, setup.queue_problem)
         out.status.conditions.append(setter.set(kueue.CONDITION_ADMITTED, *verdict))
-    if spec.failure_policy.restart_policy == "RecreateGang":
+    if spec.failure_policy.restart_policy == GangRestartPolicy.RECREATE_GANG:
         out.status.conditions += gang_failures.conditions(
             setter, out.restarting, out.failed, out.deferred
         )
@@ -570,7 +577,9 @@ def _admission(
     }
     states = kueue.gang_states(gangs, queued_pods, workloads)
     listed = [
-        GangAdmission(gang=s.gang, state=s.state, reason=s.reason, message=s.message[:4096])
+        GangAdmission(
+            gang=s.gang, state=AdmissionState(s.state), reason=s.reason, message=s.message[:4096]
+        )
         for s in states
         if s.state != kueue.ADMITTED
     ][: kueue.MAX_LISTED]

@@ -12,7 +12,8 @@ from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import IN_PLACE_IF_POSSIBLE, CliqueTemplate
+from cliques.api.cliquetemplate import CliqueTemplate
+from cliques.api.policies import GangRestartPolicy, InPlacePolicy
 from cliques.controllers.base.actions import Event, Patch, pointer_key
 from cliques.controllers.cliqueset import bodies
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
@@ -78,7 +79,7 @@ def restarts_and_rolls(
             (in_place_gangs if in_place else replaced_gangs).append(gang)
     if to_update:
         how = ""
-        if strategy.in_place == IN_PLACE_IF_POSSIBLE:
+        if strategy.in_place == InPlacePolicy.IF_POSSIBLE:
             how = f"; {len(in_place_gangs)} in place, {len(replaced_gangs)} replacing pods"
         message = (
             f"updating gang(s) {', '.join(map(str, to_update))} to template "
@@ -116,7 +117,7 @@ def _gang_patches(
     # memory, where pods resize) keeps its pods (and its PodGroup); else a gang all of
     # whose pods are made again moves to the PodGroup the set asks for.
     in_place = (
-        strategy.in_place == IN_PLACE_IF_POSSIBLE
+        strategy.in_place == InPlacePolicy.IF_POSSIBLE
         and bool(rolled)
         and all(
             _in_place(members[m], roles[members[m].spec.clique_name], snap, sched, via_group)
@@ -166,7 +167,7 @@ def _failure_decisions(
     index -> (its live Cliques, the decision)."""
     policy = snap.cliqueset.spec.failure_policy
     out: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]] = {}
-    tracked = policy.restart_policy == "RecreateGang"
+    tracked = policy.restart_policy == GangRestartPolicy.RECREATE_GANG
     lead = scaling.lead_member(scaling.layout(snap.cliqueset.spec))
     for index, gang_facts in enumerate(facts):
         # Only a gang that was available whole in its epoch can break. (Without the policy

@@ -35,6 +35,7 @@ from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
+from cliques.api.policies import GangRestartPolicy, UpdateStrategyType
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.features import gang_failures, gang_trees, inplace, scaling, subdomains
 
@@ -114,7 +115,7 @@ def context(
         templates=tuple((t.name, t.replicas, t.effective_min_available) for t in cliques),
         algorithm=algorithm,
         start_gates=start_gates,
-        epochs=cqs.spec.failure_policy.restart_policy == "RecreateGang",
+        epochs=cqs.spec.failure_policy.restart_policy == GangRestartPolicy.RECREATE_GANG,
         layout=scaling.layout(cqs.spec),
     )
 
@@ -535,7 +536,7 @@ def pick(
     left down beside a new one), and each pick is paid for. `spent`: the budget the same
     plan already used (gang restarts, `restart_budget`).
     """
-    if strategy == "Recreate":
+    if strategy == UpdateStrategyType.RECREATE:
         return list(outdated)
     stale = set(outdated)
     budget = max(1, max_unavailable) - spent - sum(1 for g in down if g not in stale)

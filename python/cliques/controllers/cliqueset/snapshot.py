@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import CliqueSet, CliqueTemplate
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.service import Service
 from cliques.controllers.base import failures
 from cliques.controllers.base.actions import Plan

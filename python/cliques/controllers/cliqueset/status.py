@@ -19,13 +19,12 @@ from collections.abc import Mapping
 
 from cliques import _core
 from cliques.api import labels
-from cliques.api.cliqueset import (
+from cliques.api.cliqueset import CliqueSet, CliqueSetSpec, StartupType
+from cliques.api.cliqueset_status import (
     CONDITION_AVAILABLE,
     CONDITION_DEGRADED,
     CONDITION_PROGRESSING,
     REASON_INVALID_SPEC,
-    CliqueSet,
-    CliqueSetSpec,
     CliqueSetStatus,
 )
 from cliques.api.meta import find_condition
@@ -38,7 +37,7 @@ def set_hash(spec: CliqueSetSpec, hashes: Mapping[str, str]) -> str:
     """One hash for the whole gang template: the clique hashes, by name (or in list order
     for InOrder, where order is meaning)."""
     names = [c.name for c in spec.template.cliques]
-    if spec.startup_type != "InOrder":
+    if spec.startup_type != StartupType.IN_ORDER:
         names.sort()
     joined = ";".join(f"{n}={hashes.get(n, '')}" for n in names).encode()
     return _core.safe_encode(_core.fnv1a_64(joined))

@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import Autoscaling, CliqueSet
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.hpa import HorizontalPodAutoscaler
+from cliques.api.policies import Autoscaling
 from cliques.controllers.base.actions import pointer_key
 from cliques.controllers.features import scaling
 
 #: On an HPA the operator made: a hash of the spec it wrote.
-ANNOTATION_SPEC: Final = f"{labels.GROUP}/hpa-spec"
+ANNOTATION_SPEC: Final = labels.ANNOTATION_HPA_SPEC
 
 
 @dataclass(frozen=True, slots=True)

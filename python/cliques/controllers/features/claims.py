@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from cliques.api import labels
-from cliques.api.cliqueset import SCOPE_GANG, SCOPE_POD, SCOPE_SET, CliqueSet, CliqueSetClaim
+from cliques.api.claim import ClaimScope, CliqueSetClaim
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
 from cliques.controllers.base.actions import Create, Delete
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, Resource
@@ -67,7 +68,9 @@ def group_claims(cqs: CliqueSet) -> tuple[tuple[str, str], ...]:
     in `resourceClaims` where the server keeps it."""
     name = cqs.metadata.name
     return tuple(
-        (c.name, object_name(name, c)) for c in cqs.spec.resource_claims if c.scope == SCOPE_GANG
+        (c.name, object_name(name, c))
+        for c in cqs.spec.resource_claims
+        if c.scope == ClaimScope.GANG
     )
 
 
@@ -76,7 +79,7 @@ def _hashed(cqs: CliqueSet, clique: str) -> list[dict[str, str]]:
     return [
         {"name": c.name, "scope": c.scope, "hash": claim_hash(c)}
         for c in cqs.spec.resource_claims
-        if c.applies_to(clique) or c.scope == SCOPE_GANG
+        if c.applies_to(clique) or c.scope == ClaimScope.GANG
     ]
 
 
@@ -108,9 +111,9 @@ def pod_claims(cqs: CliqueSet, clique: str, gang: int, via_group: bool) -> list[
     for c in cqs.spec.resource_claims:
         if not c.applies_to(clique):
             continue
-        if c.scope == SCOPE_POD or (c.scope == SCOPE_GANG and via_group):
+        if c.scope == ClaimScope.POD or (c.scope == ClaimScope.GANG and via_group):
             out.append({"name": c.name, TEMPLATE_KEY: object_name(name, c)})
-        elif c.scope == SCOPE_GANG:
+        elif c.scope == ClaimScope.GANG:
             out.append({"name": c.name, CLAIM_KEY: gang_claim_name(name, gang, c)})
         else:
             out.append({"name": c.name, CLAIM_KEY: object_name(name, c)})
@@ -242,7 +245,7 @@ def body(
             "metadata": meta,
             "spec": inner,
         }
-    if claim.scope == SCOPE_GANG:
+    if claim.scope == ClaimScope.GANG:
         meta["labels"][labels.LABEL_GANG_INDEX] = str(ref.gang)
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -259,11 +262,14 @@ def source(cqs: CliqueSet, ref: Ref) -> CliqueSetClaim | None:
     for c in cqs.spec.resource_claims:
         if c.name != ref.claim:
             continue
-        if ref.resource == RESOURCE_CLAIM_TEMPLATES and c.scope in (SCOPE_POD, SCOPE_GANG):
+        if ref.resource == RESOURCE_CLAIM_TEMPLATES and c.scope in (
+            ClaimScope.POD,
+            ClaimScope.GANG,
+        ):
             return c if ref.name == object_name(name, c) else None
-        if ref.resource == RESOURCE_CLAIMS and c.scope == SCOPE_SET:
+        if ref.resource == RESOURCE_CLAIMS and c.scope == ClaimScope.SET:
             return c if ref.name == object_name(name, c) else None
-        if ref.resource == RESOURCE_CLAIMS and c.scope == SCOPE_GANG:
+        if ref.resource == RESOURCE_CLAIMS and c.scope == ClaimScope.GANG:
             return c if ref.name == gang_claim_name(name, ref.gang, c) else None
     return None
 

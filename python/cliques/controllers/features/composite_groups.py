@@ -61,6 +61,7 @@ from typing import Any, Final, Literal
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import PodGroup
+from cliques.api.policies import GangDisruption
 from cliques.controllers.base import builders
 from cliques.controllers.features import workload
 from cliques.controllers.features.gang_apis import GangAPIVersion, V1Beta1
@@ -154,7 +155,7 @@ def _hash(fixed: dict[str, Any]) -> str:
 
 
 def _disruption(shape: Shape) -> dict[str, Any]:
-    return {"all": {}} if shape.disruption == "Gang" else {"single": {}}
+    return {"all": {}} if shape.disruption == GangDisruption.GANG else {"single": {}}
 
 
 #: Distinct fixed hashes remembered: every plan asks again for those of every gang (the

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from cliques.api.policies import GangDisruption
 from cliques.kube import gangapi
 from cliques.kube.resources import Resource
 
@@ -90,7 +91,7 @@ class GangAPIVersion:
 
     def disruption_mode(self, disruption: str) -> Any:
         """A PodGroup's `disruptionMode` for `gangScheduling.disruption` (Gang or Pod)."""
-        return {"all": {}} if disruption == "Gang" else {"single": {}}
+        return {"all": {}} if disruption == GangDisruption.GANG else {"single": {}}
 
     def template_ref(self, workload_name: str) -> dict[str, Any]:
         """The PodGroup spec field linking it to its Workload's template (immutable)."""
@@ -129,7 +130,7 @@ class V1Alpha2(GangAPIVersion):
         return f"gangs are scheduled through {gangapi.GROUP}/{self.version} PodGroups, one each"
 
     def disruption_mode(self, disruption: str) -> Any:
-        return "PodGroup" if disruption == "Gang" else "Pod"
+        return "PodGroup" if disruption == GangDisruption.GANG else "Pod"
 
     def template_ref(self, workload_name: str) -> dict[str, Any]:
         ref = {"workloadName": workload_name, "podGroupTemplateName": POD_GROUP}

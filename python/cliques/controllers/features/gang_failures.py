@@ -44,8 +44,8 @@ from typing import Final
 from cliques import _core
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import FailurePolicy
 from cliques.api.meta import Condition, ObjectMeta, parse_time
+from cliques.api.policies import FailurePolicy, GangRestartPolicy
 from cliques.controllers.base import conditions as conds
 
 CONDITION_RESTARTING: Final = "GangRestarting"
@@ -187,7 +187,7 @@ def decide(
     out = GangDecision()
     marks = [c.metadata.annotations.get(ANNOTATION_BREACH_SINCE, "") for c in members.values()]
     since_raw = min((m for m in marks if m), default="")
-    if policy.restart_policy != "RecreateGang" or not members:
+    if policy.restart_policy != GangRestartPolicy.RECREATE_GANG or not members:
         return out
     restarts = restarts_of(members)
     counted = counted_restarts(members)

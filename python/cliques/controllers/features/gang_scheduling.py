@@ -39,8 +39,9 @@ from typing import Final, Literal
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
+from cliques.api.claim import ClaimScope
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SCOPE_GANG, SCOPE_SET, CliqueSet
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition, ConditionStatus, find_condition
 from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
@@ -136,7 +137,7 @@ def plan(
     whole again by a roll), whose wanted group is made ahead of them; `tree_memo`: the
     previous plan's (`GangPlan.tree_memo`) and `counts` (gang -> its instances of each
     scaling group), where gangs are composite trees."""
-    shared = any(c.scope in (SCOPE_GANG, SCOPE_SET) for c in cqs.spec.resource_claims)
+    shared = any(c.scope in (ClaimScope.GANG, ClaimScope.SET) for c in cqs.spec.resource_claims)
     decision = workload.decide(cqs.spec.gang_scheduling.backend, api, shared_claims=shared)
     cliques = list(cliques)
     groups = list(groups)

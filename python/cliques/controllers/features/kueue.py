@@ -36,6 +36,7 @@ from typing import Any, Final
 from cliques import _core
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset_status import AdmissionState
 from cliques.api.kueue import KueueWorkload
 from cliques.api.meta import ConditionStatus
 from cliques.api.pod import Pod
@@ -53,12 +54,11 @@ TERMINATION_TARGET: Final = "TerminationTarget"
 #: The finalizer Kueue's pod webhook puts on each pod of a group it manages.
 FINALIZER: Final = "kueue.x-k8s.io/managed"
 #: The annotation that carries the gang's revision into each clique's template hash.
-REVISION_ANNOTATION: Final = f"{labels.GROUP}/kueue"
+REVISION_ANNOTATION: Final = labels.ANNOTATION_KUEUE_REVISION
 
 CONDITION_ADMITTED: Final = "Admitted"
-QUEUED: Final = "Queued"
+#: A gang's state once Kueue admitted it (the others are `AdmissionState`'s).
 ADMITTED: Final = "Admitted"
-EVICTED: Final = "Evicted"
 #: At most this many gangs are listed one by one in the set's status.
 MAX_LISTED: Final = 20
 
@@ -89,8 +89,8 @@ class Queue:
 
 @dataclass(frozen=True)
 class GangState:
-    """One gang's admission: `QUEUED`, `ADMITTED` or `EVICTED`, with Kueue's reason and
-    message (from the group's Workload, when seen)."""
+    """One gang's admission: `ADMITTED`, or an `AdmissionState` (queued, evicted), with
+    Kueue's reason and message (from the group's Workload, when seen)."""
 
     gang: int
     state: str
@@ -213,12 +213,12 @@ def _workload_state(workload: KueueWorkload) -> tuple[str, str, str] | None:
     evicted = conds.get("Evicted")
     admitted = conds.get("Admitted")
     if evicted is not None and evicted.status == "True":
-        return EVICTED, evicted.reason, evicted.message
+        return AdmissionState.EVICTED, evicted.reason, evicted.message
     if admitted is not None and admitted.status == "True":
         return ADMITTED, admitted.reason, admitted.message
     reserved = conds.get("QuotaReserved")
     if reserved is not None and reserved.status != "True":
-        return QUEUED, reserved.reason, reserved.message
+        return AdmissionState.QUEUED, reserved.reason, reserved.message
     return None
 
 
@@ -235,11 +235,13 @@ def gang_states(
     for gang in sorted(gangs):
         told = _workload_state(workloads[gang]) if gang in workloads else None
         waiting = queued_pods.get(gang, 0) > 0
-        if told is not None and told[0] == EVICTED:
-            out.append(GangState(gang, EVICTED, told[1], told[2]))
+        if told is not None and told[0] == AdmissionState.EVICTED:
+            out.append(GangState(gang, AdmissionState.EVICTED, told[1], told[2]))
         elif waiting:
-            reason, message = (told[1], told[2]) if told and told[0] == QUEUED else ("", "")
-            out.append(GangState(gang, QUEUED, reason or "Pending", message))
+            reason, message = (
+                (told[1], told[2]) if told and told[0] == AdmissionState.QUEUED else ("", "")
+            )
+            out.append(GangState(gang, AdmissionState.QUEUED, reason or "Pending", message))
         else:
             out.append(GangState(gang, ADMITTED))
     return out
@@ -272,7 +274,7 @@ def verdict(
     waiting = [s for s in states if s.state != ADMITTED]
     if not waiting:
         return "True", "AllGangsAdmitted", f"Kueue admitted all {len(states)} gang(s) ({where})"
-    evicted = [s for s in waiting if s.state == EVICTED]
+    evicted = [s for s in waiting if s.state == AdmissionState.EVICTED]
     first = (evicted or waiting)[0]
     message = (
         f"{len(waiting)} of {len(states)} gang(s) not admitted by Kueue ({where}); "
@@ -280,4 +282,4 @@ def verdict(
         + (f" ({first.reason})" if first.reason else "")
         + (f": {first.message}" if first.message else "")
     )
-    return "False", EVICTED if evicted else QUEUED, message
+    return "False", AdmissionState.EVICTED if evicted else AdmissionState.QUEUED, message

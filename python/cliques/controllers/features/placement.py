@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import PACK_REQUIRED, Placement
+from cliques.api.policies import PackMode, Placement
 
 #: The weight of a Preferred pack term (the highest the API allows).
 PREFERRED_WEIGHT: Final = 100
@@ -87,7 +87,7 @@ def compile_placement(
         return affinity
     if placement.pack is not None:
         term = pack_term(cliqueset, gang_index, placement.pack.topology_key)
-        if placement.pack.mode == PACK_REQUIRED:
+        if placement.pack.mode == PackMode.REQUIRED:
             affinity["podAffinity"] = {_REQUIRED: [term]}
         else:
             weighted = {"weight": PREFERRED_WEIGHT, "podAffinityTerm": term}
@@ -282,7 +282,7 @@ def unplaceable_cliques(
     """`unplaceable` for gang 0 of a CliqueSet, from its (clique name, user template) pairs:
     the cliques whose pods could never be scheduled (every gang is the same up to its
     index). Empty without a required pack term."""
-    if placement is None or placement.pack is None or placement.pack.mode != PACK_REQUIRED:
+    if placement is None or placement.pack is None or placement.pack.mode != PackMode.REQUIRED:
         return []
     judged = []
     for name, template in cliques:

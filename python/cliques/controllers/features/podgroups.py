@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cliques.api import labels
-from cliques.api.cliqueset import PACK_REQUIRED, CliqueSet
+from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import PodGroup
+from cliques.api.policies import PackMode
 from cliques.controllers.base import builders
 from cliques.controllers.base.actions import Create, Delete, Patch
 from cliques.controllers.features import claims, workload
@@ -85,7 +86,7 @@ def shape(cqs: CliqueSet, features: frozenset[str] = frozenset()) -> Shape:
     template names (a PodGroup has one; docs/gangs.md)."""
     spec = cqs.spec
     pack = spec.placement.pack if spec.placement is not None else None
-    topology = pack.topology_key if pack is not None and pack.mode == PACK_REQUIRED else ""
+    topology = pack.topology_key if pack is not None and pack.mode == PackMode.REQUIRED else ""
     priority = ""
     for clique in spec.template.cliques:
         name = ((clique.template or {}).get("spec") or {}).get("priorityClassName")

@@ -34,7 +34,7 @@ from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.scalinggroup import CliqueScalingGroup
 
 #: On a CliqueScalingGroup: the template `replicas` last applied to it.
-ANNOTATION_TEMPLATE_REPLICAS: Final = f"{labels.GROUP}/template-replicas"
+ANNOTATION_TEMPLATE_REPLICAS: Final = labels.ANNOTATION_TEMPLATE_REPLICAS
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 
 from cliques.api import labels
 from cliques.api.clique import Clique
-from cliques.api.cliqueset import SUBDOMAIN_PER_GANG, SUBDOMAIN_SHARED, CliqueSet
+from cliques.api.cliqueset import CliqueSet, SubdomainPolicy
 from cliques.controllers.features import scaling
 
 #: The annotations that make up a gang's DNS layout, on every Clique of the gang.
@@ -48,9 +48,9 @@ def recorded_policy(clique: Clique) -> str:
     ann = clique.metadata.annotations
     if not ann.get(labels.ANNOTATION_SUBDOMAIN):
         return ""
-    if ann.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
-        return SUBDOMAIN_SHARED
-    return SUBDOMAIN_PER_GANG  # older releases wrote no policy: one Service per gang
+    if ann.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SubdomainPolicy.SHARED:
+        return SubdomainPolicy.SHARED
+    return SubdomainPolicy.UNIQUE_PER_GANG  # older releases wrote no policy: one Service per gang
 
 
 def policy(cqs: CliqueSet, cliques: Iterable[Clique]) -> str:
@@ -59,9 +59,12 @@ def policy(cqs: CliqueSet, cliques: Iterable[Clique]) -> str:
     if cqs.spec.subdomain_policy is not None:
         return cqs.spec.subdomain_policy
     for c in cliques:
-        if c.metadata.deletion_timestamp is None and recorded_policy(c) == SUBDOMAIN_PER_GANG:
-            return SUBDOMAIN_PER_GANG
-    return SUBDOMAIN_SHARED
+        if (
+            c.metadata.deletion_timestamp is None
+            and recorded_policy(c) == SubdomainPolicy.UNIQUE_PER_GANG
+        ):
+            return SubdomainPolicy.UNIQUE_PER_GANG
+    return SubdomainPolicy.SHARED
 
 
 def new_gang_annotations(cqs: CliqueSet, gang: int, policy_: str) -> dict[str, str]:
@@ -71,7 +74,7 @@ def new_gang_annotations(cqs: CliqueSet, gang: int, policy_: str) -> dict[str, s
         return {}
     name, ns = cqs.metadata.name, cqs.metadata.namespace
     first_role = cqs.spec.template.cliques[0].name
-    if policy_ == SUBDOMAIN_SHARED:
+    if policy_ == SubdomainPolicy.SHARED:
         subdomain = labels.set_service_name(name)
         leader = labels.shared_pod_address(first_role, 0, name, gang, ns)
     else:
@@ -105,7 +108,7 @@ def member_annotations(
         role, grouped = scaling.leader_role(lay)
         instance = 0 if grouped else None
     name, ns = cqs.metadata.name, cqs.metadata.namespace
-    if layout.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SUBDOMAIN_SHARED:
+    if layout.get(labels.ANNOTATION_SUBDOMAIN_POLICY) == SubdomainPolicy.SHARED:
         leader = labels.shared_pod_address(role, 0, name, gang, ns, instance)
     else:
         leader = labels.pod_address(role, 0, name, gang, ns, instance)
@@ -149,9 +152,9 @@ def wanted_services(
                 want[sub] = gang
         if not live:
             new_gangs = True
-            if policy_ != SUBDOMAIN_SHARED:
+            if policy_ != SubdomainPolicy.SHARED:
                 want[f"{name}-{gang}"] = gang
-    if new_gangs and policy_ == SUBDOMAIN_SHARED:
+    if new_gangs and policy_ == SubdomainPolicy.SHARED:
         want[shared] = None
     return want
 

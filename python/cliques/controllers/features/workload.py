@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
-from cliques.api.cliqueset import CliqueSet, GangSchedulingBackend
+from cliques.api.cliqueset import CliqueSet
 from cliques.controllers.features import scaling
 from cliques.controllers.features.gang_apis import POD_GROUP, GangAPIVersion
 
@@ -147,7 +147,7 @@ REASON_SHARED_CLAIMS: Final = "SharedClaimsUnsupported"
 
 
 def decide(
-    requested: GangSchedulingBackend | GangBackend,
+    requested: GangBackend,
     api: GangAPIVersion,
     *,
     shared_claims: bool = False,
