@@ -28,6 +28,12 @@
   due restart beyond it waits (`deferred`), and an outdated gang rolls instead.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
+
+`plan` reads the setup (`_setup`, or why the spec is an InvalidSpec), sorts the Cliques by
+gang and judges the gangs, then runs `PHASES` in order over one `Step`: gang scheduling's
+writes, new Cliques, the Services, the scale targets, restarts and rolls, the claim
+objects, the expectations gate, the status. Each phase is a small function that reads the
+step and adds its part; a feature that adds to the plan is one line in `PHASES`.
 """
 
 from __future__ import annotations
@@ -98,16 +104,45 @@ class _Writes:
     deletes: list[Delete] = field(default_factory=list)
 
 
+@dataclass
+class Step:
+    """One plan on its way through the phases: the snapshot and setup every phase reads,
+    the Cliques by gang and the verdicts on the gangs, and what the phases have added so
+    far (the creates and deletes, held until the expectations gate lets them go)."""
+
+    snap: CliqueSetSnapshot
+    setup: Setup
+    out: CliqueSetPlan
+    members: _Members
+    gangs: cliqueset_rollout.Gangs
+    creates: list[Create] = field(default_factory=list)
+    deletes: list[Delete] = field(default_factory=list)
+    #: what the restarts and rolls phase decided (read by the status)
+    rolls: restarts.Rolls = field(default_factory=lambda: restarts.Rolls(failing={}))
+    #: claims the Cliques name that cannot be made (read by the status)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def room(self) -> int:
+        """Creates this plan may still add (`CREATE_BURST` per plan)."""
+        return CREATE_BURST - len(self.creates)
+
+
+#: A phase of the plan: it reads the step and adds its part to it.
+Phase = Callable[[Step], None]
+
+
 def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
-    """The plan of one CliqueSet, in phases (the module docstring says what each keeps)."""
+    """The plan of one CliqueSet: the setup, the Cliques by gang and the verdicts on the
+    gangs, then each of `PHASES` in order (the module docstring says what each keeps)."""
     setup = _setup(snap)
     if isinstance(setup, str):
         return _invalid(snap, setup)
     cqs = snap.cliqueset
     out = CliqueSetPlan(events=_reserved_keys_events(cqs))
-    # 1. The Cliques by gang, and those of removed gangs, cliques and instances.
+    # The Cliques by gang, and those of removed gangs, cliques and instances.
     members = _members_by_gang(snap, setup)
-    # 2. The verdicts on the gangs (kept between plans with the gang trees, for the gangs
+    # The verdicts on the gangs (kept between plans with the gang trees, for the gangs
     # whose Cliques are the same).
     ctx = cliqueset_rollout.context(
         cqs, snap.hashes, setup.deps, snap.algorithm, start_gates=setup.start_gates
@@ -116,40 +151,100 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, snap.previous, setup.counts
     )
     out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
-    # 3. Gang scheduling's writes, the Cliques of new gangs and members, the Services
-    # (creates are only planned, their bodies built, when they can be sent).
-    creates = list(setup.sched.creates) if snap.expectations_satisfied else []
-    deletes = [*setup.sched.deletes, *members.removed]
-    out.patches += setup.sched.patches
-    if snap.expectations_satisfied:
-        creates += _new_cliques(snap, setup, members.by_gang, CREATE_BURST - len(creates))
-    services = _services(snap, setup, gangs.facts, CREATE_BURST - len(creates))
-    creates += services.creates
-    out.patches += services.patches
-    deletes += services.deletes
-    # 4. The scale targets: CliqueScalingGroups and HPAs.
+    step = Step(snap, setup, out, members, gangs, deletes=list(members.removed))
+    for phase in PHASES:
+        phase(step)
+    return out
+
+
+def _gang_scheduling(step: Step) -> None:
+    """Gang scheduling's writes: Workloads, PodGroups and composite trees (creates only
+    while expectations hold: their bodies are built only when they can be sent)."""
+    sched = step.setup.sched
+    if step.snap.expectations_satisfied:
+        step.creates += sched.creates
+    step.deletes[:0] = sched.deletes
+    step.out.patches += sched.patches
+
+
+def _cliques(step: Step) -> None:
+    """The Cliques of new gangs and members."""
+    if step.snap.expectations_satisfied:
+        step.creates += _new_cliques(step.snap, step.setup, step.members.by_gang, step.room)
+
+
+def _subdomains(step: Step) -> None:
+    """The headless Services of the gangs' DNS layout."""
+    services = _services(step.snap, step.setup, step.gangs.facts, step.room)
+    step.creates += services.creates
+    step.out.patches += services.patches
+    step.deletes += services.deletes
+
+
+def _scaling(step: Step) -> None:
+    """The scale targets: CliqueScalingGroups and HPAs."""
+    snap, setup = step.snap, step.setup
     lay = setup.lay
     if lay.groups or snap.scaling.groups or snap.scaling.hpas or lay.autoscaled:
-        _scale_targets(snap, lay, setup.counts, gangs.facts, setup.bucket, out, creates, deletes)
-    # 5. Gang restarts first (a broken gang is down already), then rollouts, within one
-    # budget; in-place changes.
-    rolls = restarts.restarts_and_rolls(snap, setup, members.by_gang, gangs)
-    out.patches += rolls.patches
-    out.events += rolls.events
-    out.deferred = rolls.deferred
-    # 6. The claim objects the Cliques name.
-    made = _claim_objects(snap, setup.bucket, creates, out.patches)
-    creates[:0] = made.creates
-    deletes += made.deletes
-    # 7. Creates and deletes go only while the cache has seen the last ones.
-    if snap.expectations_satisfied:
-        out.creates, out.deletes = creates, deletes
-        if deletes:
-            message = f"deleting {len(deletes)} object(s) of removed gangs"
-            out.events.append(Event("Normal", "ScalingDown", message))
-    # 8. The failure policy's marks, the status and its conditions.
-    _status(snap, setup, members.by_gang, gangs, rolls, made.missing, out)
-    return out
+        _scale_targets(
+            snap,
+            lay,
+            setup.counts,
+            step.gangs.facts,
+            setup.bucket,
+            step.out,
+            step.creates,
+            step.deletes,
+        )
+
+
+def _restarts_and_rolls(step: Step) -> None:
+    """Gang restarts first (a broken gang is down already), then rollouts, within one
+    budget; in-place changes (`restarts`)."""
+    step.rolls = restarts.restarts_and_rolls(
+        step.snap, step.setup, step.members.by_gang, step.gangs
+    )
+    step.out.patches += step.rolls.patches
+    step.out.events += step.rolls.events
+    step.out.deferred = step.rolls.deferred
+
+
+def _claims(step: Step) -> None:
+    """The claim objects the Cliques name, those this plan makes and rolls to included."""
+    made = _claim_objects(step.snap, step.setup.bucket, step.creates, step.out.patches)
+    step.creates[:0] = made.creates
+    step.deletes += made.deletes
+    step.missing = made.missing
+
+
+def _expectations(step: Step) -> None:
+    """Creates and deletes go only while the cache has seen the last ones."""
+    if not step.snap.expectations_satisfied:
+        return
+    step.out.creates, step.out.deletes = step.creates, step.deletes
+    if step.deletes:
+        message = f"deleting {len(step.deletes)} object(s) of removed gangs"
+        step.out.events.append(Event("Normal", "ScalingDown", message))
+
+
+def _status_phase(step: Step) -> None:
+    """The failure policy's marks, the status and its conditions."""
+    _status(
+        step.snap, step.setup, step.members.by_gang, step.gangs, step.rolls, step.missing, step.out
+    )
+
+
+#: The phases of a plan, in order: a feature that adds to the plan is one line here.
+PHASES: tuple[Phase, ...] = (
+    _gang_scheduling,
+    _cliques,
+    _subdomains,
+    _scaling,
+    _restarts_and_rolls,
+    _claims,
+    _expectations,
+    _status_phase,
+)
 
 
 def _setup(snap: CliqueSetSnapshot) -> Setup | str:
