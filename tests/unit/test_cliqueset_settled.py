@@ -188,13 +188,15 @@ async def test_a_deleted_set_forgets_what_it_saw() -> None:
     state = ctl.states[cqs.metadata.uid]
     assert state.settled is not None and state.hashes is not None
     assert state.judgement is not None
+    ctl.cliquesets.store.remove(KEY)
     ctl._on_cliqueset("DELETED", cqs, cqs)
+    await ctl.reconcile(KEY)
     assert cqs.metadata.uid not in ctl.states
 
 
 async def test_a_deleted_set_leaves_no_state_behind() -> None:
     """Whatever a set left in the controller (its record, expectations, a held status, a
-    refused write) is gone with its DELETED event."""
+    refused write) is gone once a reconcile finds it gone (`forget`)."""
     ctl, cqs = controller()
     uid = cqs.metadata.uid
     stale = relabelled(cqs)
@@ -209,8 +211,10 @@ async def test_a_deleted_set_leaves_no_state_behind() -> None:
     assert ctl.states[uid].children == 1 and KEY in ctl.held
     assert not ctl.expectations.satisfied(uid)
 
+    ctl.cliquesets.store.remove(KEY)
     ctl._on_cliqueset("DELETED", cqs, cqs)
-    assert ctl.states == {}
+    await ctl.reconcile(KEY)
+    assert ctl.states == {} and ctl.uids == {}
     assert ctl.expectations.satisfied(uid)
     assert ctl.failures.current(KEY, cqs.metadata.generation) is None
     assert KEY not in ctl.held

@@ -214,7 +214,7 @@ class Settled:
 @dataclasses.dataclass(slots=True)
 class SetState:
     """What the controller keeps of one CliqueSet between its plans, by UID: made by
-    `CliqueSetController._state` and dropped by `CliqueSetController._forget`, nowhere
+    `CliqueSetController._state` and dropped by `CliqueSetController.forget`, nowhere
     else, so nothing of a deleted set is left behind."""
 
     #: store changes of its children seen so far
@@ -313,6 +313,8 @@ class CliqueSetController:
         )
         #: CliqueSet UID -> what is kept of it between plans (while it is known)
         self.states: dict[str, SetState] = {}
+        #: CliqueSet key -> the UID of its record in `states` (what `forget` drops by key)
+        self.uids: dict[str, str] = {}
         self.runner = PlanRunner(
             NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
         )
@@ -342,9 +344,7 @@ class CliqueSetController:
         meta = new.metadata
         if not self.owns(meta.namespace, meta.name):
             return
-        if kind == "DELETED":
-            self._forget(new)
-        elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
+        if kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
             return
@@ -402,17 +402,28 @@ class CliqueSetController:
     # -- what is kept of a CliqueSet --------------------------------------------------------
 
     def _state(self, cqs: CliqueSet) -> SetState:
-        """What is kept of `cqs` between plans (made here, the first time it is asked)."""
-        state = self.states.get(cqs.metadata.uid)
+        """What is kept of `cqs` between plans (made here, the first time it is asked; what
+        a set of the same name before it left is forgotten then)."""
+        uid = cqs.metadata.uid
+        state = self.states.get(uid)
         if state is None:
-            state = self.states[cqs.metadata.uid] = SetState()
+            key = key_of(cqs)
+            if self.uids.get(key, uid) != uid:
+                self.forget(key)
+            state = self.states[uid] = SetState()
+            self.uids[key] = uid
         return state
 
-    def _forget(self, cqs: CliqueSet) -> None:
-        """`cqs` is gone or going: nothing of it is kept any more."""
-        key = key_of(cqs)
-        self.states.pop(cqs.metadata.uid, None)
-        self.expectations.forget(cqs.metadata.uid)
+    def forget(self, key: str) -> None:
+        """The CliqueSet `key` is gone (or going, or another of its name took its place):
+        drop everything kept of it, its record, expectations, held status and refused
+        write. The one place that cleans up after a set, called by `reconcile` when it
+        finds it gone; a new container of per-set state is dropped here too
+        (tests/unit/test_controller_forget.py finds any that is not)."""
+        uid = self.uids.pop(key, None)
+        if uid is not None:
+            self.states.pop(uid, None)
+            self.expectations.forget(uid)
         self.held.forget(key)
         self.failures.clear(key)
 
@@ -570,8 +581,7 @@ class CliqueSetController:
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
-            if cqs is not None:
-                self._forget(cqs)
+            self.forget(key)
             return Result()
         uid = cqs.metadata.uid
         state = self._state(cqs)
