@@ -29,7 +29,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.features import kueue
 from cliques.kube import store
@@ -89,6 +89,7 @@ class CliqueController:
             wiring.hasher,
             owns=wiring.owns,
             status_hold=wiring.status_hold,
+            clock=wiring.clock,
             gate_image=wiring.gate_image,
         )
 
@@ -104,7 +105,10 @@ class CliqueController:
         pod_debounce: float = 0.25,
         status_hold: float = 0.0,
         gate_image: str = "",
+        clock: Clock = format_now,
     ) -> None:
+        #: the current time, for the planners' snapshots (`Wiring.clock`)
+        self.clock = clock
         self.gate_image = gate_image
         self.pod_debounce = pod_debounce
         self.queue = WorkQueue(NAME, group=self.fair_group)
@@ -236,7 +240,7 @@ class CliqueController:
             expectations_satisfied=self.expectations.satisfied(uid),
             template_hash=desired,
             algorithm=self.hasher.algorithm,
-            now=format_now(),
+            now=self.clock(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
         )

@@ -48,7 +48,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
@@ -258,6 +258,7 @@ class CliqueSetController:
             scaling_groups=informers.get("scaling_groups"),
             hpas=informers.get("hpas"),
             status_hold=wiring.status_hold,
+            clock=wiring.clock,
         )
 
     def __init__(
@@ -282,7 +283,10 @@ class CliqueSetController:
         scaling_groups: Informer[CliqueScalingGroup] | None = None,
         hpas: Informer[HorizontalPodAutoscaler] | None = None,
         status_hold: float = 0.0,
+        clock: Clock = format_now,
     ) -> None:
+        #: the current time, for the planner's snapshots (`Wiring.clock`)
+        self.clock = clock
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI()
         self.workloads = workloads
@@ -512,7 +516,7 @@ class CliqueSetController:
             rehashes=self._rehashes(cqs, cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
-            now=format_now(),
+            now=self.clock(),
             previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
