@@ -13,8 +13,8 @@ own code) and gives them:
   reconcile's `requeue_after` is honoured on the simulated clock; a failed reconcile is
   retried with the work queue's exponential backoff (5 ms doubling; under a second it is
   the next round);
-- an API client (`SimClient`) that is the simulated API server, with the controller's
-  name as the actor of every write;
+- an API client (`SimClient`, a `kube.protocol.Client` like the real one) that is the
+  simulated API server, with the controller's name as the actor of every write;
 - an executor (`SimExecutor`, the production one) that first tells the cluster the reason
   of each delete and patch for the history;
 - the simulated clock: the controllers are built by their own `wired` from a `Wiring`
@@ -171,7 +171,8 @@ class SimQueue:
 
 
 class SimClient:
-    """The API client of one controller: the simulated API server, as `actor`."""
+    """The API client of one controller: the simulated API server, as `actor`. A
+    `kube.protocol.Client`, as the executor takes it (mypy checks tests/sim)."""
 
     def __init__(self, cluster: Cluster, actor: str) -> None:
         self.cluster = cluster
@@ -282,9 +283,7 @@ class SimExecutor(Executor):
         recorder: SimRecorder,
         written: Callable[[Resource, bytes], None],
     ) -> None:
-        super().__init__(
-            cast(Any, client), expectations, cast(Any, recorder), parallelism=32, written=written
-        )
+        super().__init__(client, expectations, cast(Any, recorder), parallelism=32, written=written)
         self.cluster = cluster
 
     async def execute(self, plan: Plan, ref: ObjectRef) -> None:

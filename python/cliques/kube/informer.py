@@ -27,8 +27,9 @@ import msgspec
 
 from cliques import metrics
 from cliques.kube import errors, rawjson
-from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
+from cliques.kube.client import WATCH_READ_TIMEOUT
 from cliques.kube.objects import KubeObject, key_of
+from cliques.kube.protocol import ListWatch
 from cliques.kube.resources import Resource
 from cliques.kube.store import IndexFunc, Store
 from cliques.kube.stretches import Stretch
@@ -140,7 +141,7 @@ _RETRIED: tuple[type[Exception], ...] = (*errors.API_FAILURES, msgspec.DecodeErr
 class Informer(Generic[T]):
     def __init__(
         self,
-        client: KubeClient,
+        client: ListWatch,
         resource: Resource,
         type_: type[T],
         *,
