@@ -19,7 +19,7 @@ from cliques.controllers.base.failures import Failure
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import status as cliqueset_status
-from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer
@@ -74,7 +74,7 @@ def controller(replicas: int = 2, *, hold: float = 10.0) -> tuple[Counted, Cliqu
     exp = Expectations("cliqueset")
     executor = Recording(client, exp, None)
     executor.statuses = []
-    ctl = Counted(sets, cliques, svcs, executor, exp, Hasher(), status_hold=hold)
+    ctl = Counted(SetInformers(sets, cliques, svcs), executor, exp, Hasher(), status_hold=hold)
     cqs = cliqueset(replicas=replicas)
     want = ctl._hashes(cqs)[0]["leader"]
     for c in gangs(replicas, hash_=want):

@@ -20,7 +20,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.failures import Failure
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.clique.controller import CliqueController, gang_key
-from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
 from cliques.kube import store
 from cliques.kube.events import EventRecorder, ObjectRef
 from cliques.kube.expectations import Expectations
@@ -107,9 +107,8 @@ def set_controller() -> CliqueSetController:
     cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=by_controller)
     svcs: Informer[Service] = Informer(client, SERVICES, Service, indexers=by_controller)
     exp = Expectations("cliqueset")
-    return CliqueSetController(
-        sets, cliques, svcs, Quiet(client, exp, None), exp, Hasher(), status_hold=10.0
-    )
+    informers = SetInformers(sets, cliques, svcs)
+    return CliqueSetController(informers, Quiet(client, exp, None), exp, Hasher(), status_hold=10.0)
 
 
 async def _kept(ctl: CliqueSetController, cqs: CliqueSet) -> None:

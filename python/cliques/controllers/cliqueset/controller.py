@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cliques.api import labels
@@ -231,6 +231,49 @@ class SetState:
     judgement: cliqueset_rollout.Judgement | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetInformers:
+    """The informers of the controller's `WATCHES`: the CliqueSets, their Cliques and
+    Services, and those of the kinds a cluster may not serve (None, or no claim informers,
+    where it does not)."""
+
+    cliquesets: Informer[CliqueSet]
+    cliques: Informer[Clique]
+    services: Informer[Service]
+    workloads: Informer[Workload] | None = None
+    pod_groups: Informer[PodGroup] | None = None
+    #: the CompositePodGroups, where the server serves them (`gang_trees`)
+    composite_groups: Informer[CompositePodGroup] | None = None
+    #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
+    claim_objects: tuple[Informer[ClaimObject], ...] = ()
+    #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
+    #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
+    kueue_workloads: Informer[KueueWorkload] | None = None
+    local_queues: Informer[LocalQueue] | None = None
+    #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
+    scaling_groups: Informer[CliqueScalingGroup] | None = None
+    hpas: Informer[HorizontalPodAutoscaler] | None = None
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> SetInformers:
+        """From the informers of `WATCHES` by name (one the cluster does not serve is
+        missing)."""
+        claim_kinds = ("resource_claims", "resource_claim_templates")
+        return cls(
+            informers["cliquesets"],
+            informers["cliques"],
+            informers["services"],
+            workloads=informers.get("workloads"),
+            pod_groups=informers.get("pod_groups"),
+            composite_groups=informers.get("composite_groups"),
+            claim_objects=tuple(informers[k] for k in claim_kinds if k in informers),
+            kueue_workloads=informers.get("kueue_workloads"),
+            local_queues=informers.get("local_queues"),
+            scaling_groups=informers.get("scaling_groups"),
+            hpas=informers.get("hpas"),
+        )
+
+
 class CliqueSetController:
     NAME: ClassVar[str] = NAME
     WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
@@ -239,33 +282,20 @@ class CliqueSetController:
     def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueSetController:
         """The controller on the informers of its `WATCHES` (by name; one the cluster does
         not serve is missing) and what the process hands every controller."""
-        claim_kinds = ("resource_claims", "resource_claim_templates")
         return cls(
-            informers["cliquesets"],
-            informers["cliques"],
-            informers["services"],
+            SetInformers.of(informers),
             wiring.executor,
             wiring.expectations,
             wiring.hasher,
             owns=wiring.owns,
             gang_api=wiring.gang_api,
-            workloads=informers.get("workloads"),
-            pod_groups=informers.get("pod_groups"),
-            composite_groups=informers.get("composite_groups"),
-            claim_objects=[informers[k] for k in claim_kinds if k in informers],
-            kueue_workloads=informers.get("kueue_workloads"),
-            local_queues=informers.get("local_queues"),
-            scaling_groups=informers.get("scaling_groups"),
-            hpas=informers.get("hpas"),
             status_hold=wiring.status_hold,
             clock=wiring.clock,
         )
 
     def __init__(
         self,
-        cliquesets: Informer[CliqueSet],
-        cliques: Informer[Clique],
-        services: Informer[Service],
+        informers: SetInformers,
         executor: Executor,
         expectations: Expectations,
         hasher: Hasher,
@@ -274,14 +304,6 @@ class CliqueSetController:
         child_debounce: float = 0.5,
         max_child_debounce: float = 1.0,
         gang_api: gangapi.GangAPI | None = None,
-        workloads: Informer[Workload] | None = None,
-        pod_groups: Informer[PodGroup] | None = None,
-        composite_groups: Informer[CompositePodGroup] | None = None,
-        claim_objects: Sequence[Informer[ClaimObject]] = (),
-        kueue_workloads: Informer[KueueWorkload] | None = None,
-        local_queues: Informer[LocalQueue] | None = None,
-        scaling_groups: Informer[CliqueScalingGroup] | None = None,
-        hpas: Informer[HorizontalPodAutoscaler] | None = None,
         status_hold: float = 0.0,
         clock: Clock = format_now,
     ) -> None:
@@ -289,24 +311,19 @@ class CliqueSetController:
         self.clock = clock
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI()
-        self.workloads = workloads
-        self.pod_groups = pod_groups
-        #: the CompositePodGroups, where the server serves them (`gang_trees`)
-        self.composite_groups = composite_groups
-        #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
-        self.claim_objects = tuple(claim_objects)
-        #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
-        #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
-        self.kueue_workloads = kueue_workloads
-        self.local_queues = local_queues
-        #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
-        self.scaling_groups = scaling_groups
-        self.hpas = hpas
+        self.workloads = informers.workloads
+        self.pod_groups = informers.pod_groups
+        self.composite_groups = informers.composite_groups
+        self.claim_objects = informers.claim_objects
+        self.kueue_workloads = informers.kueue_workloads
+        self.local_queues = informers.local_queues
+        self.scaling_groups = informers.scaling_groups
+        self.hpas = informers.hpas
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
-        self.cliquesets = cliquesets
-        self.cliques = cliques
-        self.services = services
+        self.cliquesets = cliquesets = informers.cliquesets
+        self.cliques = cliques = informers.cliques
+        self.services = services = informers.services
         self.expectations = expectations
         self.hasher = hasher
         self.owns = owns
@@ -328,19 +345,19 @@ class CliqueSetController:
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
         owned = (
-            workloads,
-            pod_groups,
-            composite_groups,
-            *self.claim_objects,
-            kueue_workloads,
-            scaling_groups,
-            hpas,
+            informers.workloads,
+            informers.pod_groups,
+            informers.composite_groups,
+            *informers.claim_objects,
+            informers.kueue_workloads,
+            informers.scaling_groups,
+            informers.hpas,
         )
         for informer in owned:
             if informer is not None:
                 informer.add_handler(self._on_child)
-        if local_queues is not None:
-            local_queues.add_handler(self._on_local_queue)
+        if informers.local_queues is not None:
+            informers.local_queues.add_handler(self._on_local_queue)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
