@@ -23,7 +23,7 @@ from prometheus_client import REGISTRY
 
 from cliques.api.meta import ObjectMeta
 from cliques.kube.client import KubeClient
-from cliques.kube.informer import Informer
+from cliques.kube.informer import Informer, Pacing
 from cliques.kube.resources import Resource
 
 pytestmark = pytest.mark.cluster
@@ -172,7 +172,7 @@ async def test_paginated_list_fills_the_store_with_exactly_the_selected_objects(
         ConfigMap,
         namespace=namespace,
         label_selector=SELECTOR,
-        page_size=PAGE_SIZE,
+        pacing=Pacing(page_size=PAGE_SIZE),
     )
     recorder = Recorder()
     informer.add_handler(recorder)
@@ -287,7 +287,7 @@ async def test_410_gone_relists_and_delivers_only_the_differences(
     ns = namespace
     await create_many(client, ns, [configmap(f"cm-{i:02d}", v="1") for i in range(50)])
     informer = Informer(
-        client, CONFIGMAPS, ConfigMap, namespace=ns, label_selector=SELECTOR, page_size=20
+        client, CONFIGMAPS, ConfigMap, namespace=ns, label_selector=SELECTOR, pacing=Pacing(20)
     )
     recorder = Recorder()
     informer.add_handler(recorder)

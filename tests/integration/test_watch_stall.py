@@ -16,7 +16,7 @@ import yaml
 
 from cliques.api.meta import ObjectMeta
 from cliques.kube.client import KubeClient
-from cliques.kube.informer import Informer
+from cliques.kube.informer import Informer, Pacing
 from cliques.kube.resources import Resource
 
 pytestmark = pytest.mark.cluster
@@ -102,7 +102,11 @@ async def test_a_watch_that_stops_receiving_bytes_is_restarted(
     direct = await KubeClient.connect(kubeconfig)
     client = await KubeClient.connect(str(proxied))
     informer: Informer[ConfigMap] = Informer(
-        client, CONFIGMAPS, ConfigMap, namespace=namespace, watch_read_timeout=READ_DEADLINE
+        client,
+        CONFIGMAPS,
+        ConfigMap,
+        namespace=namespace,
+        pacing=Pacing(watch_read_timeout=READ_DEADLINE),
     )
     task = asyncio.create_task(informer.run())
     try:

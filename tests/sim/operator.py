@@ -13,12 +13,12 @@ own code) and gives them:
   reconcile's `requeue_after` is honoured on the simulated clock; a failed reconcile is
   retried with the work queue's exponential backoff (5 ms doubling; under a second it is
   the next round);
-- an API client (`SimClient`) that is the simulated API server, with the controller's
-  name as the actor of every write;
+- an API client (`SimClient`, a `kube.protocol.Client` like the real one) that is the
+  simulated API server, with the controller's name as the actor of every write;
 - an executor (`SimExecutor`, the production one) that first tells the cluster the reason
   of each delete and patch for the history;
-- the simulated clock: `format_now` in the controller modules returns the simulated time
-  (patched while `simulated_clock` is entered), and the expectations use it too.
+- the simulated clock: the controllers are built by their own `wired` from a `Wiring`
+  whose `clock` is the cluster's (`Cluster.stamp`), and the expectations count on it too.
 
 At each instant `settle` runs rounds: deliver the watch events (the handlers enqueue
 keys), reconcile every queued CliqueSet then every queued Clique (or, with `shuffle`, all
@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 import msgspec
 
-from cliques.api import meta as api_meta
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
@@ -49,6 +46,7 @@ from cliques.api.workload import Workload
 from cliques.controllers.base.actions import Plan
 from cliques.controllers.base.executor import ExecutionError, Executor
 from cliques.controllers.base.revision import Hasher
+from cliques.controllers.base.wiring import Wiring
 from cliques.controllers.clique import controller as clique_controller
 from cliques.controllers.clique.controller import CliqueController
 from cliques.controllers.cliqueset import controller as cliqueset_controller
@@ -71,32 +69,12 @@ MAX_ROUNDS = 40
 
 
 class SimulatorError(Exception):
-    """The simulation itself is wrong (not the operator): e.g. a planner got the wall clock."""
+    """The simulation itself is wrong (not the operator): e.g. a status stamped with the wall
+    clock."""
 
 
 class OperatorError(Exception):
     """A reconcile raised something no API failure explains (a planner crashed)."""
-
-
-@contextmanager
-def simulated_clock(cluster: Cluster) -> Iterator[None]:
-    """`format_now` of every loaded `cliques` module returns the cluster's time."""
-    original = api_meta.format_now
-    patched: list[Any] = []
-    for name, module in list(sys.modules.items()):
-        if name.startswith("cliques.") and getattr(module, "format_now", None) is original:
-            patched.append(module)
-    if not any(m is clique_controller for m in patched) or not any(
-        m is cliqueset_controller for m in patched
-    ):
-        raise SimulatorError("the controllers no longer take the time from meta.format_now")
-    for module in patched:
-        module.format_now = cluster.stamp
-    try:
-        yield
-    finally:
-        for module in patched:
-            module.format_now = original
 
 
 class SimInformer(Generic[T]):
@@ -193,7 +171,8 @@ class SimQueue:
 
 
 class SimClient:
-    """The API client of one controller: the simulated API server, as `actor`."""
+    """The API client of one controller: the simulated API server, as `actor`. A
+    `kube.protocol.Client`, as the executor takes it (mypy checks tests/sim)."""
 
     def __init__(self, cluster: Cluster, actor: str) -> None:
         self.cluster = cluster
@@ -304,9 +283,7 @@ class SimExecutor(Executor):
         recorder: SimRecorder,
         written: Callable[[Resource, bytes], None],
     ) -> None:
-        super().__init__(
-            cast(Any, client), expectations, cast(Any, recorder), parallelism=32, written=written
-        )
+        super().__init__(client, expectations, cast(Any, recorder), parallelism=32, written=written)
         self.cluster = cluster
 
     async def execute(self, plan: Plan, ref: ObjectRef) -> None:
@@ -369,26 +346,29 @@ class SimOperator:
 
         recorder = SimRecorder(cluster)
         hasher = Hasher()
-        self.cqs = CliqueSetController(
-            cast(Any, inf["CliqueSet"]),
-            cast(Any, inf["Clique"]),
-            cast(Any, inf["Service"]),
-            SimExecutor(cluster, SimClient(cluster, "op:set"), self.cqs_exp, recorder, written),
-            self.cqs_exp,
-            hasher,
-            gang_api=GangAPI("v1alpha1" if workload_api else ""),
-            workloads=cast(Any, inf.get("Workload")),
-            status_hold=0.0,
-        )
-        self.cq = CliqueController(
-            cast(Any, inf["Clique"]),
-            cast(Any, inf["Pod"]),
-            SimExecutor(cluster, SimClient(cluster, "op:clique"), self.cq_exp, recorder, written),
-            self.cq_exp,
-            hasher,
-            status_hold=0.0,
-            gate_image=start_gate.default_image(),
-        )
+
+        def wiring(actor: str, expectations: Expectations) -> Wiring:
+            client = SimClient(cluster, actor)
+            return Wiring(
+                SimExecutor(cluster, client, expectations, recorder, written),
+                expectations,
+                hasher,
+                owns=lambda ns, name: True,
+                gang_api=GangAPI("v1alpha1" if workload_api else ""),
+                status_hold=0.0,
+                gate_image=start_gate.default_image(),
+                clock=cluster.stamp,
+            )
+
+        by_name = {
+            "cliquesets": inf["CliqueSet"],
+            "cliques": inf["Clique"],
+            "services": inf["Service"],
+            "pods": inf["Pod"],
+            **({"workloads": inf["Workload"]} if workload_api else {}),
+        }
+        self.cqs = CliqueSetController.wired(by_name, wiring("op:set", self.cqs_exp))
+        self.cq = CliqueController.wired(by_name, wiring("op:clique", self.cq_exp))
         self.queues = {"CliqueSet": SimQueue(), "Clique": SimQueue()}
         self.cqs.queue = cast(Any, self.queues["CliqueSet"])
         self.cq.queue = cast(Any, self.queues["Clique"])

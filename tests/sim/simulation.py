@@ -24,7 +24,7 @@ from typing import Any
 from cliques.api import labels
 from tests.sim.cluster import Cluster, History, condition, meta, pod_ready
 from tests.sim.invariants import Checker, Finding, InvariantViolation
-from tests.sim.operator import SimOperator, simulated_clock
+from tests.sim.operator import SimOperator
 from tests.sim.scenarios import Event, Scenario, cliqueset_body
 
 #: History entries shown with a violation.
@@ -81,18 +81,17 @@ class Simulation:
         return self.outcome
 
     async def _run(self, until: int) -> None:
-        with simulated_clock(self.cluster):
-            if not self._started:
-                self._started = True
-                self.cluster.create("user", "CliqueSet", cliqueset_body(self.scenario))
-                self.operator = self._new_operator()
-                await self._step()
-            while True:
-                nxt = self._next_instant()
-                if nxt is None or nxt > until:
-                    break
-                self.cluster.now = nxt
-                await self._step()
+        if not self._started:
+            self._started = True
+            self.cluster.create("user", "CliqueSet", cliqueset_body(self.scenario))
+            self.operator = self._new_operator()
+            await self._step()
+        while True:
+            nxt = self._next_instant()
+            if nxt is None or nxt > until:
+                break
+            self.cluster.now = nxt
+            await self._step()
         self._finish()
 
     def _new_operator(self) -> SimOperator:

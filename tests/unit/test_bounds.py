@@ -24,7 +24,7 @@ from cliques.controllers.base.revision import Hasher
 from cliques.controllers.clique import bodies as pod_bodies
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.cliqueset import bodies as set_bodies
-from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
 from cliques.controllers.features import placement
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
@@ -276,7 +276,8 @@ def controller() -> CliqueSetController:
     cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=by_controller)
     svcs: Informer[Service] = Informer(client, SERVICES, Service, indexers=by_controller)
     exp = Expectations("cliqueset")
-    return CliqueSetController(sets, cliques, svcs, Executor(client, exp, None), exp, Hasher())
+    informers = SetInformers(sets, cliques, svcs)
+    return CliqueSetController(informers, Executor(client, exp, None), exp, Hasher())
 
 
 def test_too_many_template_bytes_is_an_invalid_spec_that_creates_nothing() -> None:

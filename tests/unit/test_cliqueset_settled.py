@@ -20,7 +20,7 @@ from cliques.controllers.base.failures import Failure
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import status as cliqueset_status
-from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
 from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer
@@ -75,7 +75,7 @@ def controller(replicas: int = 2, *, hold: float = 10.0) -> tuple[Counted, Cliqu
     exp = Expectations("cliqueset")
     executor = Recording(client, exp, None)
     executor.statuses = []
-    ctl = Counted(sets, cliques, svcs, executor, exp, Hasher(), status_hold=hold)
+    ctl = Counted(SetInformers(sets, cliques, svcs), executor, exp, Hasher(), status_hold=hold)
     cqs = cliqueset(replicas=replicas)
     want = ctl._hashes(cqs)[0]["leader"]
     for c in gangs(replicas, hash_=want):
@@ -189,13 +189,15 @@ async def test_a_deleted_set_forgets_what_it_saw() -> None:
     state = ctl.states[cqs.metadata.uid]
     assert state.settled is not None and state.hashes is not None
     assert state.judgement is not None
+    ctl.cliquesets.store.remove(KEY)
     ctl._on_cliqueset("DELETED", cqs, cqs)
+    await ctl.reconcile(KEY)
     assert cqs.metadata.uid not in ctl.states
 
 
 async def test_a_deleted_set_leaves_no_state_behind() -> None:
     """Whatever a set left in the controller (its record, expectations, a held status, a
-    refused write) is gone with its DELETED event."""
+    refused write) is gone once a reconcile finds it gone (`forget`)."""
     ctl, cqs = controller()
     uid = cqs.metadata.uid
     stale = relabelled(cqs)
@@ -210,8 +212,10 @@ async def test_a_deleted_set_leaves_no_state_behind() -> None:
     assert ctl.states[uid].children == 1 and KEY in ctl.held
     assert not ctl.expectations.satisfied(uid)
 
+    ctl.cliquesets.store.remove(KEY)
     ctl._on_cliqueset("DELETED", cqs, cqs)
-    assert ctl.states == {}
+    await ctl.reconcile(KEY)
+    assert ctl.states == {} and ctl.uids == {}
     assert ctl.expectations.satisfied(uid)
     assert ctl.failures.current(KEY, cqs.metadata.generation) is None
     assert KEY not in ctl.held

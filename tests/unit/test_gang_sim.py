@@ -30,7 +30,6 @@ from tests.sim import invariants
 from tests.sim import scenarios as sc
 from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of
 from tests.sim.invariants import InvariantViolation
-from tests.sim.operator import simulated_clock
 from tests.sim.simulation import Simulation, run_scenario
 
 # ---- the simulated API server ---------------------------------------------------------------
@@ -186,12 +185,11 @@ def test_statuses_are_written_as_the_planners_compute_them() -> None:
     sim.run()
     op = sim.operator
     assert op is not None
-    with simulated_clock(sim.cluster):
-        for clique in op.cq.cliques.store.objects():
-            assert clique_planner.plan(op.cq.snapshot(clique)).status is None
-        cqs = op.cqs.cliquesets.store.get("ns/llama")
-        assert cqs is not None and cqs.status is not None
-        assert cliqueset_planner.plan(op.cqs.snapshot(cqs)).status is None
+    for clique in op.cq.cliques.store.objects():
+        assert clique_planner.plan(op.cq.snapshot(clique)).status is None
+    cqs = op.cqs.cliquesets.store.get("ns/llama")
+    assert cqs is not None and cqs.status is not None
+    assert cliqueset_planner.plan(op.cqs.snapshot(cqs)).status is None
     stored = sim.cluster.get("Clique", "llama-0-worker")
     assert stored is not None and stored["status"]["observedGeneration"] >= 1
 

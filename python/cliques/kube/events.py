@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from cliques.kube import errors
-from cliques.kube.client import KubeClient
+from cliques.kube.protocol import Client
 from cliques.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class ObjectRef:
 class EventRecorder:
     def __init__(
         self,
-        client: KubeClient,
+        client: Client,
         component: str = "cliques-operator",
         *,
         max_queue: int = 1000,

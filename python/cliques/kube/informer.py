@@ -7,7 +7,8 @@ means the version is too old: it relists and delivers the difference as events, 
 missed and nothing is duplicated. Errors back off exponentially. Handlers are plain
 functions called on the event loop with (event, old, new); they only enqueue keys.
 
-`WatchFaults` lets tests make the cache stale on purpose (delay or drop events).
+`Pacing` sizes its list pages and bounds its watches; `WatchFaults` lets tests make the
+cache stale on purpose (delay or drop events).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import msgspec
 
 from cliques import metrics
 from cliques.kube import errors, rawjson
-from cliques.kube.client import WATCH_READ_TIMEOUT, KubeClient
+from cliques.kube.client import WATCH_READ_TIMEOUT
 from cliques.kube.objects import KubeObject, key_of
+from cliques.kube.protocol import ListWatch
 from cliques.kube.resources import Resource
 from cliques.kube.store import IndexFunc, Store
 from cliques.kube.stretches import Stretch
@@ -86,6 +88,18 @@ Handler = Callable[[EventKind, Any, Any], None]
 
 
 @dataclass(frozen=True)
+class Pacing:
+    """The sizes and timeouts of an informer's requests: lists in pages of `page_size`
+    objects; watches the server ends after `watch_timeout` seconds (each drawn anew up to
+    twice that); a watch that sends nothing for `watch_read_timeout` seconds is given up
+    and started again."""
+
+    page_size: int = 500
+    watch_timeout: int = 300
+    watch_read_timeout: float = WATCH_READ_TIMEOUT
+
+
+@dataclass(frozen=True)
 class WatchFaults:
     """Test-only: make the cache stale. Events are held `delay` seconds, or 1 in
     `drop_every` is lost (until the next relist)."""
@@ -140,16 +154,14 @@ _RETRIED: tuple[type[Exception], ...] = (*errors.API_FAILURES, msgspec.DecodeErr
 class Informer(Generic[T]):
     def __init__(
         self,
-        client: KubeClient,
+        client: ListWatch,
         resource: Resource,
         type_: type[T],
         *,
         namespace: str | None = None,
         label_selector: str = "",
         indexers: dict[str, IndexFunc[T]] | None = None,
-        page_size: int = 500,
-        watch_timeout: int = 300,
-        watch_read_timeout: float = WATCH_READ_TIMEOUT,
+        pacing: Pacing | None = None,
         resync_period: float = 0.0,
         faults: WatchFaults | None = None,
         transform: Callable[[T], T] | None = None,
@@ -167,9 +179,10 @@ class Informer(Generic[T]):
         self._dropped = False
         self.label_selector = label_selector
         self.store: Store[T] = Store(indexers)
-        self.page_size = page_size
-        self.watch_timeout = watch_timeout
-        self.watch_read_timeout = watch_read_timeout
+        pacing = pacing or Pacing()
+        self.page_size = pacing.page_size
+        self.watch_timeout = pacing.watch_timeout
+        self.watch_read_timeout = pacing.watch_read_timeout
         self.resync_period = resync_period
         self.faults = faults or WatchFaults()
         self.synced = asyncio.Event()

@@ -40,9 +40,9 @@ from cliques.api import labels
 from cliques.api.meta import ObjectMeta
 from cliques.controllers.base.actions import Create, Delete, Patch, Plan
 from cliques.kube import errors
-from cliques.kube.client import KubeClient
 from cliques.kube.events import EventRecorder, ObjectRef
 from cliques.kube.expectations import Expectations
+from cliques.kube.protocol import Client
 from cliques.kube.resources import CLIQUES, CLIQUESETS, Resource
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class ExecutionError(errors.ReconcileFailure):
 class Executor:
     def __init__(
         self,
-        client: KubeClient,
+        client: Client,
         expectations: Expectations,
         recorder: EventRecorder | None,
         *,

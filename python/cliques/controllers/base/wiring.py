@@ -5,6 +5,8 @@ runner), its `WATCHES` (`kube.watches.Watch`: the informers it needs, their reso
 selection and indexes) and builds itself with `wired` from the informers of its watches,
 by name (a watch the cluster does not serve is left out), and the process's `Wiring`.
 Its fairness group is its work queue's (`WorkQueue.group`), set where it is defined.
+The time a controller stamps (the `now` of its planners' snapshots) is the `Wiring`'s
+`clock`: the wall clock in a process, the simulated one in the gang simulator (tests/sim).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from cliques.api.meta import format_now
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.revision import Hasher
 from cliques.kube.expectations import Expectations
@@ -20,6 +23,9 @@ from cliques.kube.gangapi import GangAPI
 from cliques.kube.runner import Result
 from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
+
+#: The current time as a status stamps it (a `metav1.Time`, whole seconds).
+Clock = Callable[[], str]
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class Wiring:
     status_hold: float
     #: the image of the start gate's init container (`start_gate`)
     gate_image: str
+    #: the current time, for what the controllers stamp (their planners' `now`)
+    clock: Clock = format_now
 
 
 class Controller(Protocol):

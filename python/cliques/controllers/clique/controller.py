@@ -29,7 +29,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.features import kueue
 from cliques.kube import store
@@ -89,6 +89,7 @@ class CliqueController:
             wiring.hasher,
             owns=wiring.owns,
             status_hold=wiring.status_hold,
+            clock=wiring.clock,
             gate_image=wiring.gate_image,
         )
 
@@ -104,7 +105,10 @@ class CliqueController:
         pod_debounce: float = 0.25,
         status_hold: float = 0.0,
         gate_image: str = "",
+        clock: Clock = format_now,
     ) -> None:
+        #: the current time, for the planners' snapshots (`Wiring.clock`)
+        self.clock = clock
         self.gate_image = gate_image
         self.pod_debounce = pod_debounce
         self.queue = WorkQueue(NAME, group=self.fair_group)
@@ -128,8 +132,23 @@ class CliqueController:
         )
         #: Cliques whose pod writes the API server refuses (their ReplicaFailure condition)
         self.failures = self.runner.failures
+        #: Clique key -> the UID its reconciles last saw (the owner of its expectations)
+        self.uids: dict[str, str] = {}
         cliques.add_handler(self._on_clique)
         pods.add_handler(self._on_pod)
+
+    def forget(self, key: str) -> None:
+        """The Clique `key` is gone (or going, or another of its name took its place):
+        drop everything kept of it, its expectations, held status, refused write and
+        blocked mark. The one place that cleans up after a Clique, called by `reconcile`
+        when it finds it gone; a new container of per-Clique state is dropped here too
+        (tests/unit/test_controller_forget.py finds any that is not)."""
+        uid = self.uids.pop(key, None)
+        if uid is not None:
+            self.expectations.forget(uid)
+        self.held.forget(key)
+        self._blocked.discard(key)
+        self.failures.clear(key)
 
     def fair_group(self, key: str) -> tuple[str, str]:
         """The unit of fairness of a Clique's key (`WorkQueue.group`): its CliqueSet, in
@@ -146,11 +165,6 @@ class CliqueController:
     def _on_clique(self, kind: EventKind, old: Any, new: Clique) -> None:
         if not self._owned(new):
             return
-        if kind == "DELETED":
-            self.expectations.forget(new.metadata.uid)
-            self.held.forget(key_of(new))
-            self._blocked.discard(key_of(new))
-            self.failures.clear(key_of(new))
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
             # A status-only change is this controller's own write: nothing new to plan.
             self.queue.add(key_of(new))
@@ -226,7 +240,7 @@ class CliqueController:
             expectations_satisfied=self.expectations.satisfied(uid),
             template_hash=desired,
             algorithm=self.hasher.algorithm,
-            now=format_now(),
+            now=self.clock(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
         )
@@ -255,7 +269,12 @@ class CliqueController:
             return await self._release(key.removeprefix(RELEASE))
         clique = self.cliques.store.get(key)
         if clique is None or clique.metadata.deletion_timestamp is not None:
+            self.forget(key)
             return Result()
+        uid = clique.metadata.uid
+        if self.uids.setdefault(key, uid) != uid:
+            self.forget(key)  # deleted and made again since its last reconcile
+            self.uids[key] = uid
         snap = self.snapshot(clique)
         if snap.expectations_satisfied:
             self._blocked.discard(key)

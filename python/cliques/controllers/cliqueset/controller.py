@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cliques.api import labels
@@ -50,7 +50,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import Wiring
+from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
@@ -226,7 +226,7 @@ class Settled:
 @dataclasses.dataclass(slots=True)
 class SetState:
     """What the controller keeps of one CliqueSet between its plans, by UID: made by
-    `CliqueSetController._state` and dropped by `CliqueSetController._forget`, nowhere
+    `CliqueSetController._state` and dropped by `CliqueSetController.forget`, nowhere
     else, so nothing of a deleted set is left behind."""
 
     #: store changes of its children seen so far
@@ -243,6 +243,49 @@ class SetState:
     judgement: cliqueset_rollout.Judgement | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetInformers:
+    """The informers of the controller's `WATCHES`: the CliqueSets, their Cliques and
+    Services, and those of the kinds a cluster may not serve (None, or no claim informers,
+    where it does not)."""
+
+    cliquesets: Informer[CliqueSet]
+    cliques: Informer[Clique]
+    services: Informer[Service]
+    workloads: Informer[Workload] | None = None
+    pod_groups: Informer[PodGroup] | None = None
+    #: the CompositePodGroups, where the server serves them (`gang_trees`)
+    composite_groups: Informer[CompositePodGroup] | None = None
+    #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
+    claim_objects: tuple[Informer[ClaimObject], ...] = ()
+    #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
+    #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
+    kueue_workloads: Informer[KueueWorkload] | None = None
+    local_queues: Informer[LocalQueue] | None = None
+    #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
+    scaling_groups: Informer[CliqueScalingGroup] | None = None
+    hpas: Informer[HorizontalPodAutoscaler] | None = None
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> SetInformers:
+        """From the informers of `WATCHES` by name (one the cluster does not serve is
+        missing)."""
+        claim_kinds = ("resource_claims", "resource_claim_templates")
+        return cls(
+            informers["cliquesets"],
+            informers["cliques"],
+            informers["services"],
+            workloads=informers.get("workloads"),
+            pod_groups=informers.get("pod_groups"),
+            composite_groups=informers.get("composite_groups"),
+            claim_objects=tuple(informers[k] for k in claim_kinds if k in informers),
+            kueue_workloads=informers.get("kueue_workloads"),
+            local_queues=informers.get("local_queues"),
+            scaling_groups=informers.get("scaling_groups"),
+            hpas=informers.get("hpas"),
+        )
+
+
 class CliqueSetController:
     NAME: ClassVar[str] = NAME
     WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
@@ -251,32 +294,20 @@ class CliqueSetController:
     def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueSetController:
         """The controller on the informers of its `WATCHES` (by name; one the cluster does
         not serve is missing) and what the process hands every controller."""
-        claim_kinds = ("resource_claims", "resource_claim_templates")
         return cls(
-            informers["cliquesets"],
-            informers["cliques"],
-            informers["services"],
+            SetInformers.of(informers),
             wiring.executor,
             wiring.expectations,
             wiring.hasher,
             owns=wiring.owns,
             gang_api=wiring.gang_api,
-            workloads=informers.get("workloads"),
-            pod_groups=informers.get("pod_groups"),
-            composite_groups=informers.get("composite_groups"),
-            claim_objects=[informers[k] for k in claim_kinds if k in informers],
-            kueue_workloads=informers.get("kueue_workloads"),
-            local_queues=informers.get("local_queues"),
-            scaling_groups=informers.get("scaling_groups"),
-            hpas=informers.get("hpas"),
             status_hold=wiring.status_hold,
+            clock=wiring.clock,
         )
 
     def __init__(
         self,
-        cliquesets: Informer[CliqueSet],
-        cliques: Informer[Clique],
-        services: Informer[Service],
+        informers: SetInformers,
         executor: Executor,
         expectations: Expectations,
         hasher: Hasher,
@@ -285,38 +316,28 @@ class CliqueSetController:
         child_debounce: float = 0.5,
         max_child_debounce: float = 1.0,
         gang_api: gangapi.GangAPI | None = None,
-        workloads: Informer[Workload] | None = None,
-        pod_groups: Informer[PodGroup] | None = None,
-        composite_groups: Informer[CompositePodGroup] | None = None,
-        claim_objects: Sequence[Informer[ClaimObject]] = (),
-        kueue_workloads: Informer[KueueWorkload] | None = None,
-        local_queues: Informer[LocalQueue] | None = None,
-        scaling_groups: Informer[CliqueScalingGroup] | None = None,
-        hpas: Informer[HorizontalPodAutoscaler] | None = None,
         status_hold: float = 0.0,
+        clock: Clock = format_now,
     ) -> None:
+        #: the current time, for the planner's snapshots (`Wiring.clock`)
+        self.clock = clock
         #: what the cluster serves for gang scheduling (asked once per process)
         self.gang_api = gang_api or gangapi.GangAPI()
         #: the same, as the planners use it (`gang_apis`)
         self.gang = gang_apis.pick(self.gang_api)
-        self.workloads = workloads
-        self.pod_groups = pod_groups
-        #: the CompositePodGroups, where the server serves them (`gang_trees`)
-        self.composite_groups = composite_groups
-        #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
-        self.claim_objects = tuple(claim_objects)
-        #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
-        #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
-        self.kueue_workloads = kueue_workloads
-        self.local_queues = local_queues
-        #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
-        self.scaling_groups = scaling_groups
-        self.hpas = hpas
+        self.workloads = informers.workloads
+        self.pod_groups = informers.pod_groups
+        self.composite_groups = informers.composite_groups
+        self.claim_objects = informers.claim_objects
+        self.kueue_workloads = informers.kueue_workloads
+        self.local_queues = informers.local_queues
+        self.scaling_groups = informers.scaling_groups
+        self.hpas = informers.hpas
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
-        self.cliquesets = cliquesets
-        self.cliques = cliques
-        self.services = services
+        self.cliquesets = cliquesets = informers.cliquesets
+        self.cliques = cliques = informers.cliques
+        self.services = services = informers.services
         self.expectations = expectations
         self.hasher = hasher
         self.owns = owns
@@ -327,6 +348,8 @@ class CliqueSetController:
         )
         #: CliqueSet UID -> what is kept of it between plans (while it is known)
         self.states: dict[str, SetState] = {}
+        #: CliqueSet key -> the UID of its record in `states` (what `forget` drops by key)
+        self.uids: dict[str, str] = {}
         self.runner = PlanRunner(
             NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
         )
@@ -336,19 +359,19 @@ class CliqueSetController:
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
         owned = (
-            workloads,
-            pod_groups,
-            composite_groups,
-            *self.claim_objects,
-            kueue_workloads,
-            scaling_groups,
-            hpas,
+            informers.workloads,
+            informers.pod_groups,
+            informers.composite_groups,
+            *informers.claim_objects,
+            informers.kueue_workloads,
+            informers.scaling_groups,
+            informers.hpas,
         )
         for informer in owned:
             if informer is not None:
                 informer.add_handler(self._on_child)
-        if local_queues is not None:
-            local_queues.add_handler(self._on_local_queue)
+        if informers.local_queues is not None:
+            informers.local_queues.add_handler(self._on_local_queue)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -356,9 +379,7 @@ class CliqueSetController:
         meta = new.metadata
         if not self.owns(meta.namespace, meta.name):
             return
-        if kind == "DELETED":
-            self._forget(new)
-        elif kind == "MODIFIED" and old is not None and only_status_changed(old, new):
+        if kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
             return
@@ -416,17 +437,28 @@ class CliqueSetController:
     # -- what is kept of a CliqueSet --------------------------------------------------------
 
     def _state(self, cqs: CliqueSet) -> SetState:
-        """What is kept of `cqs` between plans (made here, the first time it is asked)."""
-        state = self.states.get(cqs.metadata.uid)
+        """What is kept of `cqs` between plans (made here, the first time it is asked; what
+        a set of the same name before it left is forgotten then)."""
+        uid = cqs.metadata.uid
+        state = self.states.get(uid)
         if state is None:
-            state = self.states[cqs.metadata.uid] = SetState()
+            key = key_of(cqs)
+            if self.uids.get(key, uid) != uid:
+                self.forget(key)
+            state = self.states[uid] = SetState()
+            self.uids[key] = uid
         return state
 
-    def _forget(self, cqs: CliqueSet) -> None:
-        """`cqs` is gone or going: nothing of it is kept any more."""
-        key = key_of(cqs)
-        self.states.pop(cqs.metadata.uid, None)
-        self.expectations.forget(cqs.metadata.uid)
+    def forget(self, key: str) -> None:
+        """The CliqueSet `key` is gone (or going, or another of its name took its place):
+        drop everything kept of it, its record, expectations, held status and refused
+        write. The one place that cleans up after a set, called by `reconcile` when it
+        finds it gone; a new container of per-set state is dropped here too
+        (tests/unit/test_controller_forget.py finds any that is not)."""
+        uid = self.uids.pop(key, None)
+        if uid is not None:
+            self.states.pop(uid, None)
+            self.expectations.forget(uid)
         self.held.forget(key)
         self.failures.clear(key)
 
@@ -501,7 +533,7 @@ class CliqueSetController:
             rehashes=self._rehashes(cqs, cliques, hashes) if not invalid else {},
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
-            now=format_now(),
+            now=self.clock(),
             previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
@@ -577,8 +609,7 @@ class CliqueSetController:
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
-            if cqs is not None:
-                self._forget(cqs)
+            self.forget(key)
             return Result()
         uid = cqs.metadata.uid
         state = self._state(cqs)
