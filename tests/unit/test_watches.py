@@ -81,8 +81,8 @@ def test_each_controller_gets_its_own_informers() -> None:
     cqs: Any = by_type[CliqueSetController]
     cq: Any = by_type[CliqueController]
     assert cqs.cliques is cq.cliques is informers["cliques"]
-    assert cqs.kueue_workloads is informers["kueue_workloads"]
-    assert [i.resource.plural for i in cqs.claim_objects] == [
+    assert cqs.features.kueue.workloads is informers["kueue_workloads"]
+    assert [i.resource.plural for i in cqs.features.claims.objects] == [
         "resourceclaims",
         "resourceclaimtemplates",
     ]

@@ -126,6 +126,7 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.clique.planner",
         "controllers.cliqueset.controller",
         "controllers.cliqueset.status",
+        "controllers.features.kueue",
         "controllers.features.placement",
     ),
 )

@@ -34,23 +34,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cliques.api import labels
-from cliques.api.claim import ClaimObject
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
-from cliques.api.kueue import KueueWorkload, LocalQueue
+from cliques.api.kueue import LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks
-from cliques.api.podgroup import CompositePodGroup, PodGroup
-from cliques.api.scalinggroup import CliqueScalingGroup
+from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
-from cliques.api.workload import Workload
 from cliques.controllers.base import bounds, failures
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import Clock, Wiring
+from cliques.controllers.base.wiring import BY_CONTROLLER, Clock, Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
@@ -72,14 +69,7 @@ from cliques.kube.objects import controller_uid, key_of
 from cliques.kube.resources import (
     CLIQUES,
     CLIQUESETS,
-    HPAS,
-    KUEUE_WORKLOADS,
-    LOCAL_QUEUES,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    SCALING_GROUPS,
     SERVICES,
-    Resource,
 )
 from cliques.kube.runner import Result
 from cliques.kube.watches import Watch
@@ -112,36 +102,6 @@ WAITING_FACTOR = 100.0
 WAITING_MAX = 10.0
 
 
-def _workloads(api: gangapi.GangAPI) -> Resource | None:
-    return api.workload_resource if api.served else None
-
-
-def _pod_groups(api: gangapi.GangAPI) -> Resource | None:
-    return api.podgroup_resource if api.podgroups else None
-
-
-def _composite_groups(api: gangapi.GangAPI) -> Resource | None:
-    return api.composite_resource if api.podgroups and api.composite else None
-
-
-def _resource_claims(api: gangapi.GangAPI) -> Resource | None:
-    return RESOURCE_CLAIMS if api.claims else None
-
-
-def _resource_claim_templates(api: gangapi.GangAPI) -> Resource | None:
-    return RESOURCE_CLAIM_TEMPLATES if api.claims else None
-
-
-def _kueue_workloads(api: gangapi.GangAPI) -> Resource | None:
-    return KUEUE_WORKLOADS if api.kueue else None
-
-
-def _local_queues(api: gangapi.GangAPI) -> Resource | None:
-    return LOCAL_QUEUES if api.kueue else None
-
-
-_BY_CONTROLLER: Mapping[str, store.IndexFunc[Any]] = {"controller": store.by_controller}
-
 #: The informers the controller reads: the CliqueSets, and the objects they own, selected by
 #: the label of the process's buckets and indexed by their controller (Kueue's Workloads by
 #: the CliqueSet label Kueue copies from the pods, docs/kueue.md); the LocalQueues, all of
@@ -152,30 +112,15 @@ WATCHES: tuple[Watch, ...] = (
         "cliques",
         Clique,
         CLIQUES,
-        indexers=_BY_CONTROLLER,
+        indexers=BY_CONTROLLER,
         faults=True,
         transform=SharedTemplates,
     ),
-    Watch("services", Service, SERVICES, indexers=_BY_CONTROLLER),
-    Watch("workloads", Workload, _workloads, indexers=_BY_CONTROLLER),
-    Watch("pod_groups", PodGroup, _pod_groups, indexers=_BY_CONTROLLER),
-    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=_BY_CONTROLLER),
-    Watch("resource_claims", ClaimObject, _resource_claims, indexers=_BY_CONTROLLER),
-    Watch(
-        "resource_claim_templates",
-        ClaimObject,
-        _resource_claim_templates,
-        indexers=_BY_CONTROLLER,
-    ),
-    Watch(
-        "kueue_workloads",
-        KueueWorkload,
-        _kueue_workloads,
-        indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
-    ),
-    Watch("local_queues", LocalQueue, _local_queues, owned=False),
-    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=_BY_CONTROLLER),
-    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=_BY_CONTROLLER),
+    Watch("services", Service, SERVICES, indexers=BY_CONTROLLER),
+    *gang_scheduling.WATCHES,
+    *claims.WATCHES,
+    *kueue.WATCHES,
+    *scaling.WATCHES,
 )
 
 
@@ -252,38 +197,30 @@ class SetInformers:
     cliquesets: Informer[CliqueSet]
     cliques: Informer[Clique]
     services: Informer[Service]
-    workloads: Informer[Workload] | None = None
-    pod_groups: Informer[PodGroup] | None = None
-    #: the CompositePodGroups, where the server serves them (`gang_trees`)
-    composite_groups: Informer[CompositePodGroup] | None = None
-    #: the ResourceClaims and ResourceClaimTemplates the CliqueSets own (DRA claims)
-    claim_objects: tuple[Informer[ClaimObject], ...] = ()
-    #: Kueue's Workloads of the gangs' pod groups (labelled with their CliqueSet by
-    #: Kueue's labelKeysToCopy) and the LocalQueues, where Kueue is installed
-    kueue_workloads: Informer[KueueWorkload] | None = None
-    local_queues: Informer[LocalQueue] | None = None
-    #: the CliqueScalingGroups and HPAs the CliqueSets own (`scaling`, `autoscaling`)
-    scaling_groups: Informer[CliqueScalingGroup] | None = None
-    hpas: Informer[HorizontalPodAutoscaler] | None = None
+    #: each gang feature's informers (`WATCHES` of its module)
+    gangs: gang_scheduling.Informers = dataclasses.field(default_factory=gang_scheduling.Informers)
+    claims: claims.Informers = dataclasses.field(default_factory=claims.Informers)
+    kueue: kueue.Informers = dataclasses.field(default_factory=kueue.Informers)
+    scaling: scaling.Informers = dataclasses.field(default_factory=scaling.Informers)
 
     @classmethod
     def of(cls, informers: Mapping[str, Any]) -> SetInformers:
         """From the informers of `WATCHES` by name (one the cluster does not serve is
         missing)."""
-        claim_kinds = ("resource_claims", "resource_claim_templates")
         return cls(
             informers["cliquesets"],
             informers["cliques"],
             informers["services"],
-            workloads=informers.get("workloads"),
-            pod_groups=informers.get("pod_groups"),
-            composite_groups=informers.get("composite_groups"),
-            claim_objects=tuple(informers[k] for k in claim_kinds if k in informers),
-            kueue_workloads=informers.get("kueue_workloads"),
-            local_queues=informers.get("local_queues"),
-            scaling_groups=informers.get("scaling_groups"),
-            hpas=informers.get("hpas"),
+            gangs=gang_scheduling.Informers.of(informers),
+            claims=claims.Informers.of(informers),
+            kueue=kueue.Informers.of(informers),
+            scaling=scaling.Informers.of(informers),
         )
+
+    def owned(self) -> tuple[Informer[Any], ...]:
+        """The informers of the features' objects a change of which wakes their set."""
+        features = (self.gangs, self.claims, self.kueue, self.scaling)
+        return tuple(i for f in features for i in f.owned())
 
 
 class CliqueSetController:
@@ -325,14 +262,8 @@ class CliqueSetController:
         self.gang_api = gang_api or gangapi.GangAPI()
         #: the same, as the planners use it (`gang_apis`)
         self.gang = gang_apis.pick(self.gang_api)
-        self.workloads = informers.workloads
-        self.pod_groups = informers.pod_groups
-        self.composite_groups = informers.composite_groups
-        self.claim_objects = informers.claim_objects
-        self.kueue_workloads = informers.kueue_workloads
-        self.local_queues = informers.local_queues
-        self.scaling_groups = informers.scaling_groups
-        self.hpas = informers.hpas
+        #: the gang features' informers, which their views are read from
+        self.features = informers
         self.child_debounce = child_debounce
         self.max_child_debounce = max_child_debounce
         self.cliquesets = cliquesets = informers.cliquesets
@@ -358,20 +289,10 @@ class CliqueSetController:
         cliquesets.add_handler(self._on_cliqueset)
         cliques.add_handler(self._on_child)
         services.add_handler(self._on_child)
-        owned = (
-            informers.workloads,
-            informers.pod_groups,
-            informers.composite_groups,
-            *informers.claim_objects,
-            informers.kueue_workloads,
-            informers.scaling_groups,
-            informers.hpas,
-        )
-        for informer in owned:
-            if informer is not None:
-                informer.add_handler(self._on_child)
-        if informers.local_queues is not None:
-            informers.local_queues.add_handler(self._on_local_queue)
+        for informer in informers.owned():
+            informer.add_handler(self._on_child)
+        if informers.kueue.local_queues is not None:
+            informers.kueue.local_queues.add_handler(self._on_local_queue)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -500,15 +421,6 @@ class CliqueSetController:
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
 
-    def _local_queues(self, cqs: CliqueSet) -> frozenset[str]:
-        """The LocalQueues of `cqs`'s namespace, for a set queued by Kueue."""
-        if self.local_queues is None or kueue.queue_of(cqs) is None:
-            return frozenset()
-        ns = cqs.metadata.namespace
-        return frozenset(
-            q.metadata.name for q in self.local_queues.store.objects() if q.metadata.namespace == ns
-        )
-
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
         """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
         gang verdicts of its last plan (reused for the gangs whose Cliques are unchanged)."""
@@ -537,59 +449,10 @@ class CliqueSetController:
             previous=self._state(cqs).judgement,
             failure=self.failures.current(key_of(cqs), cqs.metadata.generation),
             invalid=invalid,
-            gangs=gang_scheduling.View(
-                api=self.gang,
-                workloads=(
-                    self.workloads.store.by_index("controller", owner)
-                    if self.workloads is not None
-                    else []
-                ),
-                groups=[
-                    *(
-                        self.pod_groups.store.by_index("controller", owner)
-                        if self.pod_groups is not None
-                        else []
-                    ),
-                    # its CompositePodGroups, in the same list (a PodGroup subclass)
-                    *(
-                        self.composite_groups.store.by_index("controller", owner)
-                        if self.composite_groups is not None
-                        else []
-                    ),
-                ],
-            ),
-            claims=claims.View(
-                served=bool(self.claim_objects),
-                objects={
-                    i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
-                    for i in self.claim_objects
-                },
-            ),
-            kueue=kueue.View(
-                revision=revision,
-                served=self.kueue_workloads is not None,
-                local_queues=self._local_queues(cqs),
-                workloads=(
-                    {
-                        w.metadata.name: w
-                        for w in self.kueue_workloads.store.by_index(
-                            "cliqueset", f"{cqs.metadata.namespace}/{cqs.metadata.name}"
-                        )
-                    }
-                    if self.kueue_workloads is not None and revision
-                    else {}
-                ),
-            ),
-            scaling=scaling.View(
-                groups=(
-                    self.scaling_groups.store.by_index("controller", owner)
-                    if self.scaling_groups is not None
-                    else []
-                ),
-                hpas=(
-                    self.hpas.store.by_index("controller", owner) if self.hpas is not None else []
-                ),
-            ),
+            gangs=self.features.gangs.view(owner, self.gang),
+            claims=self.features.claims.view(owner),
+            kueue=self.features.kueue.view(cqs, revision),
+            scaling=self.features.scaling.view(owner),
             inplace=inplace.View(resize_served=self.gang_api.resize),
         )
 

@@ -32,11 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from cliques.api import labels
-from cliques.api.claim import ClaimScope, CliqueSetClaim
+from cliques.api.claim import ClaimObject, ClaimScope, CliqueSetClaim
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
 from cliques.controllers.base.actions import Create, Delete
+from cliques.controllers.base.wiring import BY_CONTROLLER
+from cliques.kube import gangapi
+from cliques.kube.informer import Informer
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, Resource
+from cliques.kube.watches import Watch
 
 #: Hex digits of a claim's hash in the names of its objects.
 HASH_LENGTH: Final = 8
@@ -179,6 +183,53 @@ class View:
 
     served: bool = True
     objects: Mapping[Resource, list[ObjectMeta]] = field(default_factory=dict)
+
+
+def _resource_claims(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIMS if api.claims else None
+
+
+def _resource_claim_templates(api: gangapi.GangAPI) -> Resource | None:
+    return RESOURCE_CLAIM_TEMPLATES if api.claims else None
+
+
+#: What DRA claims watch: the ResourceClaims and ResourceClaimTemplates the CliqueSets
+#: own, where the cluster serves resource.k8s.io/v1 and the operator may list them.
+WATCHES: Final[tuple[Watch, ...]] = (
+    Watch("resource_claims", ClaimObject, _resource_claims, indexers=BY_CONTROLLER),
+    Watch(
+        "resource_claim_templates",
+        ClaimObject,
+        _resource_claim_templates,
+        indexers=BY_CONTROLLER,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Informers:
+    """The informers of `WATCHES` (none where the cluster does not serve claims)."""
+
+    objects: tuple[Informer[ClaimObject], ...] = ()
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> Informers:
+        """From the informers by watch name."""
+        return cls(tuple(informers[w.name] for w in WATCHES if w.name in informers))
+
+    def owned(self) -> tuple[Informer[Any], ...]:
+        """The informers of objects a CliqueSet owns (a change wakes it)."""
+        return self.objects
+
+    def view(self, owner: str) -> View:
+        """What the planner reads of the claim objects of owner `owner`."""
+        return View(
+            served=bool(self.objects),
+            objects={
+                i.resource: [o.metadata for o in i.store.by_index("controller", owner)]
+                for i in self.objects
+            },
+        )
 
 
 @dataclass(frozen=True)

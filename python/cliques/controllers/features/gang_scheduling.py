@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from cliques.api import labels
 from cliques.api.backends import GangBackend
@@ -47,8 +47,13 @@ from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
 from cliques.controllers.base import conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
+from cliques.controllers.base.wiring import BY_CONTROLLER
 from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
 from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
+from cliques.kube import gangapi
+from cliques.kube.informer import Informer
+from cliques.kube.resources import Resource
+from cliques.kube.watches import Watch
 
 CONDITION: Final = "GangScheduling"
 
@@ -63,6 +68,58 @@ class View:
     api: GangAPIVersion = field(default_factory=NoGangAPI)
     workloads: list[Workload] = field(default_factory=list)
     groups: list[PodGroup] = field(default_factory=list)
+
+
+def _workloads(api: gangapi.GangAPI) -> Resource | None:
+    return api.workload_resource if api.served else None
+
+
+def _pod_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.podgroup_resource if api.podgroups else None
+
+
+def _composite_groups(api: gangapi.GangAPI) -> Resource | None:
+    return api.composite_resource if api.podgroups and api.composite else None
+
+
+#: What gang scheduling watches: the Workloads, PodGroups and CompositePodGroups the
+#: CliqueSets own, each only where the cluster serves it.
+WATCHES: Final[tuple[Watch, ...]] = (
+    Watch("workloads", Workload, _workloads, indexers=BY_CONTROLLER),
+    Watch("pod_groups", PodGroup, _pod_groups, indexers=BY_CONTROLLER),
+    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=BY_CONTROLLER),
+)
+
+
+@dataclass(frozen=True)
+class Informers:
+    """The informers of `WATCHES` (None where the cluster does not serve the kind)."""
+
+    workloads: Informer[Workload] | None = None
+    pod_groups: Informer[PodGroup] | None = None
+    composite_groups: Informer[CompositePodGroup] | None = None
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> Informers:
+        """From the informers by watch name."""
+        return cls(*(informers.get(w.name) for w in WATCHES))
+
+    def owned(self) -> tuple[Informer[Any], ...]:
+        """The informers of objects a CliqueSet owns (a change wakes it)."""
+        return tuple(i for i in (self.workloads, self.pod_groups, self.composite_groups) if i)
+
+    def view(self, owner: str, api: GangAPIVersion) -> View:
+        """What the planner reads of the objects of owner `owner` (`store.owner_key`)."""
+        groups: list[PodGroup] = []
+        for informer in (self.pod_groups, self.composite_groups):
+            if informer is not None:  # its CompositePodGroups in the same list (a subclass)
+                groups += informer.store.by_index("controller", owner)
+        workloads = self.workloads
+        return View(
+            api=api,
+            workloads=workloads.store.by_index("controller", owner) if workloads else [],
+            groups=groups,
+        )
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,13 @@ from cliques import _core
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.cliqueset_status import AdmissionState
-from cliques.api.kueue import KueueWorkload
+from cliques.api.kueue import KueueWorkload, LocalQueue
 from cliques.api.meta import ConditionStatus
 from cliques.api.pod import Pod
+from cliques.kube import gangapi, store
+from cliques.kube.informer import Informer
+from cliques.kube.resources import KUEUE_WORKLOADS, LOCAL_QUEUES, Resource
+from cliques.kube.watches import Watch
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
@@ -67,6 +71,28 @@ _KEYS: Final = (QUEUE_LABEL, PRIORITY_LABEL, GROUP_LABEL)
 _ANNOTATIONS: Final = (TOTAL_ANNOTATION, SERVING_ANNOTATION, ROLE_ANNOTATION)
 
 
+def _kueue_workloads(api: gangapi.GangAPI) -> Resource | None:
+    return KUEUE_WORKLOADS if api.kueue else None
+
+
+def _local_queues(api: gangapi.GangAPI) -> Resource | None:
+    return LOCAL_QUEUES if api.kueue else None
+
+
+#: What Kueue admission watches, where Kueue is installed: its Workloads of the gangs' pod
+#: groups (labelled with their CliqueSet by Kueue's labelKeysToCopy, docs/kueue.md), and
+#: the LocalQueues, all of them.
+WATCHES: Final[tuple[Watch, ...]] = (
+    Watch(
+        "kueue_workloads",
+        KueueWorkload,
+        _kueue_workloads,
+        indexers={"cliqueset": store.by_label(labels.LABEL_CLIQUESET)},
+    ),
+    Watch("local_queues", LocalQueue, _local_queues, owned=False),
+)
+
+
 @dataclass(frozen=True)
 class View:
     """What the CliqueSet planner reads for Kueue: for a set Kueue queues (`queue_of`), the
@@ -77,6 +103,41 @@ class View:
     served: bool = False
     local_queues: frozenset[str] = frozenset()
     workloads: Mapping[str, KueueWorkload] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Informers:
+    """The informers of `WATCHES` (None where Kueue is not installed)."""
+
+    workloads: Informer[KueueWorkload] | None = None
+    local_queues: Informer[LocalQueue] | None = None
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> Informers:
+        """From the informers by watch name."""
+        return cls(*(informers.get(w.name) for w in WATCHES))
+
+    def owned(self) -> tuple[Informer[Any], ...]:
+        """The informers of objects of the CliqueSets (a change wakes the set)."""
+        return (self.workloads,) if self.workloads is not None else ()
+
+    def view(self, cqs: CliqueSet, revision: str) -> View:
+        """What the planner reads for `cqs`, whose gangs' revision is `revision` ("" for a
+        set Kueue does not queue)."""
+        queues: frozenset[str] = frozenset()
+        if self.local_queues is not None and queue_of(cqs) is not None:
+            ns = cqs.metadata.namespace
+            queues = frozenset(
+                q.metadata.name
+                for q in self.local_queues.store.objects()
+                if q.metadata.namespace == ns
+            )
+        workloads: dict[str, KueueWorkload] = {}
+        if self.workloads is not None and revision:
+            key = f"{cqs.metadata.namespace}/{cqs.metadata.name}"
+            for w in self.workloads.store.by_index("cliqueset", key):
+                workloads[w.metadata.name] = w
+        return View(revision, self.workloads is not None, queues, workloads)
 
 
 @dataclass(frozen=True)

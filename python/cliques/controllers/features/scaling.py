@@ -32,9 +32,21 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetSpec
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.scalinggroup import CliqueScalingGroup
+from cliques.controllers.base.wiring import BY_CONTROLLER
+from cliques.kube.informer import Informer
+from cliques.kube.resources import HPAS, SCALING_GROUPS
+from cliques.kube.watches import Watch
 
 #: On a CliqueScalingGroup: the template `replicas` last applied to it.
 ANNOTATION_TEMPLATE_REPLICAS: Final = labels.ANNOTATION_TEMPLATE_REPLICAS
+
+
+#: What scaling groups and autoscaling watch: the CliqueScalingGroups and the
+#: HorizontalPodAutoscalers the CliqueSets own.
+WATCHES: Final[tuple[Watch, ...]] = (
+    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=BY_CONTROLLER),
+    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=BY_CONTROLLER),
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,30 @@ class View:
 
     groups: list[CliqueScalingGroup] = field(default_factory=list)
     hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Informers:
+    """The informers of `WATCHES`."""
+
+    groups: Informer[CliqueScalingGroup] | None = None
+    hpas: Informer[HorizontalPodAutoscaler] | None = None
+
+    @classmethod
+    def of(cls, informers: Mapping[str, Any]) -> Informers:
+        """From the informers by watch name."""
+        return cls(*(informers.get(w.name) for w in WATCHES))
+
+    def owned(self) -> tuple[Informer[Any], ...]:
+        """The informers of objects a CliqueSet owns (a change wakes it)."""
+        return tuple(i for i in (self.groups, self.hpas) if i is not None)
+
+    def view(self, owner: str) -> View:
+        """What the planner reads of the objects of owner `owner`."""
+        return View(
+            groups=self.groups.store.by_index("controller", owner) if self.groups else [],
+            hpas=self.hpas.store.by_index("controller", owner) if self.hpas else [],
+        )
 
 
 @dataclass(frozen=True, slots=True)
