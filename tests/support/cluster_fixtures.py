@@ -1,6 +1,8 @@
 """Test-wide fixtures: the local real control plane, shared by every test that needs one.
 
-Fixtures (any test directory can use them; unit tests simply never ask):
+A pytest plugin, loaded by the repository's root conftest.py, so that both tests/ and
+lab/tests/ have these fixtures (any test directory can use them; unit tests simply never
+ask). cliques_lab is imported only inside the fixtures and hooks that need a dev cluster.
 
 - `kube_cluster` (session): a `KubeCluster` - `kubeconfig` (Path), `server`, `kubectl` (the
   binary matching the cluster), `name` and `logs_dir` (None for an external cluster),
