@@ -40,8 +40,8 @@ $(STAMPS)/lab: $(STAMPS)/ext lab/pyproject.toml
 	touch $@
 
 lint: dev
-	$(VENV)/bin/ruff check python lab tests bench scripts
-	$(VENV)/bin/ruff format --check python lab tests bench scripts
+	$(VENV)/bin/ruff check python lab tests bench scripts conftest.py
+	$(VENV)/bin/ruff format --check python lab tests bench scripts conftest.py
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest cliques._core
 	$(PY) scripts/gen_schema_table.py --check-committed
@@ -60,21 +60,24 @@ crds: dev
 	$(PY) -m cliques.api.crdgen $(CRD_DIRS)
 
 fmt: dev
-	$(VENV)/bin/ruff format python lab tests bench scripts
-	$(VENV)/bin/ruff check --fix python lab tests bench scripts
+	$(VENV)/bin/ruff format python lab tests bench scripts conftest.py
+	$(VENV)/bin/ruff check --fix python lab tests bench scripts conftest.py
 	cargo fmt --all
 
 cargo-test:
 	cargo test --workspace --quiet
 
+# Each distribution has its own tests: tests/ the product's (tests/unit needs cliques only),
+# lab/tests cliques-lab's; the cluster fixtures of both are tests/support/cluster_fixtures.py
+# (loaded by the root conftest.py).
 unit: dev
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q tests/unit lab/tests/unit
 
 integration: dev
-	$(PY) -m pytest -q tests/integration tests/e2e
+	$(PY) -m pytest -q tests/integration tests/e2e lab/tests/integration lab/tests/e2e
 
 test: lint cargo-test
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests lab/tests
 
 # The gang end-to-end tests on each older Kubernetes version the dev cluster supports (not
 # part of `make test`, which runs the default version only): one dev cluster per version,

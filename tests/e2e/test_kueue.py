@@ -32,8 +32,8 @@ from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS
 from cliques_lab.devcluster import kueue as dev_kueue
-from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace
+from tests.support.cluster_fixtures import KubeCluster, addon_build_error
 from tests.support.harness import Cluster, cliqueset, install_crds, running_operator, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("kueue")]

@@ -1,6 +1,6 @@
 """The operator's HPAs acting on simulated load, in the dev cluster with metrics-server
-(`cliques-metrics`, shared with tests/e2e/test_devcluster_metrics.py): KWOK reports a pod's
-CPU usage from its `kwok.x-k8s.io/usage-cpu` annotation, metrics-server serves it, and
+(`cliques-metrics`, shared with lab/tests/e2e/test_devcluster_metrics.py): KWOK reports a
+pod's CPU usage from its `kwok.x-k8s.io/usage-cpu` annotation, metrics-server serves it, and
 kube-controller-manager's HPA controller scales the target the operator's HPA names.
 
 Writing high usage on the decode pods of the disaggregated example scales its decode
@@ -23,8 +23,8 @@ from cliques.api.clique import Clique
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUES, PODS
 from cliques_lab.devcluster import metrics_server
-from tests.conftest import KubeCluster, addon_build_error
 from tests.support.addon_cluster import addon_cluster, make_namespace
+from tests.support.cluster_fixtures import KubeCluster, addon_build_error
 from tests.support.harness import Cluster, install_crds, running_operator, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("metrics-server")]

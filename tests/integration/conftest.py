@@ -2,8 +2,9 @@
 floors) against the real local control plane. Tests that start the operator are in
 tests/e2e.
 
-The fixtures (`kube_cluster`, `kubeconfig`, `namespace`) live in tests/conftest.py, `crds`
-and `cluster` in tests/support/fixtures.py; this file marks every test of this directory
+The fixtures (`kube_cluster`, `kubeconfig`, `namespace`) live in
+tests/support/cluster_fixtures.py (loaded by the root conftest.py), `crds` and `cluster` in
+tests/support/fixtures.py; this file marks every test of this directory
 `cluster`, so `-m "not cluster"` leaves them out and `-m cluster` selects them.
 """
 

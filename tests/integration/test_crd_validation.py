@@ -2,9 +2,9 @@
 spec is refused with a message that names the field, and the scale and status subresources
 work with what cliques.api encodes.
 
-Only needs two fixtures of tests/conftest.py: `kubeconfig` (session: the path of the local
-control plane's kubeconfig) and `namespace` (a fresh namespace per test). Drives `kubectl`
-as a user would; waits on conditions, never sleeps.
+Only needs two fixtures of tests/support/cluster_fixtures.py: `kubeconfig` (session: the
+path of the local control plane's kubeconfig) and `namespace` (a fresh namespace per test).
+Drives `kubectl` as a user would; waits on conditions, never sleeps.
 """
 
 import json

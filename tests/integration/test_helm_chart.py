@@ -3,9 +3,9 @@ kube-apiserver: `helm lint`, what `helm template` renders with the default value
 others, server-side dry-runs of the result, Pod Security "restricted", RBAC rules equal to
 the kustomize ones, and a kustomize overlay that swaps the image.
 
-`helm` is the session fixture of tests/conftest.py (built from gomod/helm); the API server
-judges every rendered object through `kubectl apply --dry-run=server`, so nothing is
-created. The ServiceMonitor's CRD is not installed: it is checked as rendered only.
+`helm` is the session fixture of tests/support/cluster_fixtures.py (built from gomod/helm);
+the API server judges every rendered object through `kubectl apply --dry-run=server`, so
+nothing is created. The ServiceMonitor's CRD is not installed: it is checked as rendered only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cliques.cli import build_parser
-from tests.conftest import KubeCluster
+from tests.support.cluster_fixtures import KubeCluster
 
 pytestmark = pytest.mark.cluster
 

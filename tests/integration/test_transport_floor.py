@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KubeCluster
+from tests.support.cluster_fixtures import KubeCluster
 from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster

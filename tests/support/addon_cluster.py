@@ -3,11 +3,12 @@ tests of the add-ons: add-ons change a cluster (webhooks on every pod, a kwokctl
 so these tests never use the session's shared cluster.
 
 `addon_cluster(name, addons)` brings the cluster up through the CLI (building what is missing:
-tests/conftest.py builds the add-ons of tests marked `addons(...)` before the first test, so
-that no test's time limit counts a build), yields a `KubeCluster` for it, and takes it down
-with the CLI when the last test session using it ends (unless `CLIQUES_KEEP_CLUSTER=1`, or a
-person had started it), checking that no process of it is left. `wait_for` polls a condition
-with a deadline; `make_namespace` makes a namespace ready for pods.
+tests/support/cluster_fixtures.py builds the add-ons of tests marked `addons(...)` before the
+first test, so that no test's time limit counts a build), yields a `KubeCluster` for it, and
+takes it down with the CLI when the last test session using it ends (unless
+`CLIQUES_KEEP_CLUSTER=1`, or a person had started it), checking that no process of it is
+left. `wait_for` polls a condition with a deadline; `make_namespace` makes a namespace ready
+for pods.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 from cliques_lab.devcluster import build, processes
 from cliques_lab.devcluster import cluster as devcluster
-from tests.conftest import KubeCluster, _shared_by_sessions
+from tests.support.cluster_fixtures import KubeCluster, _shared_by_sessions
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Fixtures shared by tests/integration and tests/e2e, imported by their conftest modules.
 
 The session fixtures they build on (`kube_cluster`, `kubeconfig`, `namespace`) live in
-tests/conftest.py.
+tests/support/cluster_fixtures.py.
 """
 
 from __future__ import annotations

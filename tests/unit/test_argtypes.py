@@ -1,4 +1,5 @@
-"""The shared argparse value types, and the `cliques bench hash` flags that use them."""
+"""The shared argparse value types (`cliques bench hash`'s flags that use them:
+lab/tests/unit/test_bench_hash.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import argparse
 import pytest
 
 from cliques import argtypes
-from cliques.cli import build_parser
 
 
 def test_int_at_least_accepts_the_bounds_and_refuses_beyond() -> None:
@@ -34,19 +34,3 @@ def test_number_is_any_finite_number() -> None:
     for bad in ("nan", "inf", "fast"):
         with pytest.raises(argparse.ArgumentTypeError, match="is not a finite number"):
             argtypes.number(bad)
-
-
-@pytest.mark.parametrize(
-    ("argv", "why"),
-    [
-        (["--rounds", "0"], "argument --rounds: must be >= 1, got 0"),
-        (["--round-ms", "-5"], "argument --round-ms: must be >= 1, got -5"),
-    ],
-)
-def test_bench_hash_refuses_rounds_that_measure_nothing(
-    capsys: pytest.CaptureFixture[str], argv: list[str], why: str
-) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "hash", *argv])
-    assert exit_.value.code == 2
-    assert why in capsys.readouterr().err

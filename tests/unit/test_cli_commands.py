@@ -9,7 +9,6 @@ and asking for one says how to get it, without a traceback.
 from __future__ import annotations
 
 import argparse
-import tomllib
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from cliques import cli
-from cliques.cli import ENTRY_POINT_GROUP, LAB_COMMANDS, build_parser, main
+from cliques.cli import ENTRY_POINT_GROUP, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("hash", "operator", "start-gate")
@@ -38,21 +37,6 @@ def register_extra(sub: Any) -> None:
 @pytest.fixture
 def without_the_lab(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "_plugins", list)
-
-
-def test_the_lab_declares_its_commands_as_entry_points() -> None:
-    lab = tomllib.loads((ROOT / "lab" / "pyproject.toml").read_text())["project"]
-    declared = lab["entry-points"][ENTRY_POINT_GROUP]
-    assert sorted(declared) == sorted(LAB_COMMANDS)
-    for name, target in declared.items():
-        module, _, func = target.partition(":")
-        assert module.startswith("cliques_lab.cli.") and func == "register", name
-
-
-def test_the_installed_lab_adds_its_commands() -> None:
-    assert sorted(ep.name for ep in cli._plugins()) == sorted(LAB_COMMANDS)
-    assert _choices(build_parser()) == [*CORE, *sorted(LAB_COMMANDS)]
-    assert build_parser().epilog is None
 
 
 def test_without_the_lab_its_commands_are_not_listed(

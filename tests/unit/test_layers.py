@@ -6,17 +6,24 @@ checked against the rank of the importing module's layer. The hashing module mus
 of the operator stack (it is the pip-installable face). cliques-lab (`lab/cliques_lab`: the
 dev cluster, the demo, the benchmarks) may import any of `cliques`, but nothing in `cliques`
 may import the lab, not even lazily or by name: `pip install .` and the operator image carry
-`cliques` without it. Inside the lab, cli -> bench -> devcluster.
+`cliques` without it. (Inside the lab, cli -> bench -> devcluster:
+lab/tests/unit/test_lab_layers.py.)
+
+The product's unit tests (tests/unit) run with cliques alone installed: none of them imports
+cliques_lab, not even inside a function, and nor does any module of tests/ they import (when it
+is imported). The lab's tests are lab/tests.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.imports import imported_modules, imports, layer, modules, named_modules, source
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "cliques"
 LAB = ROOT / "lab" / "cliques_lab"
+UNIT = ROOT / "tests" / "unit"
 RANK = {
     "_core": 0,
     "api": 0,
@@ -32,60 +39,11 @@ RANK = {
     "__init__": 0,
     "__main__": 5,
 }
-LAB_RANK = {"__init__": 0, "devcluster": 1, "bench": 2, "cli": 3}
-
-
-def layer(module: str) -> str:
-    """`cliques.kube.client` -> `kube`; `cliques` -> `__init__`."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
-
-
-def imports(path: Path, package: Path = PACKAGE) -> list[str]:
-    """The `cliques*` modules a file imports (`cliques_lab` ones included), at the top or
-    inside functions."""
-    tree = ast.parse(path.read_text())
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.extend(a.name for a in node.names if a.name.startswith("cliques"))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cliques"):
-            top = node.module.split(".")[0]
-            if node.module == top:
-                root = package if top == package.name else package.parent / top
-                for a in node.names:
-                    sub = root / a.name
-                    is_module = sub.is_dir() or sub.with_suffix(".py").exists()
-                    out.append(f"{top}.{a.name}" if is_module else top)
-            else:
-                out.append(node.module)
-    return out
-
-
-def named_modules(path: Path, prefix: str) -> list[str]:
-    """String constants that name a module under `prefix` (`"cliques_lab.bench.x"`, an
-    entry point's `"cliques_lab.cli.demo_cmd:register"`): imports made by name."""
-    tree = ast.parse(path.read_text())
-    return [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and (node.value == prefix or node.value.startswith((f"{prefix}.", f"{prefix}:")))
-    ]
-
-
-def _modules(package: Path) -> list[tuple[Path, str]]:
-    out = []
-    for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package.parent).with_suffix("")
-        out.append((path, ".".join(rel.parts)))
-    return out
 
 
 def test_layers_import_only_downwards() -> None:
     bad = []
-    for path, module in _modules(PACKAGE):
+    for path, module in modules(PACKAGE):
         mine = layer(module)
         for target in imports(path):
             theirs = layer(target)
@@ -104,7 +62,7 @@ def test_hashing_stays_free_of_the_operator_stack() -> None:
 def test_nothing_in_cliques_imports_the_lab() -> None:
     assert LAB.is_dir() and (LAB / "__init__.py").is_file()
     bad = []
-    for path, module in _modules(PACKAGE):
+    for path, module in modules(PACKAGE):
         targets = [t for t in imports(path) if t.split(".")[0] == LAB.name]
         targets += named_modules(path, LAB.name)
         bad.extend(f"{module} imports {target}" for target in targets)
@@ -129,19 +87,6 @@ def test_the_boundary_check_sees_every_way_in(tmp_path: Path) -> None:
     ]
 
 
-def test_the_lab_layers_import_only_downwards() -> None:
-    bad = []
-    for path, module in _modules(LAB):
-        mine = layer(module)
-        for target in imports(path, LAB):
-            if target.split(".")[0] != LAB.name:
-                continue  # the whole of cliques is below the lab
-            theirs = layer(target)
-            if theirs != mine and LAB_RANK.get(theirs, 99) > LAB_RANK.get(mine, -1):
-                bad.append(f"{module} imports {target} ({mine} -> {theirs})")
-    assert bad == []
-
-
 #: Inside the controllers: the base (what every controller and feature shares) below the
 #: gang features, below the two controller packages, which may import each other (the
 #: CliqueSet's rollout reads what the Clique planner says of its pods).
@@ -158,7 +103,7 @@ def _controller_part(module: str) -> str:
 def test_controller_packages_import_only_downwards() -> None:
     """A feature never imports a controller package; the base imports no feature."""
     bad = []
-    for path, module in _modules(PACKAGE):
+    for path, module in modules(PACKAGE):
         mine = _controller_part(module)
         if not mine:
             continue
@@ -184,3 +129,44 @@ def test_the_controller_layer_check_sees_a_feature_reaching_up(tmp_path: Path) -
     (target,) = imports(probe)
     assert _controller_part(target) == "cliqueset"
     assert CONTROLLER_RANK[_controller_part(target)] > CONTROLLER_RANK["features"]
+
+
+def lab_imports(files: list[Path]) -> list[str]:
+    """`file: module` for each import of cliques_lab that `files` make (any import in them),
+    or the modules of tests/ they import make (those run when the module is imported)."""
+    bad: list[str] = []
+    seen: set[Path] = set()
+    pending = [(path, False) for path in files]
+    while pending:
+        path, top_level = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for target in imported_modules(path, top_level=top_level):
+            if target.split(".")[0] == LAB.name:
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                bad.append(f"{where}: {target}")
+            found = source(target)
+            if found is not None:
+                pending.append((found, True))
+    return sorted(set(bad))
+
+
+def test_the_unit_tests_never_import_the_lab() -> None:
+    files = sorted(UNIT.rglob("*.py"))
+    assert len(files) > 50
+    assert lab_imports(files) == [], "a test of the lab belongs in lab/tests"
+
+
+def test_the_unit_tests_check_sees_every_way_in(tmp_path: Path) -> None:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import json\n"
+        "from tests.support import gangnodes\n"
+        "def f():\n"
+        "    from cliques_lab.bench import hashbench\n"
+    )
+    assert lab_imports([probe]) == [
+        "test_probe.py: cliques_lab.bench",
+        "tests/support/gangnodes.py: cliques_lab.devcluster",
+    ]

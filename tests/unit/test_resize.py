@@ -2,7 +2,8 @@
 take (`cliques.resize`: no request or limit removed, the same QoS class), the set's decision
 (only where the server serves `pods/resize`), the Clique's `resize` patch that goes before
 the image and hash patch, when a resized pod counts as ready again (its statuses report the
-new values, no resize pending or in progress), and the KWOK stages that play the kubelet."""
+new values, no resize pending or in progress). (The dev cluster's KWOK stages that play the
+kubelet: lab/tests/unit/test_kwok_resize.py.)"""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.features import inplace
-from cliques_lab.devcluster import kwok
 from tests.unit.planner_fixtures import NOW, clique, cliqueset, gangs, pod, set_snapshot
 
 
@@ -258,45 +258,3 @@ def test_a_resized_pod_is_ready_once_it_runs_with_the_new_values() -> None:
         )
         assert not inplace.settled(waiting), cond
         assert inplace.waiting_reasons(waiting) == reasons
-
-
-# --- the dev cluster's stages ----------------------------------------------------------------
-
-
-def test_resize_stages_act_on_running_pods_whose_resources_changed() -> None:
-    stages = {s["metadata"]["name"]: s["spec"] for s in kwok.resize_stages()}
-    assert set(stages) == {
-        "pod-resize-start",
-        "pod-resize-done",
-        "pod-resize-pending",
-        "pod-resize-pending-cleared",
-    }
-    for name, spec in stages.items():
-        keys = [e["key"] for e in spec["selector"]["matchExpressions"]]
-        assert ".metadata.deletionTimestamp" in keys and ".status.phase" in keys, name
-    assert stages["pod-resize-done"]["delay"]["durationMilliseconds"] == kwok.RESIZE_MS
-    assert "$patch: delete" in stages["pod-resize-done"]["next"]["statusTemplate"]
-    assert kwok.RESIZE_PENDING_ANNOTATION in str(stages["pod-resize-pending"])
-
-
-def test_pod_ready_reports_resources_and_old_clusters_are_told() -> None:
-    ready = {
-        "kind": "Stage",
-        "metadata": {"name": "pod-ready"},
-        "spec": {
-            "next": {
-                "statusTemplate": "containerStatuses:\n{{ range .spec.containers }}\n"
-                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n{{ end }}\n"
-            }
-        },
-    }
-    out = kwok.with_resources(ready)
-    text = out["spec"]["next"]["statusTemplate"]
-    assert "resources: {{ toJson $res }}" in text and 'pick . "cpu" "memory"' in text
-    assert "resources" not in ready["spec"]["next"]["statusTemplate"]  # a copy
-    with pytest.raises(ValueError, match="pod-ready template changed"):
-        kwok.with_resources({"spec": {"next": {"statusTemplate": "x"}}})
-    assert "resizes" in kwok.stage_changes(kwok.config_text({}, [ready, *kwok.image_stages()]))
-    assert "resizes" not in kwok.stage_changes(
-        kwok.config_text({}, [out, *kwok.image_stages(), *kwok.resize_stages()])
-    )

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.cluster_fixtures import KubeCluster
 
 from cliques_lab.cli import devcluster_cmd
 from cliques_lab.devcluster import build, cluster, gomodules, kwok, processes
 from cliques_lab.devcluster.errors import ComponentError
-
-from ..conftest import KubeCluster
 
 pytestmark = pytest.mark.cluster
 

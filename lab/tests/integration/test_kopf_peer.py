@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-
 from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PEER = REPO / "bench" / "peers" / "kopf"
 CRDS = REPO / "deploy" / "crds"
 VENV_TIMEOUT = 420.0  # a first run pip-installs kopf and kubernetes

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_devcluster_cluster import fake_cluster
 
 from cliques_lab.devcluster import (
     addons,
@@ -34,7 +35,6 @@ from cliques_lab.devcluster import (
     processes,
 )
 from cliques_lab.devcluster.errors import DevClusterError
-from tests.unit.test_devcluster_cluster import fake_cluster
 
 # --- the registry -----------------------------------------------------------------------
 

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from tests.support.kubectl import Kubectl
 
 from cliques.kube.resources import Resource
 from cliques_lab.bench import scale
-from tests.support.kubectl import Kubectl
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RUN_TIMEOUT = 900.0  # the first run may pip-install the kopf peer's virtualenv
 WAIT_TIMEOUT = 120.0
 T = TypeVar("T")

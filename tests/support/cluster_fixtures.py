@@ -1,6 +1,8 @@
 """Test-wide fixtures: the local real control plane, shared by every test that needs one.
 
-Fixtures (any test directory can use them; unit tests simply never ask):
+A pytest plugin, loaded by the repository's root conftest.py, so that both tests/ and
+lab/tests/ have these fixtures (any test directory can use them; unit tests simply never
+ask). cliques_lab is imported only inside the fixtures and hooks that need a dev cluster.
 
 - `kube_cluster` (session): a `KubeCluster` - `kubeconfig` (Path), `server`, `kubectl` (the
   binary matching the cluster), `name` and `logs_dir` (None for an external cluster),
@@ -36,8 +38,9 @@ Environment:
 - `CLIQUES_HELM`: the helm binary to use (nothing is built for it).
 - `CLIQUES_CACHE_DIR`, `CLIQUES_GO`: as for `cliques dev-cluster` (cache, Go toolchain).
 
-The binaries are built, if missing, right after collection and before the first test, so
-pytest-timeout's per-test limit never counts the (long, one-off) build; a failed build fails
+The binaries are built, if missing, before the first test (in `pytest_runtestloop`, never
+during collection: `--collect-only` builds and downloads nothing), so pytest-timeout's
+per-test limit never counts the (long, one-off) build; a failed build fails
 every test that needs the cluster with the reason, it never skips them. When such a test
 fails, the control plane's component logs are copied to
 `<pytest basetemp>/cluster-logs/<test>/` and the path is shown in the failure report.
@@ -124,9 +127,17 @@ def _needs(fixture: str, items: list[pytest.Item]) -> bool:
     return any(fixture in getattr(item, "fixturenames", ()) for item in items)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build the dev-cluster binaries (and helm) before any test runs, if a selected test
-    needs them."""
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Build the dev-cluster binaries (and helm) before the first test runs, if a selected
+    test needs them: after collection (`--collect-only` builds nothing) and outside any
+    test, so pytest-timeout's per-test limit never counts the build. Returns None: pytest's
+    own loop then runs the tests."""
+    config = session.config
+    if config.option.collectonly or (
+        session.testsfailed and not config.option.continue_on_collection_errors
+    ):
+        return  # nothing will run (pytest's loop stops for collection errors first)
     if not os.environ.get("CLIQUES_HELM") and _needs(HELM_FIXTURE, session.items):
         _build_helm(session)
     addons = [

@@ -8,7 +8,8 @@ group, admits it within the 4 CPUs of the ClusterQueue, and removes the gate, so
 binds both pods to KWOK nodes. A second group that asks for more than the quota gets a Workload
 that stays pending and keeps its pods gated. The labels, annotation and gate are Kueue's own
 (`cliques_lab.devcluster.kueue`, from Kueue's pod integration constants). Every wait has a
-deadline; Kueue and the cluster are built first if they are missing (tests/conftest.py).
+deadline; Kueue and the cluster are built first if they are missing
+(tests/support/cluster_fixtures.py).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
+from tests.support.cluster_fixtures import KubeCluster, addon_build_error
 
 from cliques_lab.devcluster import addons_up, kueue, kwok
 from cliques_lab.devcluster import cluster as devcluster
-from tests.conftest import KubeCluster, addon_build_error
-from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("kueue")]
 

@@ -1,7 +1,8 @@
 """Cluster bookkeeping without a cluster: states read from kwokctl's files (version and
 feature gates included), `up` refusing an existing cluster of another version or other gates,
 the error for a component that is not running (with its log tail), `down` of a cluster that
-is not there, and the test fixture's helpers (namespace names, keeping logs)."""
+is not there. (The test fixtures' helpers, namespace names and keeping logs, are tested in
+tests/unit/test_cluster_fixtures.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 
 from cliques_lab.devcluster import cluster, kwok
 from cliques_lab.devcluster.errors import ComponentError, DevClusterError
-from tests.conftest import copy_component_logs, namespace_name
 
 
 def dead_pid() -> int:
@@ -216,34 +216,3 @@ def test_cluster_info_env_puts_kubectl_first(tmp_path: Path) -> None:
     assert env["KUBECONFIG"] == str(tmp_path / "kc")
     assert env["PATH"].split(":")[0] == str(tmp_path / "bin")
     assert env["KUBECACHEDIR"] == str(tmp_path / "cache")
-
-
-@pytest.mark.parametrize(
-    ("test_name", "expected_prefix"),
-    [
-        ("test_gpu_pod_runs", "t-test-gpu-pod-runs-"),
-        ("test_x[param-A/B]", "t-test-x-param-a-b-"),
-        ("___", "t-test-"),
-    ],
-)
-def test_namespace_names_are_dns_labels(test_name: str, expected_prefix: str) -> None:
-    name = namespace_name(test_name, "abc123")
-    assert name.startswith(expected_prefix) and name.endswith("-abc123")
-    assert len(name) <= 63
-
-
-def test_long_test_names_are_cut_to_63_characters() -> None:
-    name = namespace_name("test_" + "x" * 200, "abc123")
-    assert len(name) == 63 and name.endswith("-abc123")
-
-
-def test_copy_component_logs_keeps_the_tail(tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "kube-apiserver.log").write_bytes(b"a" * 100 + b"TAIL")
-    (logs / "etcd.log").write_bytes(b"small")
-    (logs / "ignored.txt").write_bytes(b"x")
-    copied = copy_component_logs(logs, tmp_path / "out", limit=10)
-    assert [p.name for p in copied] == ["etcd.log", "kube-apiserver.log"]
-    assert (tmp_path / "out" / "kube-apiserver.log").read_bytes() == b"aaaaaaTAIL"
-    assert (tmp_path / "out" / "etcd.log").read_bytes() == b"small"

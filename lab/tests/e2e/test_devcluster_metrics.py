@@ -14,11 +14,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
+from tests.support.cluster_fixtures import KubeCluster, addon_build_error
 
 from cliques_lab.devcluster import cluster as devcluster
 from cliques_lab.devcluster import metrics_server
-from tests.conftest import KubeCluster, addon_build_error
-from tests.support.addon_cluster import addon_cluster, make_namespace, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("metrics-server")]
 

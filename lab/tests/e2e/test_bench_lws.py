@@ -3,9 +3,9 @@ LeaderWorkerSet's manager goes through every phase with the CliqueSets' pod temp
 leaves no webhook configuration behind.
 
 Marked `lws` and deselected by default (pyproject's addopts), since it needs lws-manager,
-a Go build only this benchmark uses: run it with `pytest -m lws tests/e2e/test_bench_lws.py`
-after `cliques dev-cluster build --lws`; without the cached binary it is skipped, never
-built here.
+a Go build only this benchmark uses: run it with `pytest -m lws
+lab/tests/e2e/test_bench_lws.py` after `cliques dev-cluster build --lws`; without the cached
+binary it is skipped, never built here.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.kubectl import Kubectl
 
 from cliques_lab.bench import kinds, report
 from cliques_lab.bench.workload import Shape
 from cliques_lab.devcluster import build, gomodules
-from tests.support.kubectl import Kubectl
 
 pytestmark = [pytest.mark.cluster, pytest.mark.lws]
 

@@ -520,7 +520,7 @@ def test_normalized_gomod_ignores_comments_and_block_layout() -> None:
 
 
 def load_generator() -> Any:
-    path = Path(__file__).resolve().parents[2] / "scripts" / "gen_kube_gomod.py"
+    path = Path(__file__).resolve().parents[3] / "scripts" / "gen_kube_gomod.py"
     spec = importlib.util.spec_from_file_location("gen_kube_gomod", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -16,9 +16,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from tests.support.cluster_fixtures import KubeCluster
 
 from cliques_lab.bench import chaos
-from tests.conftest import KubeCluster
 
 pytestmark = pytest.mark.cluster
 
