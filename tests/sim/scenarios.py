@@ -325,6 +325,35 @@ def new_image_during_a_roll_and_a_resize() -> Scenario:
     )
 
 
+def dependency_lost_during_a_roll() -> Scenario:
+    """Found by `python -m tests.sim --examples 5000 --seed 7`: 3 gangs of leader 1 +
+    worker 2, InOrder, RecreateGang, maxUnavailable 0. At t=937 a new worker image rolls
+    gang 0's workers; at t=938 the node of gang 0's leader (and of gang 1) is lost. The
+    workers' new pods must wait for the leader made again, though the leader Clique's
+    status still says Ready in that instant (its own reconcile has not written the loss)."""
+    return Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 2)),
+        startup="InOrder",
+        max_unavailable=0,
+        policy=Policy(breach=0, max_restarts=1, initial=0, max_backoff=0),
+        nodes=(5, 5, 1),
+        latency=Latency("fixed", 1, 10, every=4),
+        grace=30,
+        events=(
+            Event(1, "image", "leader"),
+            Event(322, "node-loss", 2, 1),
+            Event(323, "crash", 0, 5),
+            Event(626, "node-loss", 5, 1),
+            Event(937, "image", "worker"),
+            Event(938, "node-loss", 0, 1),
+            Event(939, "node-add", 0, 1),
+            Event(940, "gangs", 0, 1),
+        ),
+        settle=1200,
+    )
+
+
 # ---- hypothesis -----------------------------------------------------------------------------
 
 _POD_EVENTS = st.sampled_from(["crash", "crash", "crash", "evict", "unready"])

@@ -169,7 +169,8 @@ def test_start_order_holds_after_a_restart() -> None:
     worker = annotated(worker, **{labels.ANNOTATION_GANG_RESTARTS: "1"})
     assert worker.status is not None
     worker = with_status(worker, msgspec.structs.replace(worker.status, gang_restarts=0))
-    waiting = clique_planner.waiting_for(worker, {"llama-0-leader": leader})
+    pods = {"llama-0-leader": [of_restart(pod(leader, 0), "1")]}
+    waiting = clique_planner.waiting_for(worker, {"llama-0-leader": leader}, pods)
     assert waiting == ["llama-0-leader"]
     # The worker started once (Started=True for count 0): that does not count now.
     plan = plan_clique(worker, [], waiting_for=waiting)
@@ -185,13 +186,39 @@ def test_a_sibling_not_yet_reached_by_the_restart_is_waited_for() -> None:
         clique(0, "worker", replicas=2, starts_after=["llama-0-leader"]),
         **{labels.ANNOTATION_GANG_RESTARTS: "1"},
     )
-    assert clique_planner.waiting_for(worker, {"llama-0-leader": leader}) == ["llama-0-leader"]
+    deps = {"llama-0-leader": leader}
+    pods = {"llama-0-leader": [of_restart(pod(leader, 0), "1")]}
+    assert clique_planner.waiting_for(worker, deps, pods) == ["llama-0-leader"]
     leader1 = annotated(leader, **{labels.ANNOTATION_GANG_RESTARTS: "1"})
     # reached, but its status still speaks for count 0
-    assert clique_planner.waiting_for(worker, {"llama-0-leader": leader1}) == ["llama-0-leader"]
+    deps = {"llama-0-leader": leader1}
+    assert clique_planner.waiting_for(worker, deps, pods) == ["llama-0-leader"]
     assert leader1.status is not None
     ready1 = with_status(leader1, msgspec.structs.replace(leader1.status, gang_restarts=1))
-    assert clique_planner.waiting_for(worker, {"llama-0-leader": ready1}) == []
+    assert clique_planner.waiting_for(worker, {"llama-0-leader": ready1}, pods) == []
+
+
+def test_a_dependency_whose_ready_pod_is_gone_from_the_cache_is_waited_for() -> None:
+    """Its status still says Ready (its own reconcile has not written the loss yet): a
+    pod lost a moment ago is not a pod the next clique may start after."""
+    leader = clique(0, "leader")
+    worker = clique(0, "worker", replicas=2, starts_after=["llama-0-leader"])
+    deps = {"llama-0-leader": leader}
+    assert clique_planner.waiting_for(worker, deps, {"llama-0-leader": [pod(leader, 0)]}) == []
+    for seen in ([], [pod(leader, 0, ready=False)], [pod(leader, 0, deleting=True)]):
+        waiting = clique_planner.waiting_for(worker, deps, {"llama-0-leader": seen})
+        assert waiting == ["llama-0-leader"], seen
+    # a Ready pod of another template (the leader rolls) does not count either
+    old = pod(leader, 0, hash_="h0")
+    assert clique_planner.waiting_for(worker, deps, {"llama-0-leader": [old]}) == ["llama-0-leader"]
+
+
+def of_restart(p: Pod, count: str) -> Pod:
+    """`p` as made by gang restart `count`."""
+    meta = msgspec.structs.replace(
+        p.metadata, annotations={**p.metadata.annotations, labels.ANNOTATION_GANG_RESTARTS: count}
+    )
+    return msgspec.structs.replace(p, metadata=meta)
 
 
 # --- the CliqueSet: breaches, budget, decay ------------------------------------------

@@ -363,6 +363,16 @@ def test_a_gang_still_rolling_counts_when_the_template_changes_again(racy: bool)
     assert _first(sim, r"patch Clique llama-0-\w+ \(RollingUpdate\)", 450) >= back
 
 
+@MODES
+def test_a_dependency_lost_as_its_dependent_rolls_is_waited_for(racy: bool) -> None:
+    """The workers' new pods of gang 0 are made only once its leader, lost with its node
+    at t=938, is Ready again (the run checks start order throughout: I4)."""
+    sim = _case(sc.dependency_lost_during_a_roll(), racy)
+    sim.run()
+    ready_again = _first(sim, r"pod llama-0-leader-0 Ready", 938)
+    assert _first(sim, r"create Pod llama-0-worker-\d", 938) >= ready_again
+
+
 # ---- random scenarios -----------------------------------------------------------------------
 
 

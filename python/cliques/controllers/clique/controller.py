@@ -226,7 +226,12 @@ class CliqueController:
         restart (`clique_planner.waiting_for`)."""
         ns = clique.metadata.namespace
         deps = {dep: self.cliques.store.get(f"{ns}/{dep}") for dep in clique.spec.starts_after}
-        return clique_planner.waiting_for(clique, deps)
+        pods = {
+            name: self.pods.store.by_index("controller", store.owner_key(ns, dep.metadata.uid))
+            for name, dep in deps.items()
+            if dep is not None
+        }
+        return clique_planner.waiting_for(clique, deps, pods)
 
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
         uid, ns = clique.metadata.uid, clique.metadata.namespace

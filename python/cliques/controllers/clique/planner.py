@@ -66,7 +66,7 @@ controller may hold it back briefly) from one that carries news.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -528,17 +528,46 @@ def clique_starting(clique: Clique) -> bool:
     )
 
 
-def waiting_for(clique: Clique, deps: Mapping[str, Clique | None]) -> list[str]:
+def waiting_for(
+    clique: Clique,
+    deps: Mapping[str, Clique | None],
+    pods: Mapping[str, Sequence[Pod]],
+) -> list[str]:
     """The names of `deps` (the Cliques `clique` starts after, None where not seen) that
-    are not Ready for the gang as it is now: Ready for their own epoch, and recording the
-    same gang restart count as `clique` (the restart's patches are one per Clique, so a
-    sibling may not have been reached yet)."""
+    are not Ready for the gang as it is now: Ready for their own epoch, recording the same
+    gang restart count as `clique` (the restart's patches are one per Clique, so a sibling
+    may not have been reached yet), and with `minAvailable` Ready pods of that epoch in the
+    cache (`pods`: each dependency's pods by its name). A dependency's status is written by
+    its own reconcile: a pod it lost a moment ago is in the cache before it is in that
+    status, and a pod made then would not start after it."""
     restarts = restart_count(clique)
     return [
         name
         for name, dep in deps.items()
-        if dep is None or not clique_ready(dep) or restart_count(dep) != restarts
+        if dep is None
+        or not clique_ready(dep)
+        or restart_count(dep) != restarts
+        or not _ready_in_cache(dep, pods.get(name, ()))
     ]
+
+
+def _ready_in_cache(dep: Clique, pods: Sequence[Pod]) -> bool:
+    """Whether the cache shows `minAvailable` Ready pods of `dep`'s template and restart
+    count (a Clique without a template-hash label is judged by its status alone)."""
+    want = dep.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
+    if not want:
+        return True
+    restarts = _restarts(dep.metadata.annotations)
+    ready = sum(
+        1
+        for p in pods
+        if p.metadata.deletion_timestamp is None
+        and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == want
+        and _restarts(p.metadata.annotations) == restarts
+        and p.is_ready
+        and inplace.settled(p)
+    )
+    return ready >= dep.spec.effective_min_available
 
 
 def _status(
