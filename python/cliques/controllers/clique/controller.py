@@ -170,10 +170,14 @@ class CliqueController:
             self.queue.add(key_of(new))
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
-            for key in gang_key(new):
-                for sib in self.cliques.store.by_index("gang", key):
-                    if new.metadata.name in sib.spec.starts_after:
-                        self.queue.add(key_of(sib))
+            self._wake_dependents(new)
+
+    def _wake_dependents(self, clique: Clique) -> None:
+        """Enqueue the Cliques of `clique`'s gang that start after it."""
+        for key in gang_key(clique):
+            for sib in self.cliques.store.by_index("gang", key):
+                if clique.metadata.name in sib.spec.starts_after:
+                    self.queue.add(key_of(sib))
 
     def _on_pod(self, kind: EventKind, old: Any, new: Pod) -> None:
         meta = new.metadata
@@ -199,6 +203,11 @@ class CliqueController:
                 if going and kueue.release_patch(new) is not None:
                     self.queue.add(RELEASE + key_of(new))
                 return
+            if kind == "DELETED" or old is None or old.is_ready != new.is_ready:
+                # The Cliques that start after this one judge it by its pods too
+                # (`clique_planner.waiting_for`): a Ready pod lost or back wakes them, even
+                # where this Clique's status is the same before and after.
+                self._wake_dependents(clique)
             if own_create and self._only_progress(key, clique, new):
                 return
             # Debounced: a pod goes through several updates in quick succession (created,
