@@ -6,8 +6,8 @@ written by its informer; readers take snapshots (lists) and never mutate what th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from cliques.kube.objects import KubeObject, controller_uid, key_of
 
@@ -29,6 +29,11 @@ def by_controller(obj: KubeObject) -> Iterable[str]:
     """
     uid = controller_uid(obj)
     return (owner_key(obj.metadata.namespace or "", uid),) if uid else ()
+
+
+#: The index every informer of owned objects keeps: by the UID of the owner that controls
+#: them (`by_controller`).
+BY_CONTROLLER: Mapping[str, IndexFunc[Any]] = {"controller": by_controller}
 
 
 def by_label(label: str) -> Callable[[KubeObject], Iterable[str]]:

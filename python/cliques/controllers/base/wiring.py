@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Protocol
 from cliques.api.meta import format_now
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.revision import Hasher
-from cliques.kube import store
 from cliques.kube.expectations import Expectations
 from cliques.kube.gangapi import GangAPI
 from cliques.kube.runner import Result
@@ -67,8 +66,3 @@ class ControllerClass(Protocol):
     WATCHES: tuple[Watch, ...]
 
     def wired(self, informers: Mapping[str, Any], wiring: Wiring) -> Controller: ...
-
-
-#: The index every informer of owned objects keeps: by the UID of the owner that controls
-#: them (`kube.store.by_controller`).
-BY_CONTROLLER: Mapping[str, store.IndexFunc[Any]] = {"controller": store.by_controller}

@@ -47,7 +47,7 @@ from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
-from cliques.controllers.base.wiring import BY_CONTROLLER, Clock, Wiring
+from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
@@ -112,11 +112,11 @@ WATCHES: tuple[Watch, ...] = (
         "cliques",
         Clique,
         CLIQUES,
-        indexers=BY_CONTROLLER,
+        indexers=store.BY_CONTROLLER,
         faults=True,
         transform=SharedTemplates,
     ),
-    Watch("services", Service, SERVICES, indexers=BY_CONTROLLER),
+    Watch("services", Service, SERVICES, indexers=store.BY_CONTROLLER),
     *gang_scheduling.WATCHES,
     *claims.WATCHES,
     *kueue.WATCHES,

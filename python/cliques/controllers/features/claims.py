@@ -36,8 +36,7 @@ from cliques.api.claim import ClaimObject, ClaimScope, CliqueSetClaim
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import ObjectMeta
 from cliques.controllers.base.actions import Create, Delete
-from cliques.controllers.base.wiring import BY_CONTROLLER
-from cliques.kube import gangapi
+from cliques.kube import gangapi, store
 from cliques.kube.informer import Informer
 from cliques.kube.resources import RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, Resource
 from cliques.kube.watches import Watch
@@ -196,12 +195,12 @@ def _resource_claim_templates(api: gangapi.GangAPI) -> Resource | None:
 #: What DRA claims watch: the ResourceClaims and ResourceClaimTemplates the CliqueSets
 #: own, where the cluster serves resource.k8s.io/v1 and the operator may list them.
 WATCHES: Final[tuple[Watch, ...]] = (
-    Watch("resource_claims", ClaimObject, _resource_claims, indexers=BY_CONTROLLER),
+    Watch("resource_claims", ClaimObject, _resource_claims, indexers=store.BY_CONTROLLER),
     Watch(
         "resource_claim_templates",
         ClaimObject,
         _resource_claim_templates,
-        indexers=BY_CONTROLLER,
+        indexers=store.BY_CONTROLLER,
     ),
 )
 

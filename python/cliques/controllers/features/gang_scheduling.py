@@ -47,10 +47,9 @@ from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
 from cliques.controllers.base import conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
-from cliques.controllers.base.wiring import BY_CONTROLLER
 from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
 from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
-from cliques.kube import gangapi
+from cliques.kube import gangapi, store
 from cliques.kube.informer import Informer
 from cliques.kube.resources import Resource
 from cliques.kube.watches import Watch
@@ -85,9 +84,9 @@ def _composite_groups(api: gangapi.GangAPI) -> Resource | None:
 #: What gang scheduling watches: the Workloads, PodGroups and CompositePodGroups the
 #: CliqueSets own, each only where the cluster serves it.
 WATCHES: Final[tuple[Watch, ...]] = (
-    Watch("workloads", Workload, _workloads, indexers=BY_CONTROLLER),
-    Watch("pod_groups", PodGroup, _pod_groups, indexers=BY_CONTROLLER),
-    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=BY_CONTROLLER),
+    Watch("workloads", Workload, _workloads, indexers=store.BY_CONTROLLER),
+    Watch("pod_groups", PodGroup, _pod_groups, indexers=store.BY_CONTROLLER),
+    Watch("composite_groups", CompositePodGroup, _composite_groups, indexers=store.BY_CONTROLLER),
 )
 
 

@@ -32,7 +32,7 @@ from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet, CliqueSetSpec
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.scalinggroup import CliqueScalingGroup
-from cliques.controllers.base.wiring import BY_CONTROLLER
+from cliques.kube import store
 from cliques.kube.informer import Informer
 from cliques.kube.resources import HPAS, SCALING_GROUPS
 from cliques.kube.watches import Watch
@@ -44,8 +44,8 @@ ANNOTATION_TEMPLATE_REPLICAS: Final = labels.ANNOTATION_TEMPLATE_REPLICAS
 #: What scaling groups and autoscaling watch: the CliqueScalingGroups and the
 #: HorizontalPodAutoscalers the CliqueSets own.
 WATCHES: Final[tuple[Watch, ...]] = (
-    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=BY_CONTROLLER),
-    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=BY_CONTROLLER),
+    Watch("scaling_groups", CliqueScalingGroup, SCALING_GROUPS, indexers=store.BY_CONTROLLER),
+    Watch("hpas", HorizontalPodAutoscaler, HPAS, indexers=store.BY_CONTROLLER),
 )
 
 
