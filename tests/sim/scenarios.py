@@ -354,6 +354,27 @@ def dependency_lost_during_a_roll() -> Scenario:
     )
 
 
+def gate_opened_as_its_dependency_crashes() -> Scenario:
+    """Found by `python -m tests.sim --examples 5000 --seed 2026`: 1 gang of leader 1 +
+    worker 1 with gang scheduling (start order kept by start gates), InOrder. At t=1 a new
+    worker image rolls the worker; at t=2 the leader crashes. The worker's new pod, made
+    behind a closed gate, must keep it closed until the leader is Ready again: a pod that
+    waits at its gate has not started, so the Clique has not started for its template."""
+    return Scenario(
+        gangs=1,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="InOrder",
+        max_unavailable=0,
+        policy=Policy(breach=0, max_restarts=1, initial=0, max_backoff=0),
+        nodes=(1, 1, 1),
+        latency=Latency("fixed", 1, 10, every=4),
+        grace=1,
+        gang_scheduling=True,
+        events=(Event(1, "image", "worker"), Event(2, "crash", 0, 5)),
+        settle=1200,
+    )
+
+
 # ---- hypothesis -----------------------------------------------------------------------------
 
 _POD_EVENTS = st.sampled_from(["crash", "crash", "crash", "evict", "unready"])

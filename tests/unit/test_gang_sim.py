@@ -373,6 +373,16 @@ def test_a_dependency_lost_as_its_dependent_rolls_is_waited_for(racy: bool) -> N
     assert _first(sim, r"create Pod llama-0-worker-\d", 938) >= ready_again
 
 
+@MODES
+def test_a_gate_stays_closed_while_its_dependency_is_down(racy: bool) -> None:
+    """The worker's new pod of t=1 waits at its closed gate until the leader, crashed at
+    t=2, is Ready again (the run checks start order throughout: I4)."""
+    sim = _case(sc.gate_opened_as_its_dependency_crashes(), racy)
+    sim.run()
+    ready_again = _first(sim, r"pod llama-0-leader-0 Ready", 3)
+    assert _first(sim, r"patch Pod llama-0-worker-0 \(OpenStartGate\)", 2) >= ready_again
+
+
 # ---- random scenarios -----------------------------------------------------------------------
 
 

@@ -373,9 +373,12 @@ def _start_order(snap: CliqueSnapshot, pods: dict[int, Pod]) -> _StartOrder:
 
 
 def _started(snap: CliqueSnapshot, pods: dict[int, Pod]) -> bool:
-    """Started for this epoch, and some pod of the epoch exists: a Clique whose pods of
-    the epoch are all gone (old pods still holding the names after a roll, every pod
-    evicted) waits again for the Cliques it starts after, as on creation."""
+    """Started for this epoch, and some pod of the epoch has started: a Clique whose pods
+    of the epoch are all gone (old pods still holding the names after a roll, every pod
+    evicted) waits again for the Cliques it starts after, as on creation, and so does one
+    whose pods of the epoch all wait at a closed start gate (made while it waited: none of
+    them has started, and a gate is opened only once the Cliques it starts after are
+    Ready)."""
     clique = snap.clique
     status = clique.status or CliqueStatus()
     cond = find_condition(status.conditions, CONDITION_STARTED)
@@ -389,6 +392,7 @@ def _started(snap: CliqueSnapshot, pods: dict[int, Pod]) -> bool:
             p.metadata.deletion_timestamp is None
             and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == snap.template_hash
             and _restarts(p.metadata.annotations) == restarts
+            and not start_gate.is_closed(p)
             for p in pods.values()
         )
     )
