@@ -84,6 +84,8 @@ class FaultProxy:
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
         self._watches: dict[int, tuple[web.Request, asyncio.Event]] = {}
+        #: the tasks running `_handle` now (ended by `close`, whatever they wait on)
+        self._handling: set[asyncio.Task[Any]] = set()
         self._throttle_until = 0.0
         self._throttle_fraction = 0.0
         self._refuse_until = 0.0
@@ -121,8 +123,20 @@ class FaultProxy:
         # (quiet for up to a bookmark interval), and the runner's cleanup waits for it.
         if self._session is not None:
             await self._session.close()
+        # Then every handler still running, ended and awaited: the server's shutdown only
+        # cancels them, and a proxy closed leaves no task of its own behind.
+        handling = list(self._handling)
+        for task in handling:
+            task.cancel()
+        await asyncio.gather(*handling, return_exceptions=True)
         if self._runner is not None:
+            server = self._runner.server
+            connections = list(server.connections) if server is not None else []
             await self._runner.cleanup()
+            # each connection's task ends once its request has (it was cancelled above)
+            tasks = [t for c in connections if (t := c._task_handler) is not None]
+            if tasks:
+                await asyncio.wait(tasks, timeout=5.0)
 
     def kubeconfig_text(self) -> str:
         """A kubeconfig that sends a client through this proxy."""
@@ -182,6 +196,16 @@ class FaultProxy:
     # -- forwarding -----------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - aiohttp runs every handler in a task
+            return await self._proxy(request)
+        self._handling.add(task)
+        try:
+            return await self._proxy(request)
+        finally:
+            self._handling.discard(task)
+
+    async def _proxy(self, request: web.Request) -> web.StreamResponse:
         watch = _is_watch(request)
         self.counts["watches" if watch else "requests"] += 1
         if time.monotonic() < self._refuse_until:

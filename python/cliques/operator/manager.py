@@ -299,11 +299,12 @@ class Manager:
             self._tasks.append(asyncio.create_task(inf.run(), name=repr(inf)))
         if self.recorder is not None:
             self.recorder.start()
+        # (both ended on the way out, however that goes: a cancelled run leaves no waiter)
+        stop: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
+        synced: asyncio.Future[Any] = asyncio.gather(
+            cliquesets_listed.wait(), *(i.synced.wait() for i in self.informers)
+        )
         try:
-            synced: asyncio.Future[Any] = asyncio.gather(
-                cliquesets_listed.wait(), *(i.synced.wait() for i in self.informers)
-            )
-            stop: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
             await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
             if not self._stop.is_set():
                 self.cliquesets_listed.set()
@@ -321,14 +322,15 @@ class Manager:
                 if dead and not self._stop.is_set():
                     exc = dead[0].exception() if not dead[0].cancelled() else None
                     raise RuntimeError(f"informer {dead[0].get_name()} stopped: {exc!r}")
-            else:
-                # Stopped before the caches synced (a shard handed over at start): the
-                # cancelled gather ends with a CancelledError as its exception, retrieved
-                # here, or asyncio logs its traceback when the future is collected.
+        finally:
+            if not synced.done():
+                # Stopped before the caches synced (a shard handed over at start, or the run
+                # cancelled): the cancelled gather ends with a CancelledError as its
+                # exception, retrieved here, or asyncio logs its traceback when the future
+                # is collected.
                 synced.cancel()
                 synced.add_done_callback(_retrieve)
             stop.cancel()
-        finally:
             log.info("draining work queues")
             await asyncio.gather(*(r.stop(self.drain_grace) for r in self.runners))
             if self.recorder is not None:
@@ -338,4 +340,7 @@ class Manager:
             for task in self._tasks:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await task
+            for waiter in (stop, synced):
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await waiter
             log.info("stopped")
