@@ -61,7 +61,6 @@ from typing import Any, Final, Literal
 from cliques.api import labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.podgroup import PodGroup
-from cliques.api.policies import GangDisruption
 from cliques.controllers.base import builders
 from cliques.controllers.features import workload
 from cliques.controllers.features.gang_apis import GangAPIVersion, V1Beta1
@@ -154,8 +153,12 @@ def _hash(fixed: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LENGTH]
 
 
-def _disruption(shape: Shape) -> dict[str, Any]:
-    return {"all": {}} if shape.disruption == GangDisruption.GANG else {"single": {}}
+#: The gang API the trees are written in (v1beta1 PodGroups, whose parents they name).
+_API: Final = V1Beta1()
+
+
+def _disruption(shape: Shape) -> Any:
+    return _API.disruption_mode(shape.disruption)
 
 
 #: Distinct fixed hashes remembered: every plan asks again for those of every gang (the
