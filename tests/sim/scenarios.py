@@ -375,6 +375,36 @@ def gate_opened_as_its_dependency_crashes() -> Scenario:
     )
 
 
+def scale_down_of_a_starting_gang_under_watch_lag() -> Scenario:
+    """Found by `python -m tests.sim --examples 5000 --seed 2026`: 3 gangs of leader 1 +
+    worker 3, AnyOrder, RecreateGang, watch events one round late. Gang 0 has never been
+    available (a worker crashed and is starting again) when its workers are resized to 1
+    at t=6s: the scale-down deletes its Ready worker-2 and keeps worker-0, not Ready yet.
+    The Clique must not report Ready from a cache that still shows the deleted pod (the
+    CliqueSet would take the gang for available, then for broken, and restart it)."""
+    return Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 3)),
+        startup="AnyOrder",
+        max_unavailable=0,
+        policy=Policy(breach=0, max_restarts=1, initial=0, max_backoff=0),
+        nodes=(1,) * 10,
+        latency=Latency("fixed", 3, 10, every=4),
+        grace=0,
+        lag=True,
+        events=(
+            Event(1, "node-loss", 1, 1),
+            Event(2, "crash", 5, 5),
+            Event(3, "crash", 1, 5),
+            Event(4, "node-add", 0, 1),
+            Event(5, "node-add", 0, 1),
+            Event(6, "resize", "worker", 1),
+            Event(7, "crash", 0, 5),
+        ),
+        settle=1200,
+    )
+
+
 # ---- hypothesis -----------------------------------------------------------------------------
 
 _POD_EVENTS = st.sampled_from(["crash", "crash", "crash", "evict", "unready"])

@@ -157,6 +157,27 @@ def test_a_starting_clique_that_loses_a_pod_is_still_starting() -> None:
     assert plan.status is None or ready_reason(plan.status)[1] == clique_planner.REASON_STARTING
 
 
+def test_a_pod_being_deleted_never_makes_its_clique_ready() -> None:
+    """A scale-down that deletes the one Ready pod, and keeps one that is still starting:
+    the status counts what the plan leaves, and so does a later plan whose cache still
+    shows the deleted pod (its delete sent, not seen yet)."""
+    c = clique(0, "worker", replicas=1, ready=False, ready_reason="Starting")
+    starting, ready_one = pod(c, 0, ready=False), pod(c, 2)
+    plan = plan_clique(c, [starting, ready_one])
+    assert [d.name for d in plan.deletes] == ["llama-0-worker-2"]
+    assert plan.status is None or ready_reason(plan.status)[0] == "False"
+    later = plan_clique(
+        c,
+        [starting, ready_one],
+        expectations_satisfied=False,
+        deleting=frozenset({"llama-0-worker-2"}),
+    )
+    assert later.status is None or ready_reason(later.status)[0] == "False"
+    # once the pod left is Ready, the Clique is
+    done = plan_clique(c, [pod(c, 0)])
+    assert done.status is not None and ready_reason(done.status)[0] == "True"
+
+
 # --- start order after a restart ------------------------------------------------------
 
 

@@ -383,6 +383,17 @@ def test_a_gate_stays_closed_while_its_dependency_is_down(racy: bool) -> None:
     assert _first(sim, r"patch Pod llama-0-worker-0 \(OpenStartGate\)", 2) >= ready_again
 
 
+@pytest.mark.parametrize("interleave", [False, True], ids=["ordered", "interleaved"])
+def test_a_scale_down_under_watch_lag_restarts_no_starting_gang(interleave: bool) -> None:
+    """Gang 0, never available, is resized down while a worker starts, watch events one
+    round late: it is not restarted (the run checks I2 and I3 throughout)."""
+    scenario = replace(sc.scale_down_of_a_starting_gang_under_watch_lag(), interleave=interleave)
+    sim = Simulation(scenario)
+    sim.run()
+    restarts = [e.t for e in sim.history.entries if re.search(r"GangRestart.*gang 0 ", e.text)]
+    assert not [t for t in restarts if t < 7], "gang 0 restarted before it ever broke"
+
+
 # ---- random scenarios -----------------------------------------------------------------------
 
 

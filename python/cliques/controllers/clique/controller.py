@@ -257,6 +257,7 @@ class CliqueController:
             now=self.clock(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
+            deleting=self.expectations.pending(uid)[1],
         )
 
     def _plan(self, clique: Clique) -> Plan:

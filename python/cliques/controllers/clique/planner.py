@@ -103,6 +103,9 @@ class CliqueSnapshot:
     failure: failures.Failure | None = None
     #: the image of the start gate's init container (`start_gate`)
     gate_image: str = ""
+    #: the pods whose deletes were sent and are not in the cache yet (expectations): going,
+    #: though the cache may still show them as they were
+    deleting: frozenset[str] = frozenset()
 
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
@@ -198,8 +201,12 @@ def plan(snap: CliqueSnapshot) -> Plan:
         out.creates = _creates(snap, pods, order)
     # 6. Start gates opened.
     out.patches += _open_start_gates(pods, order)
-    # 7. Status.
-    out.status = _changed_status(snap, pods, order, backoff)
+    # 7. Status, of the pods it leaves: one this plan deletes, or one deleted before whose
+    # delete the cache has not shown yet, counts as going (a cache that shows it Ready a
+    # moment longer must not make the Clique Ready meanwhile).
+    going = snap.deleting | {d.name for d in out.deletes}
+    left = {i: p for i, p in pods.items() if p.metadata.name not in going} if going else pods
+    out.status = _changed_status(snap, left, order, backoff)
     return out
 
 
