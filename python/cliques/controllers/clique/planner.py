@@ -66,7 +66,7 @@ controller may hold it back briefly) from one that carries news.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -389,20 +389,30 @@ def _started(snap: CliqueSnapshot, pods: dict[int, Pod]) -> bool:
     clique = snap.clique
     status = clique.status or CliqueStatus()
     cond = find_condition(status.conditions, CONDITION_STARTED)
-    restarts = _restarts(clique.metadata.annotations)
+    epoch = _of_epoch(pods.values(), snap.template_hash, _restarts(clique.metadata.annotations))
     return (
         cond is not None
         and cond.status == "True"
         and status.template_hash == snap.template_hash
         and status.gang_restarts == restart_count(clique)
-        and any(
-            p.metadata.deletion_timestamp is None
-            and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == snap.template_hash
-            and _restarts(p.metadata.annotations) == restarts
-            and not start_gate.is_closed(p)
-            for p in pods.values()
-        )
+        and any(not start_gate.is_closed(p) for p in epoch)
     )
+
+
+def _of_epoch(pods: Iterable[Pod], template_hash: str, restarts: str) -> list[Pod]:
+    """The live pods of one epoch of a Clique: of its template and its gang restart."""
+    return [
+        p
+        for p in pods
+        if p.metadata.deletion_timestamp is None
+        and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == template_hash
+        and _restarts(p.metadata.annotations) == restarts
+    ]
+
+
+def _serving(pod: Pod) -> bool:
+    """Ready, and done with any in-place update (`inplace.settled`)."""
+    return pod.is_ready and inplace.settled(pod)
 
 
 def _deletes(snap: CliqueSnapshot, verdicts: list[_Verdict]) -> list[Delete]:
@@ -568,15 +578,8 @@ def _ready_in_cache(dep: Clique, pods: Sequence[Pod]) -> bool:
     want = dep.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
     if not want:
         return True
-    restarts = _restarts(dep.metadata.annotations)
     ready = sum(
-        1
-        for p in pods
-        if p.metadata.deletion_timestamp is None
-        and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == want
-        and _restarts(p.metadata.annotations) == restarts
-        and p.is_ready
-        and inplace.settled(p)
+        1 for p in _of_epoch(pods, want, _restarts(dep.metadata.annotations)) if _serving(p)
     )
     return ready >= dep.spec.effective_min_available
 
@@ -592,10 +595,9 @@ def _status(
     gen = clique.metadata.generation
     live = [p for p in pods.values() if p.metadata.deletion_timestamp is None]
     updated = [p for p in live if p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired]
-    ready = sum(1 for p in live if p.is_ready and inplace.settled(p))
-    restarts = _restarts(clique.metadata.annotations)
-    current = [p for p in updated if _restarts(p.metadata.annotations) == restarts]
-    ready_current = sum(1 for p in current if p.is_ready and inplace.settled(p))
+    ready = sum(1 for p in live if _serving(p))
+    current = _of_epoch(updated, desired, _restarts(clique.metadata.annotations))
+    ready_current = sum(1 for p in current if _serving(p))
     stuck = sorted(
         (p.metadata.name, reason) for p in current for reason in inplace.waiting_reasons(p)[:1]
     )
