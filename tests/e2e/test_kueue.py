@@ -34,7 +34,14 @@ from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS
 from cliques_lab.devcluster import kueue as dev_kueue
 from tests.support.addon_cluster import addon_cluster, make_namespace
 from tests.support.cluster_fixtures import KubeCluster, addon_build_error
-from tests.support.harness import Cluster, cliqueset, install_crds, running_operator, wait_for
+from tests.support.harness import (
+    Cluster,
+    cliqueset,
+    connected,
+    install_crds,
+    running_operator,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("kueue")]
 
@@ -118,11 +125,8 @@ def local_queue(ns: str, name: str, cq: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def cluster(kube: KubeCluster, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(str(kube.kubeconfig), qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
+    async with connected(str(kube.kubeconfig), namespace) as cluster:
+        yield cluster
 
 
 def queued_set(name: str, gangs: int, cpu: str, queue: str = "lq", priority: str = "") -> Any:

@@ -20,12 +20,11 @@ import pytest
 import yaml
 
 from cliques.api.clique import Clique
-from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUES, PODS
 from cliques_lab.devcluster import metrics_server
 from tests.support.addon_cluster import addon_cluster, make_namespace
 from tests.support.cluster_fixtures import KubeCluster, addon_build_error
-from tests.support.harness import Cluster, install_crds, running_operator, wait_for
+from tests.support.harness import Cluster, connected, install_crds, running_operator, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.addons("metrics-server")]
 
@@ -57,11 +56,8 @@ def namespace(kube: KubeCluster) -> Iterator[str]:
 
 @pytest.fixture
 async def cluster(kube: KubeCluster, namespace: str) -> AsyncIterator[Cluster]:
-    client = await KubeClient.connect(str(kube.kubeconfig), qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
+    async with connected(str(kube.kubeconfig), namespace) as cluster:
+        yield cluster
 
 
 def example() -> dict[str, Any]:

@@ -31,12 +31,9 @@ def crds(kubeconfig: str) -> str:
 
 @pytest.fixture
 async def cluster(crds: str, namespace: str) -> AsyncIterator[Any]:
-    """Typed reads and writes of the test's namespace through a real cliques client."""
-    from cliques.kube.client import KubeClient
-    from tests.support.harness import Cluster
+    """Typed reads of the test's namespace through the project's client, CliqueSet writes
+    through kubernetes-asyncio (tests/support/harness.py)."""
+    from tests.support.harness import connected
 
-    client = await KubeClient.connect(crds, qps=0, field_manager="cliques-tests")
-    try:
-        yield Cluster(client, namespace)
-    finally:
-        await client.close()
+    async with connected(crds, namespace) as cluster:
+        yield cluster

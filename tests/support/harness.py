@@ -1,8 +1,11 @@
-"""Helpers for operator integration tests: an in-process operator, a KubeClient, waiting.
+"""Helpers for operator integration tests: an in-process operator, two clients, waiting.
 
 The operator under test is the real `Manager`, run in the test's event loop and restricted
-to the test's namespace, talking to the real local API server. `wait_for` polls a condition
-with a deadline and says what it was waiting for when it gives up.
+to the test's namespace, talking to the real local API server. The tests read through the
+project's own `KubeClient` (typed, decoded with the operator's API types) and write
+CliqueSets as a user's tooling would, through kubernetes-asyncio (`Cluster.outside`): server-
+side apply with a field manager of their own. `wait_for` polls a condition with a deadline
+and says what it was waiting for when it gives up.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
 
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
@@ -78,10 +83,12 @@ def install_crds(kubeconfig: str) -> None:
 
 @dataclass
 class Cluster:
-    """Typed reads of one namespace through a real client."""
+    """Typed reads of one namespace through the project's client; CliqueSet writes through
+    kubernetes-asyncio, the client users write their own tools with."""
 
     client: KubeClient
     namespace: str
+    outside: k8s.ApiClient
     _decoders: dict[Any, Any] = field(default_factory=dict)
 
     async def list(self, resource: Resource, type_: type[T], selector: str = "") -> list[T]:
@@ -100,18 +107,26 @@ class Cluster:
     async def cliqueset(self, name: str) -> CliqueSet:
         return await self.client.get(CLIQUESETS, self.namespace, name, CliqueSet)
 
-    async def apply(self, body: dict[str, Any]) -> None:
-        """Create or server-side apply a CliqueSet manifest."""
+    async def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create or server-side apply a CliqueSet manifest through kubernetes-asyncio (field
+        manager `cliques-tests`, forced, as `kubectl apply --server-side --force-conflicts`);
+        returns the object the server kept."""
         body = {**body, "metadata": {**body["metadata"], "namespace": self.namespace}}
-        await self.client.patch(
-            CLIQUESETS,
+        group, version = CLIQUESETS.group, CLIQUESETS.version
+        kept: dict[str, Any] = await k8s.CustomObjectsApi(
+            self.outside
+        ).patch_namespaced_custom_object(
+            group,
+            version,
             self.namespace,
+            CLIQUESETS.plural,
             body["metadata"]["name"],
             body,
-            dict,
-            patch_type="apply",
+            field_manager=OUTSIDE_FIELD_MANAGER,
             force=True,
+            _content_type="application/apply-patch+yaml",
         )
+        return kept
 
     async def condition(self, name: str, type_: str) -> Any:
         cqs = await self.cliqueset(name)
@@ -130,6 +145,22 @@ class Cluster:
             return cqs if ok and st.updated_replicas == cqs.spec.replicas else None
 
         return await wait_for(check, timeout=timeout, what=f"CliqueSet {name} Available")
+
+
+#: The field manager of the tests' writes, as a user's tool would have its own.
+OUTSIDE_FIELD_MANAGER = "cliques-tests"
+
+
+@contextlib.asynccontextmanager
+async def connected(kubeconfig: str, namespace: str) -> AsyncIterator[Cluster]:
+    """Both clients of `namespace`: the project's for reads, kubernetes-asyncio for writes."""
+    client = await KubeClient.connect(kubeconfig, qps=0, field_manager=OUTSIDE_FIELD_MANAGER)
+    try:
+        outside = await k8s_config.new_client_from_config(config_file=kubeconfig)
+        async with outside:
+            yield Cluster(client, namespace, outside)
+    finally:
+        await client.close()
 
 
 @contextlib.asynccontextmanager

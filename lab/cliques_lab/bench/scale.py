@@ -20,6 +20,10 @@ cluster also the control plane's CPU by component, and the operator's CPU plus t
 controller-manager's (`cpu_operator_and_kcm`): an operator that makes StatefulSets, as
 LWS does, leaves the pods' creation to the controller-manager.
 
+The workload's writes (apply, the annotation, the deletes) go through kubernetes-asyncio
+(`loadgen`), as a user's tooling would send them; the benchmark's reads and its own
+bookkeeping (namespaces, the observer's watches, metrics) use the project's client.
+
 A peer with more to set up than a process (LWS: its CRDs, webhook certificate and
 webhook configurations) plugs in through `Peer`.
 """
@@ -56,7 +60,11 @@ from cliques_lab.bench import (
     workload,
 )
 from cliques_lab.bench.kinds import WorkloadKind
+from cliques_lab.bench.loadgen import LoadGenerator
 from cliques_lab.bench.observer import Observer
+
+#: The field manager of every write the benchmark makes.
+FIELD_MANAGER = "cliques-bench"
 
 
 class Peer(Protocol):
@@ -248,7 +256,7 @@ async def preflight(kubeconfig: str, api: Resource = CLIQUESETS) -> str:
     API (`api`'s group and version); return the API server's address. Raises ClusterError
     with what to do."""
     try:
-        client = await KubeClient.connect(kubeconfig, qps=0, field_manager="cliques-bench")
+        client = await KubeClient.connect(kubeconfig, qps=0, field_manager=FIELD_MANAGER)
     except ConfigError as exc:
         raise ClusterError(str(exc)) from None
     try:
@@ -279,7 +287,7 @@ async def run_operator(
     result.workload_kind = spec.kind.name
     result.pod_template_hash = spec.kind.template_hash(cfg.shape, cfg.gang_scheduling)
     result.settings = dict(spec.settings)
-    client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager="cliques-bench")
+    client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager=FIELD_MANAGER)
     ns = f"bench-{spec.name}-{int(time.time()) % 100000}"
     log_path = cfg.log_dir / f"{ns}.log"
     result.log = str(log_path)
@@ -306,19 +314,21 @@ async def run_operator(
             await spec.peer.started(client, ns)
         sampler = Sampler(proc.pid)
         sampler.start()
-        await _phases(
-            client,
-            ns,
-            cfg,
-            observer,
-            sampler,
-            result,
-            progress,
-            proc,
-            spec.kind,
-            port if spec.scrape_metrics else 0,
-            in_place=spec.in_place,
-        )
+        async with LoadGenerator.connect(cfg.kubeconfig, FIELD_MANAGER) as load:
+            await _phases(
+                client,
+                load,
+                ns,
+                cfg,
+                observer,
+                sampler,
+                result,
+                progress,
+                proc,
+                spec.kind,
+                port if spec.scrape_metrics else 0,
+                in_place=spec.in_place,
+            )
     except Exception as exc:  # a failed operator is a result, not a crash of the benchmark
         result.error = f"{type(exc).__name__}: {exc}"
         # Where it failed goes to the run's log, after whatever the operator wrote there.
@@ -365,6 +375,7 @@ async def _gone(client: KubeClient, ns: str, timeout: float) -> bool:
 
 async def _phases(
     client: KubeClient,
+    load: LoadGenerator,
     ns: str,
     cfg: Settings,
     obs: Observer,
@@ -464,20 +475,7 @@ async def _phases(
         return api, cpu, (len(obs.added), len(obs.deleted)), time.monotonic()
 
     async def apply(bodies: list[dict[str, Any]]) -> None:
-        await asyncio.gather(
-            *(
-                client.patch(
-                    kind.resource,
-                    ns,
-                    b["metadata"]["name"],
-                    {**b, "metadata": {**b["metadata"], "namespace": ns}},
-                    dict,
-                    patch_type="apply",
-                    force=True,
-                )
-                for b in bodies
-            )
-        )
+        await asyncio.gather(*(load.apply(kind.resource, ns, b) for b in bodies))
 
     # The control plane's idle rate before the apply (node heartbeats of the fake kubelets,
     # leases): what "settled after Ready" is measured against.
@@ -511,7 +509,7 @@ async def _phases(
             return
 
     if "steady-state" not in cfg.skip:
-        await _steady(client, ns, cfg, sampler, kind, names, progress, begin, record)
+        await _steady(load, ns, cfg, sampler, kind, names, progress, begin, record)
     new_image = kinds.FIRST_IMAGE
     if "rolling-update" not in cfg.skip:
         # -- rolling update ----------------------------------------------------------------
@@ -566,7 +564,7 @@ async def _phases(
     if "delete" not in cfg.skip:
         # -- delete ------------------------------------------------------------------------
         api0, cpu0, mark, t0 = await begin()
-        await asyncio.gather(*(client.delete(kind.resource, ns, n) for n in names))
+        await asyncio.gather(*(load.delete(kind.resource, ns, n) for n in names))
         ok = await wait("delete", lambda: total - len(obs.pods.store), total)
         await record("delete", t0, cpu0, api0, mark, ok)
 
@@ -594,7 +592,7 @@ async def _kcm_work(port: int | None) -> dict[str, float]:
 
 
 async def _steady(
-    client: KubeClient,
+    load: LoadGenerator,
     ns: str,
     cfg: Settings,
     sampler: Sampler,
@@ -637,12 +635,7 @@ async def _steady(
     api0, cpu0, mark, t0 = await begin()
     stamp = str(time.time())
     await asyncio.gather(
-        *(
-            client.patch(
-                kind.resource, ns, n, {"metadata": {"annotations": {"bench/noop": stamp}}}, dict
-            )
-            for n in names
-        )
+        *(load.annotate(kind.resource, ns, n, {"bench/noop": stamp}) for n in names)
     )
     while time.monotonic() - t0 < cfg.steady:
         progress("steady-state", int(time.monotonic() - t0), int(cfg.steady))
