@@ -71,6 +71,22 @@ def test_a_group_name_is_a_label_value() -> None:
     assert kueue.group_name("a-b", 0, "r") == "a-b-0-r"
 
 
+def test_two_sets_sharing_their_first_50_characters_get_two_groups() -> None:
+    """Two 60-character set names that share 50 and are cut: each group name carries the
+    hash of its set, so Kueue never sees one group of both sets' pods; a name that fits
+    is kept as it always was, and a cut one is never a kept one (it is 63 long)."""
+    rev = "abcdefghij"
+    first, second = "a" * 50 + "-first-set", "a" * 50 + "-other-set"
+    assert len(first) == len(second) == 60
+    one, two = kueue.group_name(first, 3, rev), kueue.group_name(second, 3, rev)
+    assert one != two
+    assert len(one) == len(two) == 63 and one.endswith("-3-abcdefghij")
+    assert kueue.group_names(first, 3, rev) == (one, f"{first[:50]}-3-{rev}")
+    assert kueue.group_names(second, 3, rev)[1] == kueue.group_names(first, 3, rev)[1]
+    assert kueue.group_names("llama", 3, rev) == ("llama-3-abcdefghij",)
+    assert kueue.group_name("b" * 49, 3, rev) == f"{'b' * 49}-3-{rev}"  # 62: kept as is
+
+
 def test_the_revision_covers_the_queue_the_templates_and_the_sizes() -> None:
     cqs = queued(cliqueset())
     base = kueue.revision(cqs, HASHES)

@@ -201,11 +201,22 @@ def hash_basis(template: Mapping[str, Any], rev: str) -> Mapping[str, Any]:
 
 
 def group_name(cliqueset: str, gang: int, rev: str) -> str:
-    """The pod group (and Kueue Workload) of gang `gang`: `<set>-<gang>-<revision>`, the
-    set's name cut so that the whole is a label value (63 characters at most)."""
+    """The pod group (and Kueue Workload) of gang `gang`: `<set>-<gang>-<revision>` while
+    it is shorter than a label value's 63 characters (it reads back one way: neither the
+    index nor the revision has a '-'), else the set's name cut and the hash of all three
+    added (`labels.generated_name`): two sets whose names share their first 50
+    characters never share a group."""
+    return labels.generated_name(cliqueset, gang, rev, limit=_MAX_LABEL)
+
+
+def group_names(cliqueset: str, gang: int, rev: str) -> tuple[str, ...]:
+    """The names gang `gang`'s pod group may have: `group_name`, then the name an operator
+    before `generated_name` gave a group it cut (`<set cut>-<gang>-<revision>`), which the
+    pods of a gang made then keep until the gang is made again."""
     suffix = f"-{gang}-{rev}"
-    head = cliqueset[: _MAX_LABEL - len(suffix)].rstrip("-.")
-    return f"{head}{suffix}"
+    legacy = f"{cliqueset[: _MAX_LABEL - len(suffix)].rstrip('-.')}{suffix}"
+    name = group_name(cliqueset, gang, rev)
+    return (name,) if legacy == name else (name, legacy)
 
 
 def resolve(
