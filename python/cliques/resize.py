@@ -55,20 +55,28 @@ def _is_set(value: str) -> bool:
     return bool(differing({"q": value}, {"q": "0"}))
 
 
+def _positive(values: Mapping[str, str]) -> dict[str, str]:
+    """The quantities of `values` that are not zero: the API server's QoS counts a zero
+    request or limit as not set."""
+    return {k: v for k, v in values.items() if _is_set(v)}
+
+
 def qos_class(template: Mapping[str, Any]) -> str:
     """The QoS class of pods of `template`, as the API server computes it from their
-    containers' CPU and memory: BestEffort, Guaranteed or Burstable."""
+    containers' CPU and memory (`GetPodQOS`): a zero request or limit counts as not set, a
+    request left out is its limit; BestEffort without any, Guaranteed when every container
+    has a CPU and a memory limit and requests equal to them, Burstable otherwise. (The API
+    server compares the sums over the containers; a request is never above its limit, so
+    that is the same as comparing each container's.)"""
     anything = False
     guaranteed = True
     for c in containers(template, "containers", "initContainers"):
-        requests = compute(c.get("resources"), "requests")
-        limits = compute(c.get("resources"), "limits")
-        if any(_is_set(v) for v in (*requests.values(), *limits.values())):
+        asked = wanted(c.get("resources"))
+        requests = _positive(asked["requests"])
+        limits = _positive(asked["limits"])
+        if requests or limits:
             anything = True
-        shared = [k for k in requests if k in limits]
-        if set(limits) != set(RESIZED) or differing(
-            {k: requests[k] for k in shared}, {k: limits[k] for k in shared}
-        ):
+        if set(limits) != set(RESIZED) or differing(requests, limits):
             guaranteed = False
     if not anything:
         return "BestEffort"

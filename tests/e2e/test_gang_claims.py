@@ -157,7 +157,8 @@ async def test_each_gang_gets_its_own_allocated_device_shared_by_its_pods(
             else:  # the operator's claim for the gang
                 assert sorted(state.reserved_names("pods")) == members, state
                 assert (owner["kind"], owner["name"]) == ("CliqueSet", "dom")
-                assert claim_name.startswith(f"dom-{gang}-domain-")
+                head, _, rest = claim_name.partition("-")  # dom-<name hash>-<gang>-domain-…
+                assert head == "dom" and rest.split("-")[1:3] == [str(gang), "domain"], rest
         assert len(devices) == 2, "two gangs share a device"
 
         # Pod scope: each worker has a node-local device of its own, on its node.

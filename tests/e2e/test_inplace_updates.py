@@ -5,13 +5,15 @@ Available with every gang updated and the containers restarted on the new image 
 pods; an image that cannot be pulled leaves one gang in flight, named by its Clique and
 the set, until the image is fixed. A CPU and memory change resizes the pods in place
 through `pods/resize` (KWOK's `pod-resize-*` stages play the kubelet), and a resize the
-node cannot take holds one gang, named, until it can."""
+node cannot take holds one gang, named, until it can. A resize the API server refuses is
+named on its Clique and holds nothing else: a pod lost meanwhile is made again."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,9 +21,10 @@ import pytest
 from cliques.api import labels
 from cliques.api.pod import Pod
 from cliques.controllers.features import inplace
+from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
-from cliques.kube.resources import PODS
+from cliques.kube.resources import PODS, Resource
 from cliques_lab.devcluster import kwok
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 
@@ -309,3 +312,128 @@ async def test_a_resize_the_node_cannot_take_holds_one_gang_and_is_named(
         for pod in after.values():
             assert requests_of(pod, "status") == {"cpu": "300m", "memory": "64Mi"}
         assert flight.most == 1
+
+
+POLICIES = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicy",
+    namespaced=False,
+)
+BINDINGS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingadmissionpolicybindings",
+    "ValidatingAdmissionPolicyBinding",
+    namespaced=False,
+)
+FROZEN = "resizes are frozen in this namespace"
+
+
+@contextlib.asynccontextmanager
+async def resizes_refused(client: KubeClient, namespace: str) -> AsyncIterator[None]:
+    """A ValidatingAdmissionPolicy that refuses every `pods/resize` in `namespace` (with
+    `FROZEN`) for the block's duration: the API server's own refusal of a resize."""
+    name = f"cliques-test-no-resize-{namespace}"[:63].rstrip("-")
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["pods/resize"],
+                    }
+                ]
+            },
+            "validations": [{"expression": "false", "message": FROZEN, "reason": "Forbidden"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            },
+        },
+    }
+    await client.create(POLICIES, None, policy, dict)
+    try:
+        await client.create(BINDINGS, None, binding, dict)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(BINDINGS, None, name)
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            await client.delete(POLICIES, None, name)
+
+
+async def test_a_pod_lost_while_its_cliques_resize_is_refused_is_made_again(
+    cluster: Cluster, kubeconfig: str, namespace: str
+) -> None:
+    """The API server refuses every resize (an admission policy): the gang picked for the
+    resize keeps its pods, its Clique carries ReplicaFailure with the server's message,
+    and a pod deleted meanwhile is made again: the refused resize holds only itself."""
+    body = with_strategy(cliqueset("frz", 1), "IfPossible")
+    async with running_operator(kubeconfig, namespace):
+        await cluster.apply(body)
+        await cluster.wait_available("frz", timeout=90)
+        async with resizes_refused(cluster.client, namespace):
+            probe = next(iter(await pods_by_name(cluster.client, namespace)))
+
+            async def refusing() -> bool:
+                # the policy reaches the API server's admission a moment after it is made
+                try:
+                    await cluster.client.patch(
+                        PODS, namespace, probe, [], dict, patch_type="json", sub="resize"
+                    )
+                except errors.ApiError as exc:
+                    return FROZEN in exc.message
+                return False
+
+            await wait_for(refusing, timeout=30, what="the policy refusing resizes")
+            await cluster.apply(main_resources(body, "200m", "64Mi"))
+
+            async def refused() -> Any:
+                # the workers' Clique: its other pod's resize is still there to refuse
+                for c in await cluster.cliques():
+                    if c.spec.replicas < 2:
+                        continue
+                    for cond in c.status.conditions if c.status else []:
+                        if cond.type == "ReplicaFailure" and FROZEN in cond.message:
+                            return c, cond
+                return None
+
+            clique, cond = await wait_for(
+                refused, timeout=60, what="a Clique naming the refused resize"
+            )
+            assert (cond.status, cond.reason) == ("True", "FailedUpdate")
+            pods = await cluster.pods()
+            lost = next(
+                p
+                for p in pods
+                if p.metadata.controller_ref() is not None
+                and p.metadata.controller_ref().uid == clique.metadata.uid  # type: ignore[union-attr]
+            )
+            await cluster.client.delete(PODS, namespace, lost.metadata.name, uid=lost.metadata.uid)
+
+            async def made_again() -> Any:
+                now = await pods_by_name(cluster.client, namespace)
+                again = now.get(lost.metadata.name)
+                return again if again and again["metadata"]["uid"] != lost.metadata.uid else None
+
+            await wait_for(made_again, timeout=60, what=f"{lost.metadata.name} made again")
+            # the others still wait for their resize, named
+            assert await refused()

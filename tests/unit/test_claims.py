@@ -39,6 +39,20 @@ def claim(
     )
 
 
+def oname(claim_name: str, claim_hash: str) -> str:
+    """The name of set llama's claim object (Pod and Set scope, or a Gang template)."""
+    return labels.generated_name(
+        "llama", claim_name, claim_hash, limit=labels.MAX_OBJECT_NAME_LENGTH, hashed=True
+    )
+
+
+def gname(gang: int, claim_name: str, claim_hash: str) -> str:
+    """The name of set llama's ResourceClaim for gang `gang`."""
+    return labels.generated_name(
+        "llama", gang, claim_name, claim_hash, limit=labels.MAX_OBJECT_NAME_LENGTH, hashed=True
+    )
+
+
 def with_claims(*entries: CliqueSetClaim, backend: str = "None", **kw: Any) -> CliqueSet:
     cqs = cliqueset(**kw)
     spec = msgspec.structs.replace(
@@ -89,9 +103,42 @@ def test_names_carry_the_hash_of_scope_and_template() -> None:
     assert claims.claim_hash(gang) == claims.claim_hash(claim(cliques=["leader"]))
     assert claims.claim_hash(gang) != claims.claim_hash(claim(cls="other"))
     h = claims.claim_hash(gang)
-    assert claims.object_name("llama", gang) == f"llama-domain-{h}"
-    assert claims.gang_claim_name("llama", 7, gang) == f"llama-7-domain-{h}"
+    assert (
+        claims.object_name("llama", gang)
+        == f"llama-{labels.name_hash('llama', 'domain', h)}-domain-{h}"
+    )
+    assert claims.gang_claim_name("llama", 7, gang) == (
+        f"llama-{labels.name_hash('llama', 7, 'domain', h)}-7-domain-{h}"
+    )
     assert len(h) == claims.HASH_LENGTH
+
+
+def test_claim_names_of_two_sets_never_meet() -> None:
+    """Set `a` with claim `1-x` and set `a-1` with claim `x` (the same template) once named
+    one object `a-1-x-<hash>`; each name now carries the hash of its parts."""
+    one, other = claim(name="1-x"), claim(name="x")
+    assert claims.claim_hash(one) == claims.claim_hash(other)
+    assert claims.legacy_names("a", one, 0)[0] == claims.legacy_names("a-1", other, 0)[0]
+    assert claims.object_name("a", one) != claims.object_name("a-1", other)
+    # Gang scope: set `a` gang 1 with claim `2-x`, set `a-1` gang 2 with claim `x`
+    mine, theirs = claim(name="2-x"), claim(name="x")
+    assert claims.legacy_names("a", mine, 1)[1] == claims.legacy_names("a-1", theirs, 2)[1]
+    assert claims.gang_claim_name("a", 1, mine) != claims.gang_claim_name("a-1", 2, theirs)
+
+
+def test_objects_named_before_the_hash_of_their_parts_are_kept_and_made_again() -> None:
+    """A Clique made by an earlier operator names `llama-<claim>-<hash>`: that object is
+    the set's still (kept, made again if lost), and new Cliques name the hashed one."""
+    pod = claim(name="gpu", scope="Pod")
+    cqs = with_claims(pod)
+    legacy = claims.legacy_names("llama", pod, 0)[0]
+    ref = claims.Ref(RESOURCE_CLAIM_TEMPLATES, legacy, "gpu", 0)
+    assert claims.source(cqs, ref) == pod
+    out = claims.plan(cqs, [ref], {}, "7", {"uid": "cqs-uid"})
+    assert [c.name for c in out.creates] == [legacy] and not out.missing
+    new = claims.Ref(RESOURCE_CLAIM_TEMPLATES, claims.object_name("llama", pod), "gpu", 0)
+    assert claims.source(cqs, new) == pod
+    assert claims.source(cqs, claims.Ref(RESOURCE_CLAIM_TEMPLATES, "llama-gpu-0", "gpu", 0)) is None
 
 
 def test_a_set_without_claims_hashes_as_before() -> None:
@@ -150,12 +197,12 @@ def test_entries_per_scope() -> None:
     cqs = with_claims(gang, pod, whole)
     h = claims.claim_hash
     assert claims.pod_claims(cqs, "leader", 1, False) == [
-        {"name": "domain", "resourceClaimName": f"llama-1-domain-{h(gang)}"},
-        {"name": "store", "resourceClaimName": f"llama-store-{h(whole)}"},
+        {"name": "domain", "resourceClaimName": gname(1, "domain", h(gang))},
+        {"name": "store", "resourceClaimName": oname("store", h(whole))},
     ]
     assert claims.pod_claims(cqs, "worker", 1, True) == [
-        {"name": "domain", "resourceClaimTemplateName": f"llama-domain-{h(gang)}"},
-        {"name": "gpu", "resourceClaimTemplateName": f"llama-gpu-{h(pod)}"},
+        {"name": "domain", "resourceClaimTemplateName": oname("domain", h(gang))},
+        {"name": "gpu", "resourceClaimTemplateName": oname("gpu", h(pod))},
     ]
 
 
@@ -165,8 +212,8 @@ def test_a_new_set_gets_a_claim_per_gang_and_cliques_naming_them() -> None:
     out = plan(cqs)
     made = [c for c in out.creates if c.resource == RESOURCE_CLAIMS]
     h = claims.claim_hash(gang)
-    assert [c.name for c in made] == [f"llama-0-domain-{h}", f"llama-1-domain-{h}"]
-    body = made[1].body
+    assert sorted(c.name for c in made) == sorted([gname(0, "domain", h), gname(1, "domain", h)])
+    body = next(c for c in made if c.name == gname(1, "domain", h)).body
     assert body["kind"] == "ResourceClaim" and body["apiVersion"] == "resource.k8s.io/v1"
     assert body["spec"] == gang.template["spec"]
     assert body["metadata"]["labels"][labels.LABEL_GANG_INDEX] == "1"
@@ -178,7 +225,7 @@ def test_a_new_set_gets_a_claim_per_gang_and_cliques_naming_them() -> None:
     for gang_index in (0, 1):
         for role in ("leader", "worker"):
             assert entries(out, gang_index, role) == [
-                {"name": "domain", "resourceClaimName": f"llama-{gang_index}-domain-{h}"}
+                {"name": "domain", "resourceClaimName": gname(gang_index, "domain", h)}
             ]
 
 
@@ -201,7 +248,7 @@ def test_objects_no_clique_names_are_deleted_and_named_ones_kept() -> None:
     h = claims.claim_hash(gang)
     have = {
         RESOURCE_CLAIMS: [
-            ObjectMeta(name=f"llama-{g}-domain-{h}", uid=f"c{g}", namespace="ns") for g in (0, 1)
+            ObjectMeta(name=gname(g, "domain", h), uid=f"c{g}", namespace="ns") for g in (0, 1)
         ]
     }
     assert not [
@@ -212,7 +259,7 @@ def test_objects_no_clique_names_are_deleted_and_named_ones_kept() -> None:
     kept = [c for c in live if c.spec.gang_index == 0]
     out = plan(smaller, kept, claim_objects=have)
     assert [(d.name, d.uid) for d in out.deletes if d.resource == RESOURCE_CLAIMS] == [
-        (f"llama-1-domain-{h}", "c1")
+        (gname(1, "domain", h), "c1")
     ]
     # nothing is deleted while creates are unobserved (the cache may lack a new Clique)
     out = plan(smaller, kept, claim_objects=have, expectations_satisfied=False)
@@ -222,9 +269,9 @@ def test_objects_no_clique_names_are_deleted_and_named_ones_kept() -> None:
 def test_a_set_that_drops_its_claims_deletes_their_objects_once_no_clique_names_them() -> None:
     gang = claim()
     h = claims.claim_hash(gang)
-    have = {RESOURCE_CLAIMS: [ObjectMeta(name=f"llama-0-domain-{h}", uid="c0", namespace="ns")]}
+    have = {RESOURCE_CLAIMS: [ObjectMeta(name=gname(0, "domain", h), uid="c0", namespace="ns")]}
     out = plan(cliqueset(replicas=1), [], claim_objects=have)
-    assert [d.name for d in out.deletes] == [f"llama-0-domain-{h}"]
+    assert [d.name for d in out.deletes] == [gname(0, "domain", h)]
 
 
 def test_a_claim_change_rolls_to_new_claims_and_keeps_the_old_ones_while_named() -> None:
@@ -234,8 +281,7 @@ def test_a_claim_change_rolls_to_new_claims_and_keeps_the_old_ones_while_named()
     h_old, h_new = claims.claim_hash(old), claims.claim_hash(new)
     have = {
         RESOURCE_CLAIMS: [
-            ObjectMeta(name=f"llama-{g}-domain-{h_old}", uid=f"c{g}", namespace="ns")
-            for g in (0, 1)
+            ObjectMeta(name=gname(g, "domain", h_old), uid=f"c{g}", namespace="ns") for g in (0, 1)
         ]
     }
     out = plan(cqs, live, claim_objects=have)
@@ -245,10 +291,10 @@ def test_a_claim_change_rolls_to_new_claims_and_keeps_the_old_ones_while_named()
     patch = next(p for p in out.patches if p.name == "llama-0-worker")
     value = next(op["value"] for op in patch.patch if op["path"] == "/spec/template")
     assert value["spec"]["resourceClaims"] == [
-        {"name": "domain", "resourceClaimName": f"llama-0-domain-{h_new}"}
+        {"name": "domain", "resourceClaimName": gname(0, "domain", h_new)}
     ]
     assert [c.name for c in out.creates if c.resource == RESOURCE_CLAIMS] == [
-        f"llama-0-domain-{h_new}"
+        gname(0, "domain", h_new)
     ]
     assert not out.deletes  # the old claims are still named by the Cliques in the cache
 
@@ -260,7 +306,7 @@ def test_an_object_from_an_older_spec_cannot_be_made_and_is_reported() -> None:
     assert out.status is not None
     cond = next(c for c in out.status.conditions if c.type == claims.CONDITION_CLAIMS)
     assert cond.status == "False" and cond.reason == "ClaimMissing"
-    assert f"ResourceClaim llama-0-domain-{claims.claim_hash(old)}" in cond.message
+    assert f"ResourceClaim {gname(0, 'domain', claims.claim_hash(old))}" in cond.message
 
 
 def test_a_set_with_claims_on_a_cluster_without_dra_is_invalid() -> None:

@@ -149,3 +149,56 @@ async def test_a_reconcile_that_creates_keeps_the_hold_its_pods_armed() -> None:
     assert ex.created == ["llama-0-worker-1"] and ex.statuses == []
     assert KEY in ctl.held, "the hold armed by the new pod's event was dropped"
     ctl.held.release(KEY)
+
+
+class Recording:
+    """A client that records the patches it is sent."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, Any]] = []
+
+    async def patch(self, resource: Any, ns: str, name: str, patch: Any, *a: Any, **kw: Any) -> Any:
+        self.patches.append((name, patch))
+        return b"{}"
+
+
+async def test_a_release_is_for_the_pod_and_clique_seen_never_another_of_the_name() -> None:
+    """A pod going with its deleted Clique is queued for release with both UIDs; when the
+    release runs, the cache holds another pod of that name (made by someone else since):
+    it is not released. The pod seen is."""
+    from cliques.controllers.clique.controller import RELEASE, parse_release_key
+    from cliques.controllers.features import kueue
+
+    c = clique(0, "worker", ready=False)
+    client = Recording()
+    ctl = controller(c)
+    ctl.runner.executor = Executor(client, ctl.expectations, None)  # type: ignore[arg-type]
+    ctl.cliques.store.remove(KEY)  # the Clique is gone: a cascading deletion
+
+    def going(uid: str, owner: str) -> Pod:
+        p = pod(c, 0, ready=False)
+        p.metadata.uid = uid
+        p.metadata.deletion_timestamp = "2026-11-22T08:00:00Z"
+        p.metadata.finalizers = [kueue.FINALIZER]
+        p.metadata.owner_references[0].uid = owner
+        return p
+
+    mine = going("pod-uid-0", c.metadata.uid)
+    ctl.pods.store.upsert(mine)
+    ctl._on_pod("MODIFIED", None, mine)
+    key = await ctl.queue.get()
+    assert key.startswith(RELEASE)
+    assert parse_release_key(key.removeprefix(RELEASE)) == (
+        "ns/llama-0-worker-0",
+        "pod-uid-0",
+        c.metadata.uid,
+    )
+    # someone else's pod of the same name, owned by an object of kind Clique of the name
+    ctl.pods.store.upsert(going("someone-elses", "another-clique"))
+    await ctl.reconcile(key)
+    assert client.patches == []
+    ctl.pods.store.upsert(mine)
+    await ctl.reconcile(key)
+    ((name, patch),) = client.patches
+    assert name == "llama-0-worker-0"
+    assert patch[0] == {"op": "test", "path": "/metadata/uid", "value": "pod-uid-0"}

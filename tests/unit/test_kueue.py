@@ -71,6 +71,22 @@ def test_a_group_name_is_a_label_value() -> None:
     assert kueue.group_name("a-b", 0, "r") == "a-b-0-r"
 
 
+def test_two_sets_sharing_their_first_50_characters_get_two_groups() -> None:
+    """Two 60-character set names that share 50 and are cut: each group name carries the
+    hash of its set, so Kueue never sees one group of both sets' pods; a name that fits
+    is kept as it always was, and a cut one is never a kept one (it is 63 long)."""
+    rev = "abcdefghij"
+    first, second = "a" * 50 + "-first-set", "a" * 50 + "-other-set"
+    assert len(first) == len(second) == 60
+    one, two = kueue.group_name(first, 3, rev), kueue.group_name(second, 3, rev)
+    assert one != two
+    assert len(one) == len(two) == 63 and one.endswith("-3-abcdefghij")
+    assert kueue.group_names(first, 3, rev) == (one, f"{first[:50]}-3-{rev}")
+    assert kueue.group_names(second, 3, rev)[1] == kueue.group_names(first, 3, rev)[1]
+    assert kueue.group_names("llama", 3, rev) == ("llama-3-abcdefghij",)
+    assert kueue.group_name("b" * 49, 3, rev) == f"{'b' * 49}-3-{rev}"  # 62: kept as is
+
+
 def test_the_revision_covers_the_queue_the_templates_and_the_sizes() -> None:
     cqs = queued(cliqueset())
     base = kueue.revision(cqs, HASHES)
@@ -210,3 +226,57 @@ def test_a_pod_being_deleted_is_released_from_kueues_finalizer() -> None:
     )
     out = clique_planner.plan(CliqueSnapshot(clique=c, pods=[kept], template_hash="h1", now=NOW))
     assert not [x for x in out.patches if x.reason == "KueueRelease"]
+
+
+def _going(p: Pod, *, uid: str | None = None, owner_uid: str | None = None) -> Pod:
+    """`p` being deleted with Kueue's finalizer, as another pod (`uid`) or another owner's."""
+    refs = [
+        msgspec.structs.replace(r, uid=owner_uid if owner_uid is not None else r.uid)
+        for r in p.metadata.owner_references
+    ]
+    meta = msgspec.structs.replace(
+        p.metadata,
+        uid=uid or p.metadata.uid,
+        deletion_timestamp="2026-11-22T08:00:00Z",
+        finalizers=[kueue.FINALIZER],
+        owner_references=refs,
+    )
+    return msgspec.structs.replace(p, metadata=meta)
+
+
+def test_only_the_pod_seen_going_with_its_clique_is_released() -> None:
+    """A pod re-read by name is released only if it is the pod seen (its UID) and still the
+    Clique's seen owning it (the controller's UID): a pod of the same name made by anyone
+    else since, or one whose controller is another object of kind Clique, never is."""
+    from tests.unit.planner_fixtures import clique, pod
+
+    c = clique(0, "worker", replicas=1)
+    seen = _going(pod(c, 0))
+    pod_uid, owner_uid = seen.metadata.uid, c.metadata.uid
+    assert kueue.release_of(seen, pod_uid, owner_uid) == kueue.release_patch(seen)
+    assert kueue.release_of(seen, pod_uid, owner_uid) is not None
+    # the same name, another pod (made by someone else, or by another Clique of the name)
+    assert kueue.release_of(_going(pod(c, 0), uid="someone-elses"), pod_uid, owner_uid) is None
+    # the same pod, now controlled by another object of kind Clique
+    assert kueue.release_of(_going(pod(c, 0), owner_uid="other"), pod_uid, owner_uid) is None
+    # no controller at all, gone, not being deleted, or no UIDs recorded
+    orphan = msgspec.structs.replace(
+        seen, metadata=msgspec.structs.replace(seen.metadata, owner_references=[])
+    )
+    assert kueue.release_of(orphan, pod_uid, owner_uid) is None
+    assert kueue.release_of(None, pod_uid, owner_uid) is None
+    assert kueue.release_of(pod(c, 0), pod_uid, owner_uid) is None
+    assert kueue.release_of(seen, "", "") is None
+
+
+def test_the_clique_planner_releases_only_its_own_pods() -> None:
+    from cliques.controllers.clique import planner as clique_planner
+    from cliques.controllers.clique.planner import CliqueSnapshot
+    from tests.unit.planner_fixtures import NOW, clique, pod
+
+    c = clique(0, "worker", replicas=1)
+    for going, released in ((_going(pod(c, 0)), True), (_going(pod(c, 0), owner_uid="x"), False)):
+        out = clique_planner.plan(
+            CliqueSnapshot(clique=c, pods=[going], template_hash="h1", now=NOW)
+        )
+        assert bool([x for x in out.patches if x.reason == "KueueRelease"]) is released

@@ -284,3 +284,47 @@ def test_a_pod_of_another_owner_of_the_same_name_is_waited_for_not_deleted() -> 
         assert err.value.reason == "FailedCreate" and not err.value.reportable
         assert isinstance(err.value.first, NameInTransition)
         assert client.deletes == [] and client.patches == []
+
+
+class RefusingPatches:
+    """A client that answers every patch with `error` and records the creates it takes."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        self.created: list[str] = []
+
+    async def create(self, resource: Any, ns: str, body: Any, *a: Any) -> Any:
+        self.created.append(body["metadata"]["name"])
+
+    async def patch(self, *a: Any, **kw: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "created"),
+    [
+        (api_error(422, "Pod QOS Class may not change"), ["c-1"]),  # refused: holds itself
+        (api_error(403, "denied by policy"), ["c-1"]),
+        (api_error(409), []),  # a stale cache: everything waits for the retry
+        (api_error(500), []),
+        (TimeoutError("no answer"), []),
+    ],
+    ids=["invalid", "forbidden", "conflict", "server-error", "timeout"],
+)
+def test_a_refused_patch_holds_only_itself(error: BaseException, created: list[str]) -> None:
+    client = RefusingPatches(error)
+    expectations = Expectations("test")
+    executor = Executor(client, expectations, None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    body = {"metadata": {"name": "c-1"}}
+    plan = Plan(
+        patches=[Patch(PODS, "c-0", [], patch_type="json", sub="resize")],
+        creates=[Create(PODS, "c-1", body, "uid")],
+    )
+    with pytest.raises(Exception) as err:
+        asyncio.run(executor.execute(plan, ref))
+    assert client.created == created
+    if isinstance(err.value, ExecutionError):
+        assert err.value.reason == "FailedUpdate" and err.value.first is error
+    # a create not sent is not expected; one sent waits for its watch event
+    assert expectations.satisfied("uid") is (not created)

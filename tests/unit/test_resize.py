@@ -16,6 +16,7 @@ from cliques import _core, hashing, resize
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
+from cliques.api.meta import find_condition
 from cliques.api.pod import (
     ContainerImage,
     ContainerStatus,
@@ -25,6 +26,7 @@ from cliques.api.pod import (
     Resources,
 )
 from cliques.api.policies import UpdateStrategy
+from cliques.controllers.base import failures
 from cliques.controllers.clique import planner as clique_planner
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.cliqueset import planner as cliqueset_planner
@@ -57,6 +59,12 @@ def test_quantities_compare_by_meaning() -> None:
         ({"requests": {"cpu": "1000m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
         ({"requests": {"cpu": "500m"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Burstable"),
         ({"limits": {"cpu": "1"}}, "Burstable"),
+        # a zero limit is no limit to the API server: not Guaranteed
+        ({"limits": {"cpu": "0", "memory": "1Gi"}}, "Burstable"),
+        ({"requests": {"cpu": "0"}, "limits": {"cpu": "0m", "memory": "1Gi"}}, "Burstable"),
+        ({"limits": {"cpu": "0", "memory": "0"}}, "BestEffort"),
+        # a zero request with a limit is below it
+        ({"requests": {"cpu": "0"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Burstable"),
     ],
 )
 def test_the_qos_class_is_the_servers(resources: dict[str, Any], qos: str) -> None:
@@ -77,6 +85,10 @@ def test_a_resize_keeps_the_qos_class_and_removes_nothing() -> None:
     assert not resize.allowed(
         guaranteed, template(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})
     )
+    # a zero CPU limit made a real one: Burstable to Guaranteed, which the server refuses
+    zero = template(limits={"cpu": "0", "memory": "1Gi"})
+    assert not resize.allowed(zero, template(limits={"cpu": "1", "memory": "1Gi"}))
+    assert resize.allowed(zero, template(limits={"cpu": "0", "memory": "2Gi"}))
     # pod-level resources need a gate the operator does not ask for
     pod_level = {"spec": {**BURSTABLE["spec"], "resources": {"limits": {"cpu": "4"}}}}
     assert not resize.allowed(pod_level, pod_level)
@@ -258,3 +270,26 @@ def test_a_resized_pod_is_ready_once_it_runs_with_the_new_values() -> None:
         )
         assert not inplace.settled(waiting), cond
         assert inplace.waiting_reasons(waiting) == reasons
+
+
+def test_a_refused_resize_leaves_the_create_of_a_lost_pod_and_is_named() -> None:
+    """A Clique of two pods whose resize the API server refuses (its ReplicaFailure
+    recorded): pod 1 lost meanwhile is made again in the same plan as pod 0's resize is
+    tried again, and the status carries the server's message."""
+    c = msgspec.structs.replace(
+        resized_clique("2"), spec=msgspec.structs.replace(resized_clique("2").spec, replicas=2)
+    )
+    refused = failures.Failure(
+        "FailedUpdate",
+        'Pod "llama-0-worker-0" is invalid: spec: Forbidden: Pod QOS Class may not change',
+    )
+    out = clique_planner.plan(
+        CliqueSnapshot(
+            clique=c, pods=[running(c, "1")], template_hash="h1", now=NOW, failure=refused
+        )
+    )
+    assert [p.reason for p in out.patches if p.reason.startswith("InPlace")] == ["InPlaceResize"]
+    assert [cr.name for cr in out.creates] == ["llama-0-worker-1"]
+    assert out.status is not None
+    cond = find_condition(out.status.conditions, "ReplicaFailure")
+    assert cond is not None and (cond.reason, cond.message) == (refused.reason, refused.message)

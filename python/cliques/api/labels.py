@@ -27,10 +27,17 @@ The Service is the pods' subdomain: one per CliqueSet (`subdomainPolicy: Shared`
 pods' hostnames carry the gang so that they are unique in it, or one per gang
 (`UniquePerGang`), whose pods' hostnames are unique within the gang only.
 
+These names read back unambiguously: the indices have no '-', and a clique (or scaling
+group) name has no part made only of digits before a '-' (the CRD's rule), so
+`<set>-<gang>-<clique>` splits one way only. Every other name the operator makes
+from user names and cuts, or joins where the join could be read two ways, is made by
+`generated_name`, the one rule for them (docs/operator.md, "Names"): kept as is while it
+is short and unambiguous, else cut and given `name_hash` of all its parts.
+
 The CRD schema bounds the inputs (`MAX_CLIQUESET_NAME_LENGTH`, `MAX_CLIQUE_NAME_LENGTH`, int32
 counts) so that these checks never fire for an object the API server accepted; they are the
 last line of defence, not the validation users see. This module imports nothing from the
-rest of `cliques`.
+rest of `cliques` but the Rust core's FNV-1a.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+from cliques import _core
 
 GROUP: Final = "cliques.dev"
 VERSION: Final = "v1alpha1"
@@ -517,8 +526,49 @@ def _check(name: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
     return name
 
 
+#: Characters of `name_hash` in a generated name: FNV-1a 64 of the parts, its last ten
+#: decimal digits in Kubernetes' SafeEncodeString alphabet (about 33 bits).
+NAME_HASH_LENGTH: Final = 10
+
+
+def name_hash(*parts: str | int) -> str:
+    """A hash of what a generated name stands for: all its parts, kept apart (joined by NUL,
+    which no part holds, so `a` + `1-x` and `a-1` + `x` hash apart). `NAME_HASH_LENGTH`
+    label-safe characters, the same on every run and machine."""
+    value = _core.fnv1a_64("\0".join(str(p) for p in parts).encode())
+    scale = 10**NAME_HASH_LENGTH
+    return _core.safe_encode(scale + value % scale)[1:]
+
+
+def generated_name(head: str, *tail: str | int, limit: int, hashed: bool = False) -> str:
+    """The name of an object the operator makes from user names (`head`, usually the
+    CliqueSet's, then `tail`), the one rule for every name it cuts or joins ambiguously:
+
+    - `<head>-<tail...>` as is while it is shorter than `limit` and `hashed` is False: the
+      caller passes `hashed=False` only where such names read back one way;
+    - else `<head>-<hash>-<tail...>`, `hash` being `name_hash(head, *tail)`; `head` cut so
+      that a name that did not fit is exactly `limit` long. A name cut is never one left
+      as is (those are shorter), and two cut from different parts differ by their hash.
+
+    `tail` stays whole (indices and hashes, short): it must leave room for a character of
+    `head`.
+    """
+    rest = "".join(f"-{t}" for t in tail)
+    plain = f"{head}{rest}"
+    if not hashed and len(plain) < limit:
+        return plain
+    digest = name_hash(head, *tail)
+    room = limit - len(rest) - len(digest) - 1
+    if room < 1:
+        raise ValueError(f"no room for {head!r} in a name of {limit} ending {rest!r}")
+    return f"{head[:room]}-{digest}{rest}"
+
+
 def clique_name(cliqueset: str, gang_index: int, clique: str) -> str:
-    """The Clique object name `<cliqueset>-<gang index>-<clique>`."""
+    """The Clique object name `<cliqueset>-<gang index>-<clique>`: one way to read it back,
+    since the CRD refuses a `clique` with a part made only of digits before a '-' (set `a`
+    gang 1 with clique `0-b` and set `a-1` gang 0 with clique `b` would both be `a-1-0-b`).
+    Not checked here: a set stored before that rule keeps its names."""
     _check_index("gang index", gang_index)
     # Both pieces are label values on every object of the gang, so each must be a label.
     _check(cliqueset, _DNS1123_LABEL, MAX_LABEL_LENGTH, "CliqueSet name")

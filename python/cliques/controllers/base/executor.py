@@ -6,6 +6,10 @@ It carries out a planner's `Plan` for one owner:
   raised after the others finished, so the work queue retries with backoff);
 - then creates in slow-start batches (1, 2, 4, … up to `parallelism`), stopping at the
   first batch with a failure, so a quota or admission error costs one request, not 500.
+  A delete or patch the API server refused (`refused`: a 4xx other than 409 and 429, a
+  write a person must fix) holds only itself: the creates still go, so a pod lost while
+  another pod's resize is refused is made again. Any other failure (a conflict, throttling,
+  a server error, a timeout) holds the creates until the retry.
 
 Expectations are recorded before a request goes out and withdrawn when it fails; a delete
 that answers NotFound is done. A create that answers AlreadyExists is checked against the
@@ -90,6 +94,17 @@ class NameInTransition(Exception):
 NAME_CONFLICT_RETRY = 30.0
 
 
+def refused(exc: BaseException) -> bool:
+    """The API server refused this one write for a reason a person has to fix (an invalid
+    object, a quota, an admission policy or webhook, RBAC): a 4xx other than a conflict
+    (409, the cache is stale) or throttling (429). Such a refusal holds only its own write."""
+    return (
+        isinstance(exc, errors.ApiError)
+        and 400 <= exc.status < 500
+        and exc.status not in (409, 429)
+    )
+
+
 class ExecutionError(errors.ReconcileFailure):
     """Some writes of a plan failed; the reconcile is retried with backoff.
 
@@ -107,12 +122,7 @@ class ExecutionError(errors.ReconcileFailure):
         """The API server refused the write for a reason a person has to fix (an invalid
         pod, a quota, an admission webhook, RBAC): worth a condition in status. Conflicts,
         throttling, server errors and timeouts are retried without one."""
-        first = self.first
-        return isinstance(first, NameConflict) or (
-            isinstance(first, errors.ApiError)
-            and 400 <= first.status < 500
-            and first.status not in (409, 429)
-        )
+        return isinstance(self.first, NameConflict) or refused(self.first)
 
     @property
     def retry_within(self) -> float | None:
@@ -179,7 +189,7 @@ class Executor:
             failures.extend(r for r in results if isinstance(r, BaseException))
             reasons += ["FailedUpdate"] * (len(failures) - len(reasons))
 
-        if plan.creates and not failures:
+        if plan.creates and all(refused(f) for f in failures):
             failed = await self._slow_start(ns, plan.creates, ref)
             failures.extend(failed)
             reasons += [

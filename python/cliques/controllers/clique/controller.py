@@ -45,6 +45,22 @@ from cliques.kube.workqueue import WorkQueue
 NAME = "clique"
 #: Work-queue keys of pods to release from Kueue's finalizer (`_release`), not Cliques.
 RELEASE = "release:"
+
+
+def release_key(pod: Pod, owner_uid: str) -> str:
+    """The work-queue key of the release of `pod`, controlled by the Clique `owner_uid`:
+    `release:<namespace>/<name>@<pod uid>@<Clique uid>` (no name or UID holds an `@`)."""
+    return f"{RELEASE}{key_of(pod)}@{pod.metadata.uid}@{owner_uid}"
+
+
+def parse_release_key(key: str) -> tuple[str, str, str]:
+    """(pod key, pod UID, Clique UID) of a `release_key` without its prefix; empty UIDs for
+    a key without them, which `kueue.release_of` never releases."""
+    pod_key, _, uids = key.partition("@")
+    pod_uid, _, owner_uid = uids.partition("@")
+    return pod_key, pod_uid, owner_uid
+
+
 #: The status hold stretches up to this multiple of `status_hold` while pods are slow to
 #: turn Ready (`StatusHold`).
 HOLD_STRETCH = 12.0
@@ -199,9 +215,12 @@ class CliqueController:
                 # Its Clique is gone (a deletion cascading) or not seen yet (its ADDED event
                 # enqueues it): a reconcile would find nothing to do, but a pod going with
                 # its Clique is still released from Kueue's finalizer (`kueue`).
+                # Only the Clique it names by UID: one being deleted, or one not in the
+                # cache (deleted already, or not seen yet).
                 going = kind != "DELETED" and meta.deletion_timestamp is not None
-                if going and kueue.release_patch(new) is not None:
-                    self.queue.add(RELEASE + key_of(new))
+                mine = clique is None or clique.metadata.uid == ref.uid
+                if going and mine and kueue.release_of(new, meta.uid, ref.uid) is not None:
+                    self.queue.add(release_key(new, ref.uid))
                 return
             if kind == "DELETED" or old is None or old.is_ready != new.is_ready:
                 # The Cliques that start after this one judge it by its pods too
@@ -263,15 +282,16 @@ class CliqueController:
     def _plan(self, clique: Clique) -> Plan:
         return clique_planner.plan(self.snapshot(clique))
 
-    async def _release(self, pod_key: str) -> Result:
-        """Take Kueue's finalizer off a pod that goes with its Clique (`kueue.release_patch`):
+    async def _release(self, key: str) -> Result:
+        """Take Kueue's finalizer off a pod that goes with its Clique (`kueue.release_of`):
         nothing else of the operator looks at it any more, and Kueue waits for a replacement
-        that will not come before it lets the pod go."""
+        that will not come before it lets the pod go. `key` (`release_key`) names the pod
+        and the UIDs of the pod and its Clique as they were seen: a pod of that name read
+        now is released only if it is that pod, still that Clique's."""
+        pod_key, pod_uid, owner_uid = parse_release_key(key)
         pod = self.pods.store.get(pod_key)
-        if pod is None or pod.metadata.deletion_timestamp is None:
-            return Result()
-        patch = kueue.release_patch(pod)
-        if patch is None:
+        patch = kueue.release_of(pod, pod_uid, owner_uid)
+        if pod is None or patch is None:
             return Result()
         meta = pod.metadata
         release = Patch(PODS, meta.name, patch, patch_type="json", reason="KueueRelease")

@@ -280,7 +280,7 @@ def _judge(snap: CliqueSnapshot, rules: _PodRules, idx: int, pod: Pod) -> _Verdi
     applies; None if it stays as it is."""
     meta = pod.metadata
     if meta.deletion_timestamp is not None:
-        release = kueue.release_patch(pod)
+        release = kueue.release_of(pod, meta.uid, snap.clique.metadata.uid)
         if release is None:
             return None
         return _Verdict(

@@ -667,8 +667,8 @@ def _admission(
     workloads = {
         g: snap.kueue.workloads[name]
         for g in gangs
-        if (name := kueue.group_name(cqs.metadata.name, g, snap.kueue.revision))
-        in snap.kueue.workloads
+        for name in kueue.group_names(cqs.metadata.name, g, snap.kueue.revision)[::-1]
+        if name in snap.kueue.workloads
     }
     states = kueue.gang_states(gangs, queued_pods, workloads)
     listed = [

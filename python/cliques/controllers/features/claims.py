@@ -2,15 +2,18 @@
 entries its pods get, the ResourceClaims and ResourceClaimTemplates the operator makes for
 them, and which of those go (docs/gangs.md, "DRA claims per gang").
 
-- **Scopes.** `Pod`: a ResourceClaimTemplate `<set>-<claim>-<hash>`; the control plane makes
-  a claim per pod. `Set`: one ResourceClaim `<set>-<claim>-<hash>` all the named cliques'
-  pods share. `Gang`: one claim per gang, shared by that gang's pods: where the server
-  keeps a PodGroup's `resourceClaims` (`DRAWorkloadResourceClaims`) the gang's PodGroup
-  lists the template `<set>-<claim>-<hash>` and the control plane makes the claim for the
-  group (owned by it, so it goes with the group); elsewhere the operator makes a
-  ResourceClaim `<set>-<gang>-<claim>-<hash>` per gang.
+- **Scopes.** `Pod`: a ResourceClaimTemplate `<set>-<h>-<claim>-<hash>`; the control
+  plane makes a claim per pod. `Set`: one ResourceClaim `<set>-<h>-<claim>-<hash>` all the
+  named cliques' pods share. `Gang`: one claim per gang, shared by that gang's pods: where
+  the server keeps a PodGroup's `resourceClaims` (`DRAWorkloadResourceClaims`) the gang's
+  PodGroup lists the template `<set>-<h>-<claim>-<hash>` and the control plane makes the
+  claim for the group (owned by it, so it goes with the group); elsewhere the operator
+  makes a ResourceClaim `<set>-<h>-<gang>-<claim>-<hash>` per gang.
 - **Names carry the claim's hash** (its scope and template): a claim that changes is a new
-  object, and the gangs that used the old one keep it until they are made again.
+  object, and the gangs that used the old one keep it until they are made again. **And
+  the hash of their parts** (`<h>`, `labels.generated_name`): set `a` with claim `1-x` and
+  set `a-1` with claim `x` never name one object. Objects named before that hash (and the
+  Cliques that name them) are kept, and made again, under their names (`legacy_names`).
 - **Hashes.** A pod template's hash covers the claims its pods get and every Gang-scope
   claim, through the annotation `cliques.dev/resource-claims` (name, scope, hash); the
   entries added to `spec.resourceClaims` are left out of it (`unresolve`), so the hash is
@@ -57,13 +60,34 @@ def claim_hash(claim: CliqueSetClaim) -> str:
 
 
 def object_name(cliqueset: str, claim: CliqueSetClaim) -> str:
-    """The ResourceClaimTemplate (Pod and Gang scope) or ResourceClaim (Set scope) of a claim."""
-    return f"{cliqueset}-{claim.name}-{claim_hash(claim)}"
+    """The ResourceClaimTemplate (Pod and Gang scope) or ResourceClaim (Set scope) of a
+    claim: `<set>-<name hash>-<claim>-<claim hash>`. `<set>-<claim>` alone reads two ways
+    (set `a` with claim `1-x`, set `a-1` with claim `x`), so the name carries the hash of
+    its parts (`labels.generated_name`)."""
+    return labels.generated_name(
+        cliqueset, claim.name, claim_hash(claim), limit=labels.MAX_OBJECT_NAME_LENGTH, hashed=True
+    )
 
 
 def gang_claim_name(cliqueset: str, gang: int, claim: CliqueSetClaim) -> str:
-    """The ResourceClaim the operator makes for gang `gang` (Gang scope, no PodGroup claims)."""
-    return f"{cliqueset}-{gang}-{claim.name}-{claim_hash(claim)}"
+    """The ResourceClaim the operator makes for gang `gang` (Gang scope, no PodGroup
+    claims): `<set>-<name hash>-<gang>-<claim>-<claim hash>`, as `object_name`."""
+    return labels.generated_name(
+        cliqueset,
+        gang,
+        claim.name,
+        claim_hash(claim),
+        limit=labels.MAX_OBJECT_NAME_LENGTH,
+        hashed=True,
+    )
+
+
+def legacy_names(cliqueset: str, claim: CliqueSetClaim, gang: int) -> tuple[str, str]:
+    """The names an operator before `labels.generated_name` gave a claim's objects
+    (`object_name`'s, `gang_claim_name`'s), without the hash of their parts: the Cliques
+    made then still name them, and their objects are kept, and made again, under them."""
+    ch = claim_hash(claim)
+    return f"{cliqueset}-{claim.name}-{ch}", f"{cliqueset}-{gang}-{claim.name}-{ch}"
 
 
 def group_claims(cqs: CliqueSet) -> tuple[tuple[str, str], ...]:
@@ -312,15 +336,16 @@ def source(cqs: CliqueSet, ref: Ref) -> CliqueSetClaim | None:
     for c in cqs.spec.resource_claims:
         if c.name != ref.claim:
             continue
+        legacy_object, legacy_gang = legacy_names(name, c, ref.gang)
         if ref.resource == RESOURCE_CLAIM_TEMPLATES and c.scope in (
             ClaimScope.POD,
             ClaimScope.GANG,
         ):
-            return c if ref.name == object_name(name, c) else None
+            return c if ref.name in (object_name(name, c), legacy_object) else None
         if ref.resource == RESOURCE_CLAIMS and c.scope == ClaimScope.SET:
-            return c if ref.name == object_name(name, c) else None
+            return c if ref.name in (object_name(name, c), legacy_object) else None
         if ref.resource == RESOURCE_CLAIMS and c.scope == ClaimScope.GANG:
-            return c if ref.name == gang_claim_name(name, ref.gang, c) else None
+            return c if ref.name in (gang_claim_name(name, ref.gang, c), legacy_gang) else None
     return None
 
 

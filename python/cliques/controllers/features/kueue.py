@@ -20,7 +20,9 @@ one plain pod group, the integration Kueue itself uses for LeaderWorkerSet:
   replaces whole gangs, each as a new group queued again, within `maxUnavailable`:
   Kueue admitted a fixed pod set and cannot grow one.
 - **A pod being deleted is released** (`release_patch`): the Clique takes Kueue's
-  finalizer off it, so that its replacement, under the same name, can be made.
+  finalizer off it, so that its replacement, under the same name, can be made. Only the
+  pod seen going, owned by the Clique seen owning it (`release_of`: both UIDs), is
+  released: another pod of the same name, made by someone else, never is.
 - **What the set says** (`gang_states`, `verdict`): per gang, Queued (some pod still
   gated), Admitted, or Evicted, with Kueue's reason and message from the group's
   Workload where the operator sees it.
@@ -199,11 +201,22 @@ def hash_basis(template: Mapping[str, Any], rev: str) -> Mapping[str, Any]:
 
 
 def group_name(cliqueset: str, gang: int, rev: str) -> str:
-    """The pod group (and Kueue Workload) of gang `gang`: `<set>-<gang>-<revision>`, the
-    set's name cut so that the whole is a label value (63 characters at most)."""
+    """The pod group (and Kueue Workload) of gang `gang`: `<set>-<gang>-<revision>` while
+    it is shorter than a label value's 63 characters (it reads back one way: neither the
+    index nor the revision has a '-'), else the set's name cut and the hash of all three
+    added (`labels.generated_name`): two sets whose names share their first 50
+    characters never share a group."""
+    return labels.generated_name(cliqueset, gang, rev, limit=_MAX_LABEL)
+
+
+def group_names(cliqueset: str, gang: int, rev: str) -> tuple[str, ...]:
+    """The names gang `gang`'s pod group may have: `group_name`, then the name an operator
+    before `generated_name` gave a group it cut (`<set cut>-<gang>-<revision>`), which the
+    pods of a gang made then keep until the gang is made again."""
     suffix = f"-{gang}-{rev}"
-    head = cliqueset[: _MAX_LABEL - len(suffix)].rstrip("-.")
-    return f"{head}{suffix}"
+    legacy = f"{cliqueset[: _MAX_LABEL - len(suffix)].rstrip('-.')}{suffix}"
+    name = group_name(cliqueset, gang, rev)
+    return (name,) if legacy == name else (name, legacy)
 
 
 def resolve(
@@ -266,6 +279,23 @@ def release_patch(pod: Pod) -> list[Any] | None:
         {"op": "test", "path": f"/metadata/finalizers/{i}", "value": FINALIZER},
         {"op": "remove", "path": f"/metadata/finalizers/{i}"},
     ]
+
+
+def release_of(pod: Pod | None, pod_uid: str, owner_uid: str) -> list[Any] | None:
+    """The release (`release_patch`) of pod `pod_uid` controlled by the Clique `owner_uid`,
+    read again as `pod` (None when gone): None unless `pod` is that very pod (its UID),
+    still controlled by that Clique (the controller reference's kind and UID) and being
+    deleted. A pod re-read by name may be another one of the same name, made since by
+    anyone: it is never released. (The patch's own `test` of the UID keeps the API server
+    to the same pod.)"""
+    if pod is None or not pod_uid or not owner_uid or pod.metadata.uid != pod_uid:
+        return None
+    if pod.metadata.deletion_timestamp is None:
+        return None
+    ref = pod.metadata.controller_ref()
+    if ref is None or ref.kind != labels.KIND_CLIQUE or ref.uid != owner_uid:
+        return None
+    return release_patch(pod)
 
 
 def _workload_state(workload: KueueWorkload) -> tuple[str, str, str] | None:
