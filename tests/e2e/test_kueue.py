@@ -12,6 +12,8 @@ plane, each test with a ClusterQueue of 4 CPUs of its own.
   queue is made, its gang is admitted.
 - A higher-priority set preempts the whole gang of a lower one: every pod of that gang
   goes, the gang queues again, and the quota holds throughout.
+- Two sets whose longest names share all but two characters run side by side in one
+  queue, each gang in a pod group of its own, and no pod of either is deleted.
 """
 
 from __future__ import annotations
@@ -154,9 +156,13 @@ class Quota:
         self.informer: Any = Informer(client, PODS, Pod, namespace=namespace)
         self.most = 0
         self.bound: set[str] = set()
+        #: the UIDs of the pods seen deleted or being deleted
+        self.deleted: set[str] = set()
         self.informer.add_handler(self._on)
 
     def _on(self, kind: str, old: Any, new: Pod) -> None:
+        if kind == "DELETED" or new.metadata.deletion_timestamp is not None:
+            self.deleted.add(new.metadata.uid)
         total = 0
         for pod in self.informer.store.objects():
             if pod.spec.node_name and pod.metadata.deletion_timestamp is None:
@@ -298,6 +304,56 @@ async def test_a_higher_priority_set_preempts_a_whole_lower_gang(
         cond = await admitted(cluster, "low", "False")
         assert cond.reason in ("Queued", "Evicted"), cond
         assert quota.most <= QUOTA_MILLI, f"{quota.most}m CPU bound at once (quota 4000m)"
+
+
+async def test_two_sets_whose_long_names_share_fifty_characters_run_side_by_side(
+    kube: KubeCluster, cluster: Cluster, namespace: str
+) -> None:
+    """Two queued sets with names of the longest length the CRD allows that differ only in
+    their last two characters: each gang gets a Kueue pod group of its own (the name is cut
+    with a hash of what it stands for), both are admitted and run in one queue, and Kueue
+    deletes no pod of either as the "excess" of a group it thinks they share."""
+    stem = "a" * (labels.MAX_CLIQUESET_NAME_LENGTH - 2)
+    first, second = f"{stem}-x", f"{stem}-y"
+    assert len(first) == len(second) == labels.MAX_CLIQUESET_NAME_LENGTH
+    async with (
+        Quota(cluster.client, namespace) as quota,
+        running_operator(str(kube.kubeconfig), namespace),
+    ):
+        await cluster.apply(queued_set(first, 1, "1"))
+        await cluster.apply(queued_set(second, 1, "1"))
+        await cluster.wait_available(first, timeout=90)
+        await cluster.wait_available(second, timeout=90)
+        await admitted(cluster, first, "True")
+        await admitted(cluster, second, "True")
+        made = {name: await pods_of(cluster, name) for name in (first, second)}
+        groups = {
+            name: {p.metadata.labels.get(cq_kueue.GROUP_LABEL) for p in pods}
+            for name, pods in made.items()
+        }
+        assert all(len(pods) == 2 for pods in made.values()), made
+        assert all(len(g) == 1 and None not in g for g in groups.values()), groups
+        assert groups[first].isdisjoint(groups[second]), groups
+        # Kueue removes a group's excess pods as soon as it sees them: give it the time a
+        # sync of each Workload takes, then no pod of either set may have gone.
+        uids = {p.metadata.uid for pods in made.values() for p in pods}
+
+        async def settled() -> bool:
+            workloads = json.loads(
+                kube.kubectl_run(
+                    "get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "json"
+                ).stdout
+            )["items"]
+            conditions = [w.get("status", {}).get("conditions", []) for w in workloads]
+            return len(workloads) == 2 and all(
+                any(c["type"] == "Admitted" and c["status"] == "True" for c in cs)
+                for cs in conditions
+            )
+
+        await wait_for(settled, timeout=60, what="one admitted Workload per set")
+        now = {p.metadata.uid for name in (first, second) for p in await pods_of(cluster, name)}
+        assert now == uids, f"pods replaced or deleted: {sorted(uids - now)}"
+        assert not quota.deleted & uids, f"pods deleted: {sorted(quota.deleted & uids)}"
 
 
 async def test_an_admitted_gang_the_nodes_cannot_hold_blocks_nothing_else(
