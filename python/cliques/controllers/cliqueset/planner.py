@@ -12,8 +12,10 @@
 - Pod template keys reserved for the operator (`bounds`, refused by the CRD since; a set
   stored before may carry them) are left out of Cliques and pods, said by a Warning Event
   once per generation.
-- An invalid spec, a pod template the canonical form refuses (`snap.invalid`, found while
-  hashing), a startsAfter cycle or a placement whose pods could never be scheduled
+- An invalid spec, a set that asks for more Cliques, pods or bytes of templates than one
+  set may (`bounds`, counting scaling-group instances and autoscaling maxima), a pod
+  template the canonical form refuses (`snap.invalid`, found while hashing), a startsAfter
+  cycle or a placement whose pods could never be scheduled
   (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
   conditions say why and a Warning Event is recorded (once, while the status says so).
 - Gang scheduling (`gang_scheduling`): the Workload is created before the Cliques of new
@@ -253,6 +255,11 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     spec, meta = cqs.spec, cqs.metadata
     if snap.invalid:
         return snap.invalid
+    # Before anything is counted out gang by gang: a set stored before the CRD counted
+    # scaling groups may ask for a million Cliques (`bounds`).
+    too_many = bounds.counts_invalid(cqs)
+    if too_many:
+        return too_many
     try:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
