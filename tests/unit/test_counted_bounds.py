@@ -16,45 +16,21 @@ from cliques.api.cliqueset_status import REASON_INVALID_SPEC
 from cliques.api.meta import find_condition
 from cliques.controllers.base import bounds
 from cliques.controllers.cliqueset import planner
+from tests.support import set_shapes as shapes
 from tests.unit.planner_fixtures import set_snapshot
 from tests.unit.test_bounds import controller
 
-POD = {"spec": {"containers": [{"name": "m", "image": "i"}]}}
-
-
-def clique(name: str, replicas: int = 1, autoscale: int | None = None) -> dict[str, Any]:
-    """A clique template of `replicas` pods, autoscaled up to `autoscale` pods if given."""
-    out: dict[str, Any] = {"name": name, "replicas": replicas, "template": POD}
-    if autoscale is not None:
-        out["autoscaling"] = {"minReplicas": 1, "maxReplicas": autoscale}
-    return out
-
-
-def group(
-    name: str, cliques: list[str], replicas: int = 1, autoscale: int | None = None
-) -> dict[str, Any]:
-    """A scaling group of `replicas` instances, autoscaled up to `autoscale` if given."""
-    out: dict[str, Any] = {"name": name, "cliques": cliques, "replicas": replicas}
-    if autoscale is not None:
-        out["autoscaling"] = {"minReplicas": 1, "maxReplicas": autoscale}
-    return out
-
 
 def cliqueset(
-    replicas: int,
-    cliques: list[dict[str, Any]],
-    groups: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    replicas: int, cliques: list[dict[str, Any]], groups: list[dict[str, Any]] | None = None
 ) -> CliqueSet:
-    return msgspec.convert(
-        {
-            "metadata": {"name": "big", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {
-                "replicas": replicas,
-                "template": {"cliques": cliques, "scalingGroups": list(groups)},
-            },
-        },
-        CliqueSet,
-    )
+    return decoded(shapes.manifest(replicas, cliques, groups))
+
+
+def decoded(manifest: dict[str, Any]) -> CliqueSet:
+    """`manifest` as the operator reads it, with the metadata the API server adds."""
+    manifest["metadata"].update(namespace="ns", uid="u", generation=1)
+    return msgspec.convert(manifest, CliqueSet)
 
 
 def counts(cqs: CliqueSet) -> tuple[int, int]:
@@ -66,45 +42,46 @@ def counts(cqs: CliqueSet) -> tuple[int, int]:
 
 
 def million() -> CliqueSet:
-    """625 gangs of 16 cliques of 10 pods in 8 scaling groups of 100 instances: the CRD
-    before it counted scaling groups took it (10,000 Cliques, 100,000 pods, 160 pods a
-    gang as it counted), and it asks for 1,000,000 Cliques and 10,000,000 pods."""
-    return cliqueset(
-        625,
-        [clique(f"c{i}", 10) for i in range(16)],
-        [group(f"g{i}", [f"c{2 * i}", f"c{2 * i + 1}"], replicas=100) for i in range(8)],
-    )
+    return decoded(shapes.million())
 
 
 # ---- counting -------------------------------------------------------------------------------
 
 
 def test_a_clique_outside_the_groups_is_one_clique_of_its_replicas() -> None:
-    assert counts(cliqueset(1, [clique("a", 3), clique("b", 0)])) == (2, 3)
+    assert counts(cliqueset(1, [shapes.clique("a", 3), shapes.clique("b", 0)])) == (2, 3)
 
 
 def test_an_autoscaled_clique_counts_the_higher_of_replicas_and_max_replicas() -> None:
-    assert counts(cliqueset(1, [clique("a", 2, autoscale=1_000)])) == (1, 1_000)
+    assert counts(cliqueset(1, [shapes.clique("a", 2, autoscale=1_000)])) == (1, 1_000)
     # maxReplicas below replicas (the HPA scales it down; replicas is what is made first)
-    assert counts(cliqueset(1, [clique("a", 7, autoscale=3)])) == (1, 7)
+    assert counts(cliqueset(1, [shapes.clique("a", 7, autoscale=3)])) == (1, 7)
 
 
 def test_a_group_repeats_its_cliques_once_per_instance() -> None:
     cqs = cliqueset(
-        1, [clique("lead"), clique("p", 2), clique("q", 3)], [group("g", ["p", "q"], 4)]
+        1,
+        [shapes.clique("lead"), shapes.clique("p", 2), shapes.clique("q", 3)],
+        [shapes.group("g", ["p", "q"], 4)],
     )
     assert counts(cqs) == (1 + 4 * 2, 1 + 4 * (2 + 3))
 
 
 def test_an_autoscaled_group_counts_the_higher_of_replicas_and_max_replicas() -> None:
-    up = cliqueset(1, [clique("p", 2)], [group("g", ["p"], replicas=1, autoscale=100)])
+    up = cliqueset(
+        1, [shapes.clique("p", 2)], [shapes.group("g", ["p"], replicas=1, autoscale=100)]
+    )
     assert counts(up) == (100, 200)
-    down = cliqueset(1, [clique("p", 2)], [group("g", ["p"], replicas=5, autoscale=2)])
+    down = cliqueset(
+        1, [shapes.clique("p", 2)], [shapes.group("g", ["p"], replicas=5, autoscale=2)]
+    )
     assert counts(down) == (5, 10)
 
 
 def test_a_group_of_no_instances_makes_none_of_its_cliques() -> None:
-    cqs = cliqueset(1, [clique("lead"), clique("p", 2)], [group("g", ["p"], replicas=0)])
+    cqs = cliqueset(
+        1, [shapes.clique("lead"), shapes.clique("p", 2)], [shapes.group("g", ["p"], replicas=0)]
+    )
     assert counts(cqs) == (1, 1)
 
 
@@ -113,8 +90,8 @@ def test_templates_the_crd_refuses_count_as_the_operator_lays_them_out() -> None
     a clique of a group is not autoscaled (the operator keeps no HPA for it)."""
     cqs = cliqueset(
         1,
-        [clique("p", 2, autoscale=50)],
-        [group("g", ["p", "nope"], replicas=3), group("h", ["p"], replicas=10)],
+        [shapes.clique("p", 2, autoscale=50)],
+        [shapes.group("g", ["p", "nope"], replicas=3), shapes.group("h", ["p"], replicas=10)],
     )
     assert counts(cqs) == (3, 6)
 
@@ -141,18 +118,11 @@ def test_the_million_clique_set_counts_a_million_cliques() -> None:
 
 def test_pods_per_gang_at_the_limit_and_one_past() -> None:
     """An HPA's maxReplicas on a clique and a group's: 1,000 + 50 x 80 + 0 or 1."""
-
-    def shape(one: int) -> CliqueSet:
-        return cliqueset(
-            1,
-            [clique("auto", 1, autoscale=1_000), clique("p", 50), clique("one", one)],
-            [group("g", ["p"], replicas=1, autoscale=80)],
-        )
-
-    assert counts(shape(0))[1] == MAX_GANG_PODS
-    assert bounds.counts_invalid(shape(0)) == ""
-    assert counts(shape(1))[1] == MAX_GANG_PODS + 1
-    message = bounds.counts_invalid(shape(1))
+    at, past = decoded(shapes.gang_pods(0)), decoded(shapes.gang_pods(1))
+    assert counts(at)[1] == MAX_GANG_PODS
+    assert bounds.counts_invalid(at) == ""
+    assert counts(past)[1] == MAX_GANG_PODS + 1
+    message = bounds.counts_invalid(past)
     assert message.startswith(
         "a gang of this CliqueSet would have 5,001 pods, more than the 5,000 one gang may have"
     ), message
@@ -160,12 +130,9 @@ def test_pods_per_gang_at_the_limit_and_one_past() -> None:
 
 
 def test_cliques_per_set_at_the_limit_and_one_past() -> None:
-    """100 gangs of 100 Cliques (a clique and a group of 99 instances at maxReplicas), and
-    137 gangs of 73 (10,001 = 137 x 73)."""
-    at = cliqueset(100, [clique("a", 0), clique("b", 0)], [group("h", ["b"], autoscale=99)])
+    at, past = decoded(shapes.set_cliques(False)), decoded(shapes.set_cliques(True))
     assert at.spec.replicas * counts(at)[0] == MAX_SET_CLIQUES
     assert bounds.counts_invalid(at) == ""
-    past = cliqueset(137, [clique("a", 0), clique("b", 0)], [group("h", ["b"], replicas=72)])
     assert past.spec.replicas * counts(past)[0] == MAX_SET_CLIQUES + 1
     assert bounds.counts_invalid(past).startswith(
         "this CliqueSet would have 10,001 Cliques (137 gangs x 73 Cliques per gang), more "
@@ -173,23 +140,11 @@ def test_cliques_per_set_at_the_limit_and_one_past() -> None:
     )
 
 
-def pods_shape(gangs: int, rest: int) -> CliqueSet:
-    """`gangs` gangs of 1,000 (an HPA's maxReplicas) + 1,300 (13 pods x 100 instances) +
-    `rest` pods."""
-    return cliqueset(
-        gangs,
-        [clique("auto", 1, autoscale=1_000), clique("q", 13), clique("r", rest)],
-        [group("g", ["q"], replicas=100)],
-    )
-
-
 def test_pods_per_set_at_the_limit_and_one_past() -> None:
-    """40 gangs of 2,500 pods; no set has 100,001 pods (11 x 9,091, past the gang bound),
-    so one past is the next count one can have: 42 gangs of 2,381 (100,002)."""
-    at = pods_shape(40, 200)
+    """No set has 100,001 pods: one past is the next count a set can have, 100,002."""
+    at, past = decoded(shapes.set_pods(False)), decoded(shapes.set_pods(True))
     assert at.spec.replicas * counts(at)[1] == MAX_SET_PODS
     assert bounds.counts_invalid(at) == ""
-    past = pods_shape(42, 81)
     assert past.spec.replicas * counts(past)[1] == MAX_SET_PODS + 2
     assert bounds.counts_invalid(past).startswith(
         "this CliqueSet would have 100,002 pods (42 gangs x 2,381 pods per gang), more than "
@@ -210,8 +165,10 @@ def test_every_bound_passed_is_named() -> None:
 
 
 def test_template_bytes_count_every_instance() -> None:
-    one = len(msgspec.json.encode(POD))
-    cqs = cliqueset(3, [clique("lead"), clique("p")], [group("g", ["p"], 2, autoscale=10)])
+    one = len(msgspec.json.encode(shapes.POD))
+    cqs = cliqueset(
+        3, [shapes.clique("lead"), shapes.clique("p")], [shapes.group("g", ["p"], 2, autoscale=10)]
+    )
     assert bounds.template_bytes(cqs) == (11 * one, 3 * 11 * one)
     assert bounds.template_bytes_invalid(cqs, limit=33 * one) == ""
     message = bounds.template_bytes_invalid(cqs, limit=33 * one - 1)
@@ -246,8 +203,8 @@ def test_the_controller_refuses_the_million_clique_set_before_hashing() -> None:
     # (96 Cliques), its first burst of creates.
     fewer = cliqueset(
         6,
-        [clique(f"c{i}", 10) for i in range(16)],
-        [group(f"g{i}", [f"c{2 * i}", f"c{2 * i + 1}"], replicas=1) for i in range(8)],
+        [shapes.clique(f"c{i}", 10) for i in range(16)],
+        [shapes.group(f"g{i}", [f"c{2 * i}", f"c{2 * i + 1}"], replicas=1) for i in range(8)],
     )
     assert ctl.snapshot(fewer).invalid == ""
     assert ctl._plan(fewer).writes > 0
@@ -258,9 +215,9 @@ def test_an_autoscaled_clique_past_the_gang_bound_is_an_invalid_spec() -> None:
     in the other cliques that is past the 5,000 of a gang, whatever its replicas now."""
     cqs = cliqueset(
         1,
-        [clique("auto", 1, autoscale=1_000), clique("rest", 1_000)]
-        + [clique(f"r{i}", 1_000) for i in range(3)]
-        + [clique("one", 1)],
+        [shapes.clique("auto", 1, autoscale=1_000), shapes.clique("rest", 1_000)]
+        + [shapes.clique(f"r{i}", 1_000) for i in range(3)]
+        + [shapes.clique("one", 1)],
     )
     plan = planner.plan(set_snapshot(cqs, [], hashes={}))
     assert plan.writes == 0
