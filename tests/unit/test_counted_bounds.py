@@ -13,9 +13,12 @@ import msgspec
 from cliques.api import sizes
 from cliques.api.cliqueset import MAX_GANG_PODS, MAX_SET_CLIQUES, MAX_SET_PODS, CliqueSet
 from cliques.api.cliqueset_status import REASON_INVALID_SPEC
-from cliques.api.meta import find_condition
+from cliques.api.meta import ObjectMeta, find_condition
+from cliques.api.scalinggroup import CliqueScalingGroup, CliqueScalingGroupSpec
 from cliques.controllers.base import bounds
 from cliques.controllers.cliqueset import planner
+from cliques.controllers.cliqueset.snapshot import CliqueSetSnapshot
+from cliques.controllers.features import scaling
 from tests.support import set_shapes as shapes
 from tests.unit.planner_fixtures import set_snapshot
 from tests.unit.test_bounds import controller
@@ -225,3 +228,88 @@ def test_an_autoscaled_clique_past_the_gang_bound_is_an_invalid_spec() -> None:
     degraded = find_condition(plan.status.conditions, "Degraded")
     assert degraded is not None
     assert degraded.message.startswith("a gang of this CliqueSet would have 5,001 pods")
+
+
+# ---- groups scaled by hand -----------------------------------------------------------------
+
+
+def scaled(
+    gangs: int, one: int, replicas: int, applied: str = "1", pods: int = 50
+) -> CliqueSetSnapshot:
+    """`gangs` gangs of a group `g` of a clique of `pods` (1 instance in the template) and a
+    clique of `one` pods, each gang's CliqueScalingGroup scaled to `replicas` by hand
+    (`applied`: the template replicas last applied to it)."""
+    cqs = cliqueset(
+        gangs,
+        [shapes.clique("one", one), shapes.clique("p", pods)],
+        [shapes.group("g", ["p"], replicas=1)],
+    )
+    objects = [
+        CliqueScalingGroup(
+            metadata=ObjectMeta(
+                name=f"big-{gang}-g",
+                namespace="ns",
+                uid=f"u-{gang}",
+                annotations={scaling.ANNOTATION_TEMPLATE_REPLICAS: applied},
+            ),
+            spec=CliqueScalingGroupSpec(group_name="g", gang_index=gang, replicas=replicas),
+        )
+        for gang in range(gangs)
+    ]
+    return set_snapshot(cqs, [], hashes={"one": "h", "p": "h"}, scaling_groups=objects)
+
+
+def test_a_group_scaled_by_hand_past_the_gang_bound_is_an_invalid_spec() -> None:
+    """The template counts 51 pods a gang; `kubectl scale cqsg` to 100 instances asks for
+    5,000 + `one`: at the limit planned, one past an InvalidSpec with no create."""
+    assert planner.plan(scaled(1, 0, 100)).creates
+    plan = planner.plan(scaled(1, 1, 100))
+    assert plan.writes == 0
+    assert plan.status is not None
+    degraded = find_condition(plan.status.conditions, "Degraded")
+    assert degraded is not None and degraded.reason == REASON_INVALID_SPEC
+    assert degraded.message.startswith(
+        "with the instances their CliqueScalingGroups ask for (spec.replicas), gang 0 would "
+        "have 5,001 pods, more than the 5,000 one gang may have"
+    ), degraded.message
+    assert "kubectl scale cliquescalinggroup/big-<gang>-<group>" in degraded.message
+
+
+def test_groups_scaled_by_hand_past_the_set_bounds_are_an_invalid_spec() -> None:
+    """100 gangs of 1 + 99 Cliques (10,000) are planned; 100 instances a gang (10,100) not,
+    nor 100 gangs of 1,001 pods (20 instances of 50, and 1)."""
+    assert planner.plan(scaled(100, 0, 99, pods=1)).creates
+    plan = planner.plan(scaled(100, 0, 100, pods=1))
+    assert plan.writes == 0
+    assert plan.status is not None
+    degraded = find_condition(plan.status.conditions, "Degraded")
+    assert degraded is not None
+    assert "the gangs would have 10,100 Cliques, more than the 10,000" in degraded.message
+    assert planner.plan(scaled(100, 0, 20)).creates  # 100,000 pods
+    plan = planner.plan(scaled(100, 1, 20))
+    assert plan.writes == 0 and plan.status is not None
+    degraded = find_condition(plan.status.conditions, "Degraded")
+    assert degraded is not None
+    assert "the gangs would have 100,100 pods, more than the 100,000" in degraded.message
+
+
+def test_a_template_change_brings_groups_scaled_by_hand_back_under_the_bounds() -> None:
+    """The template's replicas, changed, is applied to every gang's group in the same plan:
+    the counts it leads to are the ones bounded, so the plan goes ahead and patches."""
+    plan = planner.plan(scaled(100, 0, 100, applied="0"))  # the template's 1 not applied yet
+    assert plan.status is not None
+    degraded = find_condition(plan.status.conditions, "Degraded")
+    assert degraded is not None and degraded.reason != REASON_INVALID_SPEC
+    back = [p for p in plan.patches if p.patch.get("spec", {}).get("replicas") == 1]
+    assert len(back) == 100
+
+
+def test_the_gang_of_the_limits_documentation() -> None:
+    """docs/operator.md#limits: a 1-pod leader and a group of 2 instances (autoscaled up to
+    8) of prefill (4 pods) and decode (2 pods): 17 Cliques and 49 pods."""
+    cqs = cliqueset(
+        1,
+        [shapes.clique("leader"), shapes.clique("prefill", 4), shapes.clique("decode", 2)],
+        [shapes.group("g", ["prefill", "decode"], replicas=2, autoscale=8)],
+    )
+    assert counts(cqs) == (17, 49)

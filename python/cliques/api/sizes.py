@@ -19,7 +19,7 @@ This module imports only the API types of the cliques and scaling groups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.scalinggroup import ScalingGroup
@@ -78,29 +78,47 @@ def pods(clique: CliqueTemplate, grouped: bool = False) -> int:
     return max(clique.replicas, auto.max_replicas if auto is not None and not grouped else 0)
 
 
-def multiplicity(
-    cliques: Sequence[CliqueTemplate], groups: Sequence[ScalingGroup]
-) -> dict[str, int]:
-    """Clique name -> its Cliques per gang: 1 outside the groups, the instances of its
-    group inside one (the first group that names it)."""
-    out = {c.name: 1 for c in cliques}
-    grouped: set[str] = set()
+def group_of(cliques: Sequence[CliqueTemplate], groups: Sequence[ScalingGroup]) -> dict[str, str]:
+    """Clique name -> the name of its scaling group (the first that names it), for the
+    cliques of a group."""
+    known = {c.name for c in cliques}
+    out: dict[str, str] = {}
     for group in groups:
-        count = instances(group)
         for name in group.cliques:
-            if name in out and name not in grouped:
-                grouped.add(name)
-                out[name] = count
+            if name in known:
+                out.setdefault(name, group.name)
     return out
 
 
-def gang_cliques(cliques: Sequence[CliqueTemplate], groups: Sequence[ScalingGroup]) -> int:
-    """The Cliques of one gang."""
-    return sum(multiplicity(cliques, groups).values())
+def multiplicity(
+    cliques: Sequence[CliqueTemplate],
+    groups: Sequence[ScalingGroup],
+    counts: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Clique name -> its Cliques per gang: 1 outside the groups, the instances of its
+    group inside one (`counts` by group name where given, else `instances`)."""
+    per_group = {g.name: instances(g) for g in groups}
+    if counts is not None:
+        per_group.update(counts)
+    grouped = group_of(cliques, groups)
+    return {c.name: per_group[grouped[c.name]] if c.name in grouped else 1 for c in cliques}
 
 
-def gang_pods(cliques: Sequence[CliqueTemplate], groups: Sequence[ScalingGroup]) -> int:
-    """The pods of one gang."""
-    grouped = {n for g in groups for n in g.cliques}
-    times = multiplicity(cliques, groups)
+def gang_cliques(
+    cliques: Sequence[CliqueTemplate],
+    groups: Sequence[ScalingGroup],
+    counts: Mapping[str, int] | None = None,
+) -> int:
+    """The Cliques of one gang (with `counts` instances of its groups, where given)."""
+    return sum(multiplicity(cliques, groups, counts).values())
+
+
+def gang_pods(
+    cliques: Sequence[CliqueTemplate],
+    groups: Sequence[ScalingGroup],
+    counts: Mapping[str, int] | None = None,
+) -> int:
+    """The pods of one gang (with `counts` instances of its groups, where given)."""
+    grouped = group_of(cliques, groups)
+    times = multiplicity(cliques, groups, counts)
     return sum(pods(c, c.name in grouped) * times[c.name] for c in cliques)

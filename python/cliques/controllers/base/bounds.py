@@ -153,6 +153,50 @@ def counts_invalid(cqs: CliqueSet) -> str:
     )
 
 
+def scaled_invalid(cqs: CliqueSet, counts: Mapping[int, Mapping[str, int]]) -> str:
+    """Why the instances the gangs' CliqueScalingGroups ask for (`counts`: gang -> group ->
+    instances, their `spec.replicas`) would be more pods (per gang, per set) or Cliques
+    than one CliqueSet may have, or "": a `kubectl scale` of a group past its template's
+    count stands, and the CRD of a CliqueScalingGroup bounds one group of one gang only.
+    The message names the counts, the limits and the way back."""
+    spec = cqs.spec
+    cliques, groups = spec.template.cliques, spec.template.scaling_groups
+    total_cliques = total_pods = 0
+    worst = (0, 0)  # (pods, gang)
+    for gang in range(spec.replicas):
+        have = counts.get(gang)
+        if not have:
+            continue  # (no group: the template's counts hold, `counts_invalid`)
+        pods = sizes.gang_pods(cliques, groups, have)
+        total_pods += pods
+        total_cliques += sizes.gang_cliques(cliques, groups, have)
+        worst = max(worst, (pods, -gang))
+    found: list[str] = []
+    if worst[0] > MAX_GANG_PODS:
+        found.append(
+            f"gang {-worst[1]} would have {worst[0]:,} pods, more than the "
+            f"{MAX_GANG_PODS:,} one gang may have"
+        )
+    if total_cliques > MAX_SET_CLIQUES:
+        found.append(
+            f"the gangs would have {total_cliques:,} Cliques, more than the "
+            f"{MAX_SET_CLIQUES:,} one CliqueSet may have"
+        )
+    if total_pods > MAX_SET_PODS:
+        found.append(
+            f"the gangs would have {total_pods:,} pods, more than the {MAX_SET_PODS:,} one "
+            "CliqueSet may have"
+        )
+    if not found:
+        return ""
+    return (
+        f"with the instances their CliqueScalingGroups ask for (spec.replicas), {'; '.join(found)}"
+        f": scale them down (kubectl scale {labels.KIND_SCALING_GROUP.lower()}/"
+        f"{cqs.metadata.name}-<gang>-<group> --replicas=...) or change the template's replicas "
+        "to apply it to every gang"
+    )
+
+
 def template_bytes(cqs: CliqueSet) -> tuple[int, int]:
     """(bytes of pod templates per gang, for all gangs): the JSON size of every clique
     template's pod template times its Cliques per gang (the instances of its scaling
