@@ -378,7 +378,9 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ),
         [
             "spec.template.cliques",
-            "a gang may have at most 5000 pods (the sum of spec.template.cliques[].replicas)",
+            "a gang may have at most 5000 pods: the replicas of each clique (or "
+            "autoscaling.maxReplicas where higher) times the instances of its scaling group "
+            "(replicas, or autoscaling.maxReplicas where higher) is 6000",
         ],
     ),
     (
@@ -565,8 +567,9 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         cliqueset(replicas=5_001),
         [
             "spec.replicas",
-            "a CliqueSet may have at most 10000 Cliques: spec.replicas x the number of "
-            "spec.template.cliques is 5001 x 2 = 10002",
+            "a CliqueSet may have at most 10000 Cliques: spec.replicas x the Cliques of a gang "
+            "(one per clique, one per instance of its scaling group: replicas, or "
+            "autoscaling.maxReplicas where higher) is 5001 x 2 = 10002",
         ],
     ),
     (
@@ -574,8 +577,9 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         with_cliques({}, {"replicas": 999}, replicas=101),
         [
             "spec.replicas",
-            "a CliqueSet may have at most 100000 pods: spec.replicas x the sum of "
-            "spec.template.cliques[].replicas is 101 x 1000 = 101000",
+            "a CliqueSet may have at most 100000 pods: spec.replicas x the pods of a gang (the "
+            "replicas of each clique, or autoscaling.maxReplicas where higher, times the "
+            "instances of its scaling group) is 101 x 1000 = 101000",
         ],
     ),
     # ---- autoscaling and scaling groups

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from cliques import api
-from cliques.api import crdgen, labels, scalinggroup, shapes
+from cliques.api import crdgen, labels, scalinggroup, shapes, sizes
 from cliques.api.backends import GangBackend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,21 +229,32 @@ def test_sizes_are_bounded_as_the_api_says() -> None:
     ):
         assert node(crd, path)["maximum"] == api.cliquetemplate.MAX_CLIQUE_PODS, path
     rules = [r["rule"] for r in node(CLIQUESET, ".spec.template")["x-kubernetes-validations"]]
-    assert any(r.endswith(f".sum() <= {api.cliqueset.MAX_GANG_PODS}") for r in rules), rules
+    # the pods of a gang, each clique once per instance of its group (`api.sizes`)
+    gang_pods = f"{sizes.cel_gang_pods('self')} <= {api.cliqueset.MAX_GANG_PODS}"
+    assert gang_pods in rules, rules
     assert node(CLIQUE, ".spec.template.spec.restartPolicy")["enum"] == ["Always"]
     assert node(CLIQUESET, ".spec.template.cliques[].template.spec")["required"] == ["containers"]
 
 
 def test_a_cliqueset_is_bounded_as_a_whole() -> None:
     """Cliques (gangs x cliques) and pods (gangs x pods per gang) of a whole set, on `spec`
-    so that a scale through the subresource is checked too, naming the numbers."""
+    so that a scale through the subresource is checked too, naming the numbers. A gang's
+    Cliques and pods are counted as `api.sizes` counts them: scaling groups' instances and
+    autoscaling maxima included."""
     rules = node(CLIQUESET, ".spec")["x-kubernetes-validations"]
+    gangs = "(has(self.replicas) ? self.replicas : 1)"
     cliques = [
         r
         for r in rules
-        if r["rule"].endswith(f"* size(self.template.cliques) <= {api.cliqueset.MAX_SET_CLIQUES}")
+        if r["rule"]
+        == f"{gangs} * {sizes.cel_gang_cliques('self.template')} <= {api.cliqueset.MAX_SET_CLIQUES}"
     ]
-    pods = [r for r in rules if r["rule"].endswith(f".sum() <= {api.cliqueset.MAX_SET_PODS}")]
+    pods = [
+        r
+        for r in rules
+        if r["rule"]
+        == f"{gangs} * {sizes.cel_gang_pods('self.template')} <= {api.cliqueset.MAX_SET_PODS}"
+    ]
     assert len(cliques) == len(pods) == 1, rules
     for rule in (*cliques, *pods):
         assert rule["fieldPath"] == ".replicas"

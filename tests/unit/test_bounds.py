@@ -255,7 +255,7 @@ def test_template_bytes_are_gangs_times_the_templates_json() -> None:
     assert bounds.template_bytes_invalid(cqs, limit=3 * 2 * one) == ""
     message = bounds.template_bytes_invalid(cqs, limit=3 * 2 * one - 1)
     assert message.startswith(f"the Cliques of this CliqueSet would store {6 * one:,} bytes")
-    assert f"(3 gangs x {2 * one:,} bytes per gang)" in message
+    assert f"(3 gangs x {2 * one:,} bytes per gang," in message
     assert f"more than the {6 * one - 1:,} bytes" in message
 
 
@@ -282,7 +282,7 @@ def controller() -> CliqueSetController:
 
 def test_too_many_template_bytes_is_an_invalid_spec_that_creates_nothing() -> None:
     ctl = controller()
-    cqs = sized_set(5_000, 16, 5_000)  # 5,000 gangs x ~80 KB per gang: ~400 MB
+    cqs = sized_set(625, 16, 30_000)  # 625 gangs (10,000 Cliques) x ~480 KB per gang: ~300 MB
     snap = ctl.snapshot(cqs)
     assert snap.invalid == bounds.template_bytes_invalid(cqs) != ""
     plan = ctl._plan(cqs)

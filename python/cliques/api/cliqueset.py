@@ -22,7 +22,9 @@ What the API server refuses, and where:
 - CEL: the CliqueSet name (a DNS-1035 label of at most 52 characters, so the gang Service
   `<name>-<gang index>` is a valid Service name); minAvailable <= replicas; startsAfter
   only with startupType Explicit, never naming its own clique, only naming cliques of the
-  template; at most 5,000 pods per gang, 10,000 Cliques and 100,000 pods per CliqueSet; no
+  template; at most 5,000 pods per gang, 10,000 Cliques and 100,000 pods per CliqueSet,
+  counted as they are made (`sizes`: a clique of a scaling group once per instance, an
+  instance count and a clique's pods at their autoscaling maxReplicas where higher); no
   clique or group name with a digits-only part before a '-' (set `a` clique `b-2-c` and
   set `a-1-b` clique `c` would both name a Clique `a-1-b-2-c`); restartBackoff
   initialSeconds <= maxSeconds; no label or annotation key of the operator's in a pod
@@ -34,7 +36,8 @@ What the API server refuses, and where:
   both), and in a set with scaling groups no clique name ending in '-' and digits
   (instance Cliques are `<set>-<gang>-<clique>-<instance>`).
 
-What only the controller can see (a startsAfter cycle) is reported as condition
+What only the controller can see (a startsAfter cycle, the bytes of pod templates the
+Cliques would store, `controllers.base.bounds`) is reported as condition
 Degraded/InvalidSpec, never refused by the API server.
 
 A pod template stays a plain `dict[str, Any]`: the operator never interprets a PodSpec
@@ -54,7 +57,7 @@ from typing import Annotated, ClassVar, Final
 
 import msgspec
 
-from cliques.api import labels
+from cliques.api import labels, sizes
 from cliques.api.claim import MAX_GANG_CLAIMS, MAX_SET_CLAIMS, CliqueSetClaim
 from cliques.api.cliqueset_status import CliqueSetStatus
 from cliques.api.cliquetemplate import MAX_CLIQUES, CliqueTemplate
@@ -93,8 +96,9 @@ class SubdomainPolicy(enum.StrEnum):
 # seconds and restarts in `policies`.
 MAX_GANGS: Final = 10_000
 MAX_GANG_PODS: Final = 5_000
-#: Cliques in one CliqueSet (gangs x clique templates) and pods in one CliqueSet (gangs x the
-#: pods of a gang): CEL rules on `spec`, checked on a scale through the subresource too.
+#: Cliques in one CliqueSet (gangs x the Cliques of a gang) and pods in one CliqueSet (gangs x
+#: the pods of a gang), a gang's counted by `sizes`: CEL rules on `spec`, checked on a scale
+#: through the subresource too.
 MAX_SET_CLIQUES: Final = 10_000
 MAX_SET_PODS: Final = 100_000
 
@@ -118,13 +122,17 @@ class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename
                 reason=INVALID,
             ),
             Rule(
-                rule=(
-                    "self.cliques.map(c, has(c.replicas) ? c.replicas : 1).sum() "
-                    f"<= {MAX_GANG_PODS}"
-                ),
+                rule=f"{sizes.cel_gang_pods('self')} <= {MAX_GANG_PODS}",
                 message=(
-                    f"a gang may have at most {MAX_GANG_PODS} pods (the sum of "
-                    "spec.template.cliques[].replicas)"
+                    f"a gang may have at most {MAX_GANG_PODS} pods (each clique's replicas, or "
+                    "autoscaling.maxReplicas where higher, times the instances of its scaling "
+                    "group: replicas, or autoscaling.maxReplicas where higher)"
+                ),
+                message_expression=(
+                    f"'a gang may have at most {MAX_GANG_PODS} pods: the replicas of each "
+                    "clique (or autoscaling.maxReplicas where higher) times the instances of its "
+                    "scaling group (replicas, or autoscaling.maxReplicas where higher) is "
+                    f"%d'.format([{sizes.cel_gang_pods('self')}])"
                 ),
                 field_path=".cliques",
                 reason=INVALID,
@@ -257,8 +265,9 @@ class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename
 
 #: `spec.replicas` as a CEL expression (the CRD's default where it is absent).
 _GANGS: Final = "(has(self.replicas) ? self.replicas : 1)"
-#: The pods of one gang as a CEL expression on `spec`.
-_GANG_PODS: Final = "self.template.cliques.map(c, has(c.replicas) ? c.replicas : 1).sum()"
+#: The Cliques and the pods of one gang as CEL expressions on `spec` (`sizes`).
+_GANG_CLIQUES: Final = sizes.cel_gang_cliques("self.template")
+_GANG_PODS: Final = sizes.cel_gang_pods("self.template")
 
 
 class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -286,16 +295,17 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
                 reason=INVALID,
             ),
             Rule(
-                rule=f"{_GANGS} * size(self.template.cliques) <= {MAX_SET_CLIQUES}",
+                rule=f"{_GANGS} * {_GANG_CLIQUES} <= {MAX_SET_CLIQUES}",
                 message=(
                     f"a CliqueSet may have at most {MAX_SET_CLIQUES} Cliques (spec.replicas x "
-                    "the number of spec.template.cliques)"
+                    "the Cliques of a gang: one per clique, one per instance of its scaling "
+                    "group for a clique of a group)"
                 ),
                 message_expression=(
                     f"'a CliqueSet may have at most {MAX_SET_CLIQUES} Cliques: spec.replicas x "
-                    "the number of spec.template.cliques is %d x %d = %d'.format(["
-                    f"{_GANGS[1:-1]}, size(self.template.cliques), {_GANGS} * "
-                    "size(self.template.cliques)])"
+                    "the Cliques of a gang (one per clique, one per instance of its scaling "
+                    "group: replicas, or autoscaling.maxReplicas where higher) is %d x %d = "
+                    f"%d'.format([{_GANGS[1:-1]}, {_GANG_CLIQUES}, {_GANGS} * {_GANG_CLIQUES}])"
                 ),
                 field_path=".replicas",
                 reason=INVALID,
@@ -303,13 +313,14 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             Rule(
                 rule=f"{_GANGS} * {_GANG_PODS} <= {MAX_SET_PODS}",
                 message=(
-                    f"a CliqueSet may have at most {MAX_SET_PODS} pods (spec.replicas x the sum "
-                    "of spec.template.cliques[].replicas)"
+                    f"a CliqueSet may have at most {MAX_SET_PODS} pods (spec.replicas x the pods "
+                    "of a gang, counting autoscaling.maxReplicas and scaling group instances)"
                 ),
                 message_expression=(
-                    f"'a CliqueSet may have at most {MAX_SET_PODS} pods: spec.replicas x the sum "
-                    "of spec.template.cliques[].replicas is %d x %d = %d'.format(["
-                    f"{_GANGS[1:-1]}, {_GANG_PODS}, {_GANGS} * {_GANG_PODS}])"
+                    f"'a CliqueSet may have at most {MAX_SET_PODS} pods: spec.replicas x the pods "
+                    "of a gang (the replicas of each clique, or autoscaling.maxReplicas where "
+                    "higher, times the instances of its scaling group) is %d x %d = "
+                    f"%d'.format([{_GANGS[1:-1]}, {_GANG_PODS}, {_GANGS} * {_GANG_PODS}])"
                 ),
                 field_path=".replicas",
                 reason=INVALID,

@@ -1,5 +1,5 @@
 """What one CliqueSet may ask of the operator (pure): the names that are the operator's, and
-how many bytes its gangs' Cliques store.
+how many Cliques, pods and bytes of templates its gangs are made of.
 
 - Reserved keys. Label and annotation keys under `cliques.dev/` (and its subdomains,
   `labels.is_reserved`) are the operator's: it reads them back from the objects it made
@@ -7,12 +7,20 @@ how many bytes its gangs' Cliques store.
   of another count is deleted). The CRD refuses them in a pod template; a CliqueSet stored
   before that rule may still carry them. `tenant_template` leaves them out of the template
   a Clique and its pods are built from, and `reserved_keys` lists them for a Warning Event.
-- Template bytes. Every gang stores one Clique per clique template, each with a copy of its
-  pod template, so a CliqueSet's templates are stored `spec.replicas` times over in etcd.
-  The CRD bounds the counts (10,000 Cliques, 100,000 pods) and the API server the size of
-  the CliqueSet itself (about 1.5 MiB), but not the product: 10,000 gangs of 1 MiB of
-  templates would be about 10 GiB of Cliques. `template_bytes_invalid` refuses a set whose
+- Cliques and pods. The CRD's rules bound the Cliques and pods of a set and the pods of a
+  gang as they are made (`api.sizes`: a clique of a scaling group once per instance, an
+  instance count or a clique's pods at its autoscaling maxReplicas where that is higher).
+  A set stored before those rules counted scaling groups may ask for far more (625 gangs
+  of 8 groups of 100 instances are a million Cliques): `counts_invalid` refuses it, as an
+  InvalidSpec, before any object is made.
+- Template bytes. Every Clique stores a copy of its pod template, so a CliqueSet's
+  templates are stored once per gang, and a grouped clique's once per instance. The CRD
+  bounds the counts and the API server the size of the CliqueSet itself (about 1.5 MiB),
+  but CEL cannot measure a template, so nothing bounds the product: 10,000 Cliques of
+  1 MiB of template would be about 10 GiB. `template_bytes_invalid` refuses a set whose
   Cliques would store more than `MAX_TEMPLATE_BYTES` of templates, as an InvalidSpec.
+
+`invalid` checks the counts, then the bytes.
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from cliques.api import labels
-from cliques.api.cliqueset import CliqueSet
+from cliques.api import labels, sizes
+from cliques.api.cliqueset import MAX_GANG_PODS, MAX_SET_CLIQUES, MAX_SET_PODS, CliqueSet
 
 #: The most bytes of pod templates (JSON) the Cliques of one CliqueSet may store together:
 #: `spec.replicas` x the sum of its clique templates' sizes. An eighth of etcd's default
@@ -103,10 +111,99 @@ def tenant_template(template: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**template, "metadata": {**meta, **stripped}}
 
 
+#: How a message says what a gang's count counts.
+_COUNTED: Final = (
+    "a clique of a scaling group once per instance; a group's instances and a clique's pods "
+    "at autoscaling.maxReplicas where that is higher than replicas"
+)
+
+
+def counts_invalid(cqs: CliqueSet) -> str:
+    """Why the gangs of `cqs` would be more pods (per gang, per set) or Cliques than one
+    CliqueSet may have, or "" if they would not (`api.sizes` counts them). The message
+    names each bound passed, with the count and the limit."""
+    spec = cqs.spec
+    cliques, groups = spec.template.cliques, spec.template.scaling_groups
+    gangs = spec.replicas
+    gang_pods = sizes.gang_pods(cliques, groups)
+    gang_cliques = sizes.gang_cliques(cliques, groups)
+    found: list[str] = []
+    if gang_pods > MAX_GANG_PODS:
+        found.append(
+            f"a gang of this CliqueSet would have {gang_pods:,} pods, more than the "
+            f"{MAX_GANG_PODS:,} one gang may have"
+        )
+    if gangs * gang_cliques > MAX_SET_CLIQUES:
+        found.append(
+            f"this CliqueSet would have {gangs * gang_cliques:,} Cliques ({gangs:,} gangs x "
+            f"{gang_cliques:,} Cliques per gang), more than the {MAX_SET_CLIQUES:,} one "
+            "CliqueSet may have"
+        )
+    if gangs * gang_pods > MAX_SET_PODS:
+        found.append(
+            f"this CliqueSet would have {gangs * gang_pods:,} pods ({gangs:,} gangs x "
+            f"{gang_pods:,} pods per gang), more than the {MAX_SET_PODS:,} one CliqueSet may "
+            "have"
+        )
+    if not found:
+        return ""
+    return (
+        f"{'; '.join(found)} ({_COUNTED}): lower spec.replicas, the cliques' replicas or "
+        "autoscaling.maxReplicas, or the scaling groups' replicas or autoscaling.maxReplicas"
+    )
+
+
+def scaled_invalid(cqs: CliqueSet, counts: Mapping[int, Mapping[str, int]]) -> str:
+    """Why the instances the gangs' CliqueScalingGroups ask for (`counts`: gang -> group ->
+    instances, their `spec.replicas`) would be more pods (per gang, per set) or Cliques
+    than one CliqueSet may have, or "": a `kubectl scale` of a group past its template's
+    count stands, and the CRD of a CliqueScalingGroup bounds one group of one gang only.
+    The message names the counts, the limits and the way back."""
+    spec = cqs.spec
+    cliques, groups = spec.template.cliques, spec.template.scaling_groups
+    total_cliques = total_pods = 0
+    worst = (0, 0)  # (pods, gang)
+    for gang in range(spec.replicas):
+        have = counts.get(gang)
+        if not have:
+            continue  # (no group: the template's counts hold, `counts_invalid`)
+        pods = sizes.gang_pods(cliques, groups, have)
+        total_pods += pods
+        total_cliques += sizes.gang_cliques(cliques, groups, have)
+        worst = max(worst, (pods, -gang))
+    found: list[str] = []
+    if worst[0] > MAX_GANG_PODS:
+        found.append(
+            f"gang {-worst[1]} would have {worst[0]:,} pods, more than the "
+            f"{MAX_GANG_PODS:,} one gang may have"
+        )
+    if total_cliques > MAX_SET_CLIQUES:
+        found.append(
+            f"the gangs would have {total_cliques:,} Cliques, more than the "
+            f"{MAX_SET_CLIQUES:,} one CliqueSet may have"
+        )
+    if total_pods > MAX_SET_PODS:
+        found.append(
+            f"the gangs would have {total_pods:,} pods, more than the {MAX_SET_PODS:,} one "
+            "CliqueSet may have"
+        )
+    if not found:
+        return ""
+    return (
+        f"with the instances their CliqueScalingGroups ask for (spec.replicas), {'; '.join(found)}"
+        f": scale them down (kubectl scale {labels.KIND_SCALING_GROUP.lower()}/"
+        f"{cqs.metadata.name}-<gang>-<group> --replicas=...) or change the template's replicas "
+        "to apply it to every gang"
+    )
+
+
 def template_bytes(cqs: CliqueSet) -> tuple[int, int]:
     """(bytes of pod templates per gang, for all gangs): the JSON size of every clique
-    template's pod template, summed, and that times `spec.replicas`."""
-    per_gang = sum(len(_encode(c.template)) for c in cqs.spec.template.cliques)
+    template's pod template times its Cliques per gang (the instances of its scaling
+    group, `sizes.multiplicity`), summed, and that times `spec.replicas`."""
+    cliques = cqs.spec.template.cliques
+    times = sizes.multiplicity(cliques, cqs.spec.template.scaling_groups)
+    per_gang = sum(len(_encode(c.template)) * times[c.name] for c in cliques)
     return per_gang, per_gang * cqs.spec.replicas
 
 
@@ -118,7 +215,13 @@ def template_bytes_invalid(cqs: CliqueSet, limit: int = MAX_TEMPLATE_BYTES) -> s
         return ""
     return (
         f"the Cliques of this CliqueSet would store {total:,} bytes of pod templates "
-        f"({cqs.spec.replicas:,} gangs x {per_gang:,} bytes per gang), more than the "
-        f"{limit:,} bytes one CliqueSet may store: lower spec.replicas or shrink the "
-        "pod templates"
+        f"({cqs.spec.replicas:,} gangs x {per_gang:,} bytes per gang, a clique of a scaling "
+        f"group once per instance), more than the {limit:,} bytes one CliqueSet may store: "
+        "lower spec.replicas or the scaling groups' instances, or shrink the pod templates"
     )
+
+
+def invalid(cqs: CliqueSet) -> str:
+    """Why `cqs` asks for more than one CliqueSet may (`counts_invalid`, then
+    `template_bytes_invalid`), or ""."""
+    return counts_invalid(cqs) or template_bytes_invalid(cqs)

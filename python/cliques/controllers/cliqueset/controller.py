@@ -427,11 +427,11 @@ class CliqueSetController:
         uid = cqs.metadata.uid
         owner = store.owner_key(cqs.metadata.namespace, uid)
         cliques = self.cliques.store.by_index("controller", owner)
-        # A set whose Cliques would store too many bytes of templates, or a template the
-        # canonical form refuses, is an InvalidSpec.
+        # A set that asks for more Cliques, pods or bytes of templates than one set may
+        # (`bounds`), or a template the canonical form refuses, is an InvalidSpec.
         hashes: dict[str, str] = {}
         revision = ""
-        invalid = bounds.template_bytes_invalid(cqs)
+        invalid = bounds.invalid(cqs)
         if not invalid:
             try:
                 hashes, revision = self._hashes(cqs)

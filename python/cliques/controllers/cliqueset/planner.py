@@ -12,8 +12,11 @@
 - Pod template keys reserved for the operator (`bounds`, refused by the CRD since; a set
   stored before may carry them) are left out of Cliques and pods, said by a Warning Event
   once per generation.
-- An invalid spec, a pod template the canonical form refuses (`snap.invalid`, found while
-  hashing), a startsAfter cycle or a placement whose pods could never be scheduled
+- An invalid spec, a set that asks for more Cliques, pods or bytes of templates than one
+  set may (`bounds`, counting scaling-group instances and autoscaling maxima, and the
+  instances its CliqueScalingGroups ask for once the template's are applied), a pod
+  template the canonical form refuses (`snap.invalid`, found while hashing), a startsAfter
+  cycle or a placement whose pods could never be scheduled
   (`placement.unplaceable_cliques`), is an InvalidSpec: no Clique is created or changed, the
   conditions say why and a Warning Event is recorded (once, while the status says so).
 - Gang scheduling (`gang_scheduling`): the Workload is created before the Cliques of new
@@ -253,6 +256,11 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     spec, meta = cqs.spec, cqs.metadata
     if snap.invalid:
         return snap.invalid
+    # Before anything is counted out gang by gang: a set stored before the CRD counted
+    # scaling groups may ask for a million Cliques (`bounds`).
+    too_many = bounds.counts_invalid(cqs)
+    if too_many:
+        return too_many
     try:
         deps = startup.dependencies(spec)
     except startup.StartupCycle as exc:
@@ -268,6 +276,11 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
     )
     lay = scaling.layout(spec)
     counts, wanted_of = _members(snap, lay)
+    # A group scaled by hand (`kubectl scale cqsg`) counts as its object says, once the
+    # template's replicas this plan applies to it is in.
+    scaled = bounds.scaled_invalid(cqs, _counts_patched(snap, lay, counts))
+    if scaled:
+        return scaled
     sched = gang_scheduling.plan(
         cqs,
         snap.cliques,
@@ -573,6 +586,23 @@ def _autoscaled(cqs: CliqueSet) -> bool:
     return any(c.autoscaling is not None for c in template.cliques) or any(
         g.autoscaling is not None for g in template.scaling_groups
     )
+
+
+def _counts_patched(
+    snap: CliqueSetSnapshot, lay: scaling.Layout, counts: Mapping[int, Mapping[str, int]]
+) -> dict[int, dict[str, int]]:
+    """Each gang's instance counts (`_members`) with the template's `replicas` in where this
+    plan applies it to the gang's CliqueScalingGroup (`scaling.spec_patch`)."""
+    out = {gang: dict(have) for gang, have in counts.items()}
+    for obj in snap.scaling.groups:
+        group = lay.group(obj.spec.group_name)
+        have = out.get(obj.spec.gang_index)
+        if group is None or have is None or obj.metadata.deletion_timestamp is not None:
+            continue
+        patch = scaling.spec_patch(obj, group)
+        if patch is not None and "replicas" in patch.get("spec", {}):
+            have[group.name] = patch["spec"]["replicas"]
+    return out
 
 
 def _members(
