@@ -156,21 +156,19 @@ def between_revisions(
 
 
 def _as_written(template: Any) -> Any:
-    """A live Clique's template without the claim entries and Kueue's pod group the
-    operator added (`claims.unresolve`, `kueue.unresolve`) nor Kueue's revision
-    annotation."""
+    """A live Clique's template without what the operator added: its claim entries and
+    Kueue's pod group (`claims.unresolve`, `kueue.unresolve`) and its own label and
+    annotation keys (`bounds.tenant_template`), an emptied map left out."""
     if not isinstance(template, Mapping):
         return template
-    out = dict(kueue.unresolve(claims.unresolve(template)))
+    out = dict(bounds.tenant_template(kueue.unresolve(claims.unresolve(template))))
     meta = out.get("metadata")
-    if isinstance(meta, Mapping) and kueue.REVISION_ANNOTATION in (meta.get("annotations") or {}):
-        meta = dict(meta)
-        kept = {k: v for k, v in meta["annotations"].items() if k != kueue.REVISION_ANNOTATION}
-        if kept:
-            meta["annotations"] = kept
+    if isinstance(meta, Mapping):
+        meta = {k: v for k, v in meta.items() if v or k not in ("labels", "annotations")}
+        if meta:
+            out["metadata"] = meta
         else:
-            meta.pop("annotations")
-        out["metadata"] = meta
+            out.pop("metadata")
     return out
 
 

@@ -57,11 +57,11 @@ def wrap(head: str, text: str, *, width: int = WIDTH, lines: int = WHY_LINES) ->
 def status_text(st: Status) -> list[str]:
     """The tree, a line each, and the reasons of each gang that is not whole."""
     gangs = len(st.gangs)
-    head = (
-        f"CliqueSet {st.name} (namespace {st.namespace}): {st.whole}/{st.replicas} gang(s) "
-        f"whole; ready {st.ready}, updated {st.updated}, available {st.available}"
+    counts = (
+        f"  {st.whole}/{st.replicas} gang(s) whole; ready {st.ready}, updated {st.updated}, "
+        f"available {st.available}"
     )
-    out = [fit(head)]
+    out = [fit(f"CliqueSet {st.namespace}/{st.name}"), fit(counts)]
     if gangs > st.replicas:
         out.append(fit(f"  {gangs - st.replicas} gang(s) beyond spec.replicas, being removed"))
     for why in st.why:

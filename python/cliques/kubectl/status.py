@@ -432,7 +432,8 @@ def _unschedulable(pods: list[Pod]) -> list[Why]:
         if pod.is_unschedulable and pod.metadata.deletion_timestamp is None:
             by_message.setdefault(pod.unschedulable_why.strip(), []).append(pod)
     out = []
-    for message, held in by_message.items():
+    # what the scheduler says of the pods that cannot fit first, then of their pod group
+    for message, held in sorted(by_message.items(), key=lambda kv: kv[0].startswith("pod group")):
         who = held[0].metadata.name if len(held) == 1 else f"{len(held)} pods"
         said = f'"{message}"' if message else "no message"
         out.append(Why(UNSCHEDULABLE, f"the scheduler cannot place {who}: {said}", _names(held)))
@@ -617,7 +618,7 @@ def _set_why(cqs: CliqueSet, conditions: Sequence[SetCondition]) -> list[Why]:
             continue
         if c.type == "GangScheduling" and c.reason in _GANG_SCHEDULING_FINE:
             continue
-        if c.type == "Available" and c.reason == "GangsUnavailable":
-            continue  # the gangs below say why, one by one
+        if (c.type, c.reason) in (("Available", "GangsUnavailable"), ("Progressing", "Scaling")):
+            continue  # the counts and the gangs below say it, one by one
         out.append(Why(CONDITION, f"{c.type}={c.status} {c.reason}: {c.message}"))
     return out
