@@ -1,5 +1,6 @@
-"""Layers only import downwards: cli -> operator -> controllers -> kube -> api, and the lab
-sits on top of the whole of cliques.
+"""Layers only import downwards: cli -> operator -> controllers -> kube -> api (the kubectl
+plugin, `kubectl`, sits beside cli: it imports the pure controller modules, never the
+operator), and the lab sits on top of the whole of cliques.
 
 A small stand-in for an import-linter contract: every `cliques.*` import in the package is
 checked against the rank of the importing module's layer. The hashing module must stay free
@@ -36,6 +37,7 @@ RANK = {
     "controllers": 2,
     "operator": 3,
     "cli": 4,
+    "kubectl": 4,
     "__init__": 0,
     "__main__": 5,
 }

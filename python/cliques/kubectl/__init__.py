@@ -1,0 +1,160 @@
+"""`kubectl cliques`: a kubectl plugin that shows a CliqueSet as a person reads it.
+
+    kubectl cliques status SET [-o json]           the tree set -> gangs -> Cliques -> pods,
+                                                  and why each gang that is not whole is not
+    kubectl cliques diff SET [--revision N] [-o json]
+                                                  why it rolled: the first real differences
+                                                  between two of its templates
+
+`-n/--namespace`, `--context` and `--kubeconfig` work as kubectl's, before or after the
+command. The package installs the console script `kubectl-cliques`, which kubectl finds on
+PATH; `python -m cliques.kubectl` is the same. Errors are one line on stderr with an exit
+code of their own (`exits`). The pure parts: `status` (the tree and its reasons), `diff`
+(the comparison), `render` (text and JSON); `fetch` reads the cluster through the
+operator's own client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from cliques import __version__
+from cliques.kubectl import exits
+
+PROG = "kubectl cliques"
+
+
+def _common(parser: argparse.ArgumentParser, default: object) -> None:
+    """The flags kubectl users type anywhere on the line."""
+    parser.add_argument(
+        "-n", "--namespace", default=default, help="the namespace (default: the context's)"
+    )
+    parser.add_argument("--context", default=default, help="the kubeconfig context to use")
+    parser.add_argument(
+        "--kubeconfig",
+        default=default,
+        help="the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="See a CliqueSet's gangs and why they are not whole; see why it rolled.",
+        epilog=(
+            "Exit codes: 0 ok (diff: the same), 1 diff: different, 2 usage, 3 the cluster "
+            "cannot be used (kubeconfig, connection), 4 not found, 5 no permission."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _common(parser, None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Sub-command flags default to SUPPRESS, so a flag given before the command is kept.
+    status = sub.add_parser(
+        "status",
+        help="the set's gangs, Cliques and pods, and why a gang is not whole",
+        description=(
+            "The tree CliqueSet -> gangs -> Cliques -> pods, a line each, and for each gang "
+            "that is not whole, why: the scheduler's message, Kueue admission, claims not "
+            "allocated, containers waiting (image pulls), start gates, back-offs, drains."
+        ),
+    )
+    status.add_argument("name", metavar="SET", help="the CliqueSet")
+    status.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    _common(status, argparse.SUPPRESS)
+    diff = sub.add_parser(
+        "diff",
+        help="why the set rolled: the first real differences between two revisions",
+        description=(
+            "The first differences, on the canonical form, between two of the set's "
+            "templates: revision N and the newest where the set has ControllerRevisions, "
+            "else the template its live Cliques run and its spec.template."
+        ),
+    )
+    diff.add_argument("name", metavar="SET", help="the CliqueSet")
+    diff.add_argument(
+        "--revision",
+        type=int,
+        metavar="N",
+        help="the revision to compare with the newest (default: the one before it)",
+    )
+    diff.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    _common(diff, argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return exits.USAGE
+    try:
+        return asyncio.run(_run(args))
+    except exits.Failure as exc:
+        print(f"{PROG} {args.command}: {exc.message}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from cliques.api.meta import format_now
+    from cliques.kubectl import diff, fetch, render, status
+
+    ns = fetch.namespace(args.namespace, args.kubeconfig, args.context)
+    client = await fetch.connect(args.kubeconfig, args.context)
+    async with client:
+        objects = await fetch.read(
+            client,
+            ns,
+            args.name,
+            claims=args.command == "status",
+            revisions=args.command == "diff",
+        )
+    if args.command == "status":
+        tree = status.build(
+            status.Inputs(
+                objects.cliqueset,
+                objects.cliques,
+                objects.pods,
+                objects.claims or (),
+                now=format_now(),
+            )
+        )
+        lines = (
+            [render.dumps(render.status_json(tree))]
+            if args.output == "json"
+            else render.status_text(tree)
+        )
+        print("\n".join(lines))
+        return exits.OK
+    revisions = diff.owned_revisions(objects.cliqueset, objects.revisions or ())
+    if revisions:
+        try:
+            report = diff.between_revisions(objects.cliqueset, revisions, args.revision)
+        except diff.RevisionError as exc:
+            raise exits.Failure(exits.NOT_FOUND, str(exc)) from None
+    elif args.revision is not None:
+        unread = objects.unread.get("ControllerRevisions")
+        raise exits.Failure(
+            exits.NOT_FOUND,
+            f"CliqueSet {args.name} has no ControllerRevisions"
+            + (f" (they are {unread})" if unread else "")
+            + "; without --revision, diff compares its live Cliques with its spec.template",
+        )
+    else:
+        unread = objects.unread.get("ControllerRevisions")
+        why = f"ControllerRevisions {unread}" if unread else "no ControllerRevisions recorded"
+        report = diff.against_live(objects.cliqueset, objects.cliques, why)
+    lines = (
+        [render.dumps(render.diff_json(report))]
+        if args.output == "json"
+        else render.diff_text(report)
+    )
+    print("\n".join(lines))
+    return exits.OK if report.same else exits.DIFFERENT
