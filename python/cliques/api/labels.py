@@ -137,6 +137,8 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.cliqueset.status",
         "controllers.features.kueue",
         "controllers.features.placement",
+        "kubectl.diff",
+        "kubectl.fetch",
     ),
 )
 LABEL_GANG_INDEX: Final = _label(
@@ -182,6 +184,7 @@ LABEL_POD_INDEX: Final = _label(
     readers=(
         "controllers.base.executor",
         "controllers.clique.planner",
+        "kubectl.status",
     ),
 )
 LABEL_TEMPLATE_HASH: Final = _label(
@@ -201,6 +204,8 @@ LABEL_TEMPLATE_HASH: Final = _label(
         "controllers.clique.controller",
         "controllers.cliqueset.controller",
         "controllers.features.gang_failures",
+        "kubectl.diff",
+        "kubectl.status",
     ),
 )
 LABEL_BUCKET: Final = _label(
@@ -447,6 +452,7 @@ ANNOTATION_STARTS_AFTER: Final = _annotation(
     meaning="On a pod with a start gate: the Cliques it starts after, comma-separated (for its "
     "logs).",
     writers=("controllers.features.start_gate",),
+    readers=("kubectl.status",),
 )
 ANNOTATION_TEMPLATE_REPLICAS: Final = _annotation(
     "template-replicas",
