@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cliques import argtypes, data
 from cliques_lab.bench import report, workload
@@ -29,6 +29,15 @@ DEFAULT_OPERATORS = "cliques-w1,cliques-wN,kopf"
 PEERS = ("kopf", "lws")
 # The kopf peer is a benchmark baseline kept in the source tree, not shipped in the wheel.
 KOPF_PEER = Path("bench/peers/kopf")
+
+
+T = TypeVar("T")
+
+
+def round_order(runs: list[T], rnd: int) -> list[T]:
+    """The runs of round `rnd` (from 1): in the order given in odd rounds, reversed in even
+    ones, so that over an even number of rounds each run is as often early as late."""
+    return list(runs) if rnd % 2 else list(reversed(runs))
 
 
 def add_parsers(bench_sub: Any) -> None:
@@ -104,8 +113,10 @@ def add_parsers(bench_sub: Any) -> None:
         "--repeat",
         type=argtypes.int_at_least(1),
         default=1,
-        help="rounds: every operator runs this many times, interleaved (A B C A B C ...), "
-        "and the table and the targets use each phase's median (default 1)",
+        help="rounds: every operator runs this many times, interleaved and in turn reversed "
+        "(A B C C B A A B C ...: each goes first as often as last, on a control plane whose "
+        "own CPU drifts from run to run and the operator's with it), and the table and the "
+        "targets use each phase's median (default 1)",
     )
     p.add_argument(
         "--gang-scheduling",
@@ -438,7 +449,9 @@ def run_scale(args: argparse.Namespace) -> int:
     print(f"cluster {host}; results go to {args.out / stem}.json", flush=True)
     with Signals() as signals:
         for rnd in range(1, args.repeat + 1):
-            for spec, policy in [(s, p) for s in specs for p in args.subdomain_policy]:
+            for spec, policy in round_order(
+                [(s, p) for s in specs for p in args.subdomain_policy], rnd
+            ):
                 if signals.caught is not None:
                     break
                 of = f", round {rnd}/{args.repeat}" if args.repeat > 1 else ""

@@ -262,3 +262,13 @@ def test_cliques_options_reach_the_cliques_operators_and_are_recorded() -> None:
         assert spec.settings == {"options": "--status-hold 30"}
     plain = scale_cli._specs(build_parser().parse_args(argv))
     assert all(spec.settings == {} and "--status-hold" not in spec.argv for spec in plain)
+
+
+def test_rounds_alternate_the_order_of_the_runs() -> None:
+    """Over two rounds each operator goes first once and last once."""
+    runs = ["cliques-w1", "lws", "kopf"]
+    orders = [scale_cli.round_order(runs, rnd) for rnd in (1, 2, 3, 4)]
+    assert orders == [runs, runs[::-1], runs, runs[::-1]]
+    assert runs == ["cliques-w1", "lws", "kopf"]
+    firsts = [order[0] for order in orders[:2]]
+    assert sorted(firsts) == sorted(["cliques-w1", "kopf"])
