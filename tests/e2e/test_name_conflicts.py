@@ -2,7 +2,8 @@
 
 An orphan that carries the identity labels of what the operator wants (left by `kubectl
 delete cqs --cascade=orphan`) is adopted, pods and all, with nothing recreated; a foreign
-object holding the CliqueSet's Service name is reported as ReplicaFailure/NameConflict with a
+object holding the CliqueSet's Service name (a foreign one, or another set's gang Service) is
+reported as ReplicaFailure/NameConflict with a
 Warning Event and left alone, and the set comes up once the name is free.
 """
 
@@ -205,3 +206,33 @@ async def test_an_owner_being_deleted_does_not_adopt_the_orphans(
     await create_first_clique(live)
     adopted = await cluster.client.get(CLIQUES, cluster.namespace, name, dict)
     assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [live.metadata.uid]
+
+
+async def test_a_shared_set_named_like_another_sets_gang_service_takes_nothing_of_it(
+    cluster: Cluster, crds: str
+) -> None:
+    """Set `llama` lays its gangs out one Service each (`llama-0`, `llama-1`); set `llama-1`
+    (Shared) wants the Service `llama-1` too. The second never shares or takes it: it says
+    NameConflict naming the Service and its owner, and the first set's Service keeps its one
+    owner and its selector."""
+    first = cliqueset("llama", replicas=2, workers=1)
+    first["spec"]["subdomainPolicy"] = "UniquePerGang"
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(first)
+        await cluster.wait_available("llama", timeout=90)
+        before = await cluster.client.get(SERVICES, cluster.namespace, "llama-1", dict)
+        await cluster.apply(cliqueset("llama-1", replicas=1, workers=1))
+
+        async def conflict() -> Any:
+            cond = await cluster.condition("llama-1", "ReplicaFailure")
+            return cond if cond is not None and cond.status == "True" else None
+
+        cond = await wait_for(conflict, timeout=60, what="ReplicaFailure on llama-1")
+        assert cond.reason == "NameConflict", cond
+        assert f"Service {cluster.namespace}/llama-1 already exists" in cond.message, cond
+        held = await cluster.client.get(SERVICES, cluster.namespace, "llama-1", dict)
+        owners = held["metadata"]["ownerReferences"]
+        assert [(o["kind"], o["name"]) for o in owners] == [("CliqueSet", "llama")], owners
+        assert held["spec"]["selector"] == before["spec"]["selector"]
+        assert held["metadata"]["uid"] == before["metadata"]["uid"]
+        await cluster.wait_available("llama", timeout=30)
