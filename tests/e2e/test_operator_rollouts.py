@@ -155,3 +155,53 @@ async def test_hash_algorithm_upgrade_relabels_pods_in_place(cluster: Cluster, c
     assert await uids(cluster) == before, "an operator upgrade recreated pods"
     assert new_hash.isdisjoint(old_hash)
     assert cqs.status is not None and cqs.status.hash_algorithm == 2
+
+
+def _partitioned(partition: int, image: str = "busybox:1.36") -> dict[str, object]:
+    body = cliqueset(replicas=4, workers=1, max_unavailable=2, image=image)
+    body["spec"]["updateStrategy"]["partition"] = partition  # type: ignore[index]
+    return body
+
+
+async def test_a_partition_rolls_only_the_gangs_from_it_on(cluster: Cluster, crds: str) -> None:
+    """partition 2 over 4 gangs: an image change rolls gangs 2 and 3 and leaves the pods of 0
+    and 1 as they were; the set counts 2 gangs updated and says Partitioned; lowering the
+    partition to 0 continues the roll to every gang."""
+
+    async def images() -> dict[int, set[str]]:
+        """The images of the main container of each gang's Ready pods."""
+        out: dict[int, set[str]] = {}
+        for p in await cluster.pods():
+            if p.metadata.deletion_timestamp is None and p.is_ready:
+                gang = int(p.metadata.labels[labels.LABEL_GANG_INDEX])
+                main = [c.image for c in p.spec.containers if c.name == "main"]
+                out.setdefault(gang, set()).update(main)
+        return out
+
+    async with running_operator(crds, cluster.namespace):
+        await cluster.apply(_partitioned(0))
+        await cluster.wait_available("llama")
+        before = await uids(cluster)
+        await cluster.apply(_partitioned(2, image="busybox:1.37"))
+
+        async def partitioned() -> object:
+            cqs = await cluster.cliqueset("llama")
+            st = cqs.status
+            if st is None or st.observed_generation != cqs.metadata.generation:
+                return None
+            done = any(c.type == "Progressing" and c.reason == "Partitioned" for c in st.conditions)
+            return cqs if done and st.available_replicas == 4 else None
+
+        cqs = await wait_for(partitioned, timeout=180, what="gangs 2 and 3 rolled, Partitioned")
+        assert cqs.status is not None and cqs.status.updated_replicas == 2  # type: ignore[attr-defined]
+        seen = await images()
+        assert [("busybox:1.37" in seen[g]) for g in range(4)] == [False, False, True, True], seen
+        kept = await uids(cluster)
+        held = [n for n in before if int(n.split("-")[1]) < 2]
+        assert held and all(kept[n] == before[n] for n in held), "a held gang's pod was replaced"
+
+        await cluster.apply(_partitioned(0, image="busybox:1.37"))
+        cqs = await cluster.wait_available("llama", timeout=180)
+        assert cqs.status is not None and cqs.status.updated_replicas == 4
+        seen = await images()
+        assert all(seen[g] == {"busybox:1.37"} for g in range(4)), seen

@@ -30,7 +30,10 @@ I4  the first pods of a Clique with startsAfter after its creation, a roll or a 
     (or the opening of their start gates) never start before every Clique it starts
     after has minAvailable Ready pods of its current template and restart count;
 I5  the pods created at one (Clique, index) are at most 1 + the world events at that
-    index + the rolls, restarts and resizes of that Clique.
+    index + the rolls, restarts and resizes of that Clique;
+I7  no gang below `updateStrategy.partition` is rolled (the partition as it was over the
+    last `PARTITION_LAG` seconds: a roll the operator decided just before the user raised
+    it is not one it held).
 
 The view of the operator lags the world by a status write (a pod turns Ready, its Clique
 says so a moment later): a gang that recovers, or a Clique that loses a pod or has its
@@ -94,7 +97,15 @@ class Churn(InvariantViolation):
     invariant = "I5 no create/delete loop"
 
 
-ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn)
+class PartitionRolled(InvariantViolation):
+    invariant = "I7 no gang below the partition rolled"
+
+
+ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn, PartitionRolled)
+
+#: Seconds a raised partition takes to hold in I7 (the operator may act on the lower one it
+#: had read until then).
+PARTITION_LAG = 5
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,8 @@ class Checker:
         self._decoded: tuple[str, CliqueSet] | None = None
         self.restarts = 0
         self.rolls: set[tuple[int, str]] = set()
+        #: updateStrategy.partition: now, before its last change, and when that was
+        self._partition = (0, 0, -PARTITION_LAG)
 
     # -- the truth ----------------------------------------------------------------------------
 
@@ -164,6 +177,17 @@ class Checker:
         if self._decoded is None or self._decoded[0] != rv:
             self._decoded = (rv, decode_cliqueset(msgspec.json.encode(obj)))
         return self._decoded[1]
+
+    def held_below(self) -> int:
+        """The gangs below this index are held by the partition (I7)."""
+        cqs = self.cliqueset()
+        now = self.cluster.now
+        value = cqs.spec.update_strategy.partition if cqs is not None else 0
+        current, before, since = self._partition
+        if value != current:
+            current, before, since = value, current, now
+            self._partition = (current, before, since)
+        return current if now - since >= PARTITION_LAG else min(current, before)
 
     def _note(self, text: str) -> None:
         self.cluster.history.add(self.cluster.now, "check", text)
@@ -238,7 +262,9 @@ class Checker:
         return True
 
     def refresh(self) -> None:
-        """Bring the gangs' states up to date: gangs gone, gangs available (again)."""
+        """Bring the gangs' states up to date: gangs gone, gangs available (again); note a
+        change of the partition."""
+        self.held_below()
         now = self.cluster.now
         live: dict[int, int] = {}
         for c in self.live_cliques():
@@ -398,6 +424,11 @@ class Checker:
         st = self.gangs.setdefault(gang, GangState(since=self.cluster.now))
         now = self.cluster.now
         if template_hash(old) != template_hash(new):
+            if gang < self.held_below():
+                self._find(
+                    PartitionRolled,
+                    f"gang {gang} rolled ({meta(new)['name']}) below partition {self.held_below()}",
+                )
             self.justify_all[uid] += 1
             self.rolls.add((gang, template_hash(new)))
             if st.state == SERVING:

@@ -13,6 +13,7 @@ gives the CliqueSet the user creates at t=0; `Event`s happen at given seconds:
     image                     the user changes the image of clique `target` ("*": all)
     gangs                     the user sets the gang count to `value`
     max-unavailable           the user sets updateStrategy.maxUnavailable to `value`
+    partition                 the user sets updateStrategy.partition to `value`
     operator-restart          the operator restarts (everything in memory is lost)
 
 The regression scenarios reproduce the cases found by hand and those the simulator found
@@ -30,7 +31,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 WORLD = frozenset({"crash", "evict", "unready", "node-loss", "node-add", "fill", "free"})
-USER = frozenset({"resize", "image", "gangs", "max-unavailable"})
+USER = frozenset({"resize", "image", "gangs", "max-unavailable", "partition"})
 KINDS = WORLD | USER | {"operator-restart"}
 
 
@@ -99,6 +100,7 @@ class Event:
             "image": f"of {self.target}",
             "gangs": f"to {self.value}",
             "max-unavailable": f"to {self.value}",
+            "partition": f"to {self.value}",
         }.get(self.kind, "")
         return f"t={self.at}s {self.kind} {args}".rstrip()
 
@@ -428,6 +430,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
                 "image",
                 "gangs",
                 "max-unavailable",
+                "partition",
                 "operator-restart",
             ]
         )
@@ -447,6 +450,8 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
         return Event(0, kind, value=draw(st.integers(1, 4)))
     if kind == "max-unavailable":
         return Event(0, kind, value=draw(st.integers(0, 2)))
+    if kind == "partition":
+        return Event(0, kind, value=draw(st.integers(0, 4)))
     return Event(0, kind)
 
 

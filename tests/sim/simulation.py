@@ -222,6 +222,8 @@ class Simulation:
             patch = {"spec": {"replicas": ev.value}}
         elif ev.kind == "max-unavailable":
             patch = {"spec": {"updateStrategy": {"maxUnavailable": ev.value}}}
+        elif ev.kind == "partition":
+            patch = {"spec": {"updateStrategy": {"partition": ev.value}}}
         else:
             raise ValueError(f"unknown event {ev.kind}")
         self.history.add(c.now, "user", str(ev).split(" ", 1)[1])

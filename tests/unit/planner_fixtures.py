@@ -37,6 +37,7 @@ def cliqueset(
     generation: int = 1,
     subdomain_policy: str | None = None,
     headless_service: bool = True,
+    partition: int = 0,
 ) -> CliqueSet:
     return CliqueSet(
         metadata=ObjectMeta(
@@ -49,7 +50,11 @@ def cliqueset(
         spec=CliqueSetSpec(
             replicas=replicas,
             startup_type=startup,  # type: ignore[arg-type]
-            update_strategy=UpdateStrategy(type=strategy, max_unavailable=max_unavailable),  # type: ignore[arg-type]
+            update_strategy=UpdateStrategy(
+                type=strategy,  # type: ignore[arg-type]
+                max_unavailable=max_unavailable,
+                partition=partition,
+            ),
             subdomain_policy=subdomain_policy,  # type: ignore[arg-type]
             headless_service=headless_service,
             template=CliqueSetTemplate(

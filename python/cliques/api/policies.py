@@ -70,12 +70,14 @@ class PackMode(enum.StrEnum):
 #: Upper bound of every `failurePolicy` duration (a day) and of `maxGangRestarts`.
 MAX_FAILURE_SECONDS: Final = 86_400
 MAX_GANG_RESTARTS: Final = 10_000
+#: Upper bound of `updateStrategy.partition`: the most gangs a set may have (int32 room).
+MAX_PARTITION: Final = 2**31 - 1
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """How a template change rolls out: gang by gang, at most `max_unavailable` down at once;
     with `in_place` IfPossible, a gang whose change is only container images keeps its pods
-    (`cliques.hashing.in_place`)."""
+    (`cliques.hashing.in_place`); gangs below `partition` keep the template they run."""
 
     type: UpdateStrategyType = UpdateStrategyType.ROLLING_UPDATE
     max_unavailable: Annotated[
@@ -94,6 +96,18 @@ class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
             )
         ),
     ] = InPlacePolicy.NEVER
+    partition: Annotated[
+        int,
+        crd(
+            minimum=0,
+            maximum=MAX_PARTITION,
+            description=(
+                "Gangs with an index below the partition keep the template they run through a "
+                "roll (a canary: set it to replicas - 1 to roll only the last gang); lowering "
+                "it continues the roll (docs/operator.md)."
+            ),
+        ),
+    ] = 0
 
 
 class GangScheduling(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

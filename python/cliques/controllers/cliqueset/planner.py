@@ -540,10 +540,12 @@ def _status(
     cqs = snap.cliqueset
     spec = cqs.spec
     facts = gangs.facts
+    rollable, held = cliqueset_rollout.partitioned(gangs.outdated, spec.update_strategy.partition)
     out.status = cliqueset_status.status(
         cqs,
         facts,
-        gangs.outdated,
+        rollable,
+        held=held,
         existing=sum(1 for g in by_gang if by_gang[g]),
         template_hash=setup.set_hash,
         algorithm=snap.algorithm,

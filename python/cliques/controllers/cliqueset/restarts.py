@@ -47,7 +47,9 @@ def restarts_and_rolls(
     left, with the in-place changes: their patches and the RollingUpdate Event."""
     strategy = snap.cliqueset.spec.update_strategy
     out = Rolls(failing=_failure_decisions(snap, by_gang, gangs.facts))
-    outdated = set(gangs.outdated)
+    # Gangs below the partition keep their template: restarted as they are, never rolled.
+    rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, strategy.partition)
+    outdated = set(rollable)
     budget = cliqueset_rollout.restart_budget(strategy.max_unavailable, gangs.facts)
     changed = {gang for gang, _ in gangs.changes.values()}
     for index, (_, decision) in sorted(out.failing.items()):
@@ -61,7 +63,7 @@ def restarts_and_rolls(
         cliqueset_rollout.pick(
             strategy.type,
             strategy.max_unavailable,
-            gangs.outdated,
+            rollable,
             cliqueset_rollout.down(gangs.facts),
             spent=len(out.restart_now),
         )
@@ -83,7 +85,7 @@ def restarts_and_rolls(
             how = f"; {len(in_place_gangs)} in place, {len(replaced_gangs)} replacing pods"
         message = (
             f"updating gang(s) {', '.join(map(str, to_update))} to template "
-            f"{setup.set_hash} ({len(gangs.outdated) - len(to_update)} more to go{how})"
+            f"{setup.set_hash} ({len(rollable) - len(to_update)} more to go{how})"
         )
         out.events.append(Event("Normal", "RollingUpdate", message))
     return out

@@ -8,6 +8,8 @@
   previous hash, so its pods are re-labelled too): an operator upgrade never rolls a gang.
   The hashes under the current algorithm come from the snapshot (`rehashes`), computed by
   the controller.
+- `partitioned`: gangs below `updateStrategy.partition` are held on the template they run;
+  only the outdated gangs at or above it are rolled.
 - `pick`: with RollingUpdate, the budget is `maxUnavailable` minus the gangs already on the
   desired template that are not available (what the rollout took down and has not brought
   back, and new gangs still starting). Outdated gangs that are unavailable are picked
@@ -515,6 +517,12 @@ def down(facts: list[GangFacts]) -> set[int]:
     broken (`degraded`). A gang that is only growing (its Cliques `Resizing`) still serves
     with the pods it had, and is not down."""
     return {g for g, f in enumerate(facts) if not f.available and (f.starting or f.degraded)}
+
+
+def partitioned(outdated: list[int], partition: int) -> tuple[list[int], list[int]]:
+    """The outdated gangs split at `updateStrategy.partition`: those a roll may take (index
+    at or above it) and those it holds on the template they run (below it)."""
+    return [g for g in outdated if g >= partition], [g for g in outdated if g < partition]
 
 
 def pick(

@@ -5,7 +5,8 @@
   template), `updatedReplicas` (up to date and every pod on its template).
 - `Available`: every gang available (the message names the Cliques whose pods wait for a
   node). `Progressing`: a rollout (RollingUpdate, with the number of gangs to go) or a
-  scale (Scaling) is under way, else Complete. `Degraded`: a clique broke (below
+  scale (Scaling) is under way, else Complete (Partitioned while gangs below
+  `updateStrategy.partition` keep an older template). `Degraded`: a clique broke (below
   minAvailable after it was Ready; one that starts or grew is not). `ReplicaFailure`:
   the API server refuses the CliqueSet's writes, or a Clique's (the first by name, and
   how many more).
@@ -48,21 +49,23 @@ def status(
     facts: list[GangFacts],
     outdated: list[int],
     *,
+    held: list[int] | None = None,
     existing: int,
     template_hash: str,
     algorithm: int,
     failure: failures.Failure | None,
     now: str,
 ) -> CliqueSetStatus:
-    """The status of `cqs` from the facts of gangs `0..replicas-1`, the outdated ones, the
-    number of gangs that have Cliques, and the CliqueSet's own refused write, if any."""
+    """The status of `cqs` from the facts of gangs `0..replicas-1`, the outdated ones a roll
+    takes, the outdated ones the partition `held`, the number of gangs that have
+    Cliques, and the CliqueSet's own refused write, if any."""
     spec = cqs.spec
     gen = cqs.metadata.generation
     old = cqs.status or CliqueSetStatus()
     conds = conditions.Setter(old.conditions, now, gen)
     ready = sum(f.ready for f in facts)
     available = sum(f.available for f in facts)
-    stale = set(outdated)
+    stale = set(outdated) | set(held or ())
     updated = sum(1 for g, f in enumerate(facts) if f.updated and g not in stale)
     degraded = [d for f in facts for d in f.degraded]
     waiting = [w for f in facts for w in f.unschedulable]
@@ -83,6 +86,12 @@ def status(
         prog_c = conds.set(CONDITION_PROGRESSING, "True", "RollingUpdate", to_update)
     elif available != spec.replicas or existing != spec.replicas:
         prog_c = conds.set(CONDITION_PROGRESSING, "True", "Scaling", gangs_available)
+    elif held:
+        kept = (
+            f"every gang from the partition ({spec.update_strategy.partition}) on is up to "
+            f"date; {len(held)} gang(s) below it keep the template they run"
+        )
+        prog_c = conds.set(CONDITION_PROGRESSING, "False", "Partitioned", kept)
     else:
         done = "every gang is available and up to date"
         prog_c = conds.set(CONDITION_PROGRESSING, "False", "Complete", done)
