@@ -35,6 +35,7 @@ RANK = {
     "kube": 1,
     "controllers": 2,
     "operator": 3,
+    "rollout": 3,
     "cli": 4,
     "__init__": 0,
     "__main__": 5,
