@@ -296,7 +296,7 @@ OUT_OF_REACH = [
     "persistentvolumeclaims",
     "deployments.apps",
     "statefulsets.apps",
-    "controllerrevisions.apps",
+    "daemonsets.apps",
     "events.events.k8s.io",
     "customresourcedefinitions.apiextensions.k8s.io",
     "roles.rbac.authorization.k8s.io",

@@ -46,7 +46,7 @@ from cliques.kube import errors
 #: wall clock instead of the simulated one is noticed).
 EPOCH = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
 NAMESPACE = "ns"
-KINDS = ("CliqueSet", "Clique", "Pod", "Service", "Workload")
+KINDS = ("CliqueSet", "Clique", "Pod", "Service", "Workload", "ControllerRevision")
 #: Kinds with a status subresource (their main resource never writes the status).
 WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod"})
 

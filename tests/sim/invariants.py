@@ -31,6 +31,9 @@ I4  the first pods of a Clique with startsAfter after its creation, a roll or a 
     after has minAvailable Ready pods of its current template and restart count;
 I5  the pods created at one (Clique, index) are at most 1 + the world events at that
     index + the rolls, restarts and resizes of that Clique;
+I6  once the operator is quiet (nothing queued or due), the ControllerRevision that the
+    set's `status.currentRevision` names exists, its number is higher than any other of
+    the set's, and the set keeps at most `revisionHistoryLimit` others;
 I7  no gang below `updateStrategy.partition` is rolled (the partition as it was over the
     last `PARTITION_LAG` seconds: a roll the operator decided just before the user raised
     it is not one it held).
@@ -97,11 +100,15 @@ class Churn(InvariantViolation):
     invariant = "I5 no create/delete loop"
 
 
+class History(InvariantViolation):
+    invariant = "I6 once quiet, the current revision is recorded, numbered highest"
+
+
 class PartitionRolled(InvariantViolation):
     invariant = "I7 no gang below the partition rolled"
 
 
-ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn, PartitionRolled)
+ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn, History, PartitionRolled)
 
 #: Seconds a raised partition takes to hold in I7 (the operator may act on the lower one it
 #: had read until then).
@@ -195,6 +202,26 @@ class Checker:
     def _find(self, kind: type[InvariantViolation], message: str) -> None:
         self.findings.append(Finding(kind, self.cluster.now, message))
         self._note(f"VIOLATION {kind.__name__}: {message}")
+
+    def quiet(self) -> None:
+        """I6, checked when the operator has nothing queued or due."""
+        cqs = self.cliqueset()
+        if cqs is None or cqs.status is None or not cqs.status.current_revision:
+            return
+        uid = cqs.metadata.uid
+        mine = {
+            meta(r)["name"]: int(r.get("revision", 0))
+            for r in self.cluster.objects_of("ControllerRevision")
+            if any(ref.get("uid") == uid for ref in meta(r).get("ownerReferences") or ())
+        }
+        current = cqs.status.current_revision
+        others = [n for name, n in mine.items() if name != current]
+        if current not in mine:
+            self._find(History, f"status.currentRevision {current} does not exist: {mine}")
+        elif others and max(others) >= mine[current]:
+            self._find(History, f"the current revision {current} is not the highest: {mine}")
+        if len(others) > cqs.spec.revision_history_limit:
+            self._find(History, f"{len(others)} old revisions kept: {mine}")
 
     def live_cliques(self) -> list[Obj]:
         return [

@@ -40,6 +40,7 @@ import msgspec
 
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
+from cliques.api.controllerrevision import ControllerRevision
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -334,6 +335,9 @@ class SimOperator:
             ),
             "Pod": SimInformer(cluster, "Pod", Pod, {"controller": ctl}),
             "Service": SimInformer(cluster, "Service", Service, {"controller": ctl}),
+            "ControllerRevision": SimInformer(
+                cluster, "ControllerRevision", ControllerRevision, {"controller": ctl}
+            ),
         }
         if workload_api:
             inf["Workload"] = SimInformer(cluster, "Workload", Workload, {"controller": ctl})
@@ -364,6 +368,7 @@ class SimOperator:
             "cliquesets": inf["CliqueSet"],
             "cliques": inf["Clique"],
             "services": inf["Service"],
+            "controller_revisions": inf["ControllerRevision"],
             "pods": inf["Pod"],
             **({"workloads": inf["Workload"]} if workload_api else {}),
         }

@@ -122,8 +122,10 @@ class Simulation:
         while self._pending and self._pending[0].at <= now:
             self._apply(self._pending.pop(0))
             self.checker.after_world()
-        await self.operator.settle(self.cluster.tick)
+        quiet = await self.operator.settle(self.cluster.tick)
         self.checker.refresh()
+        if quiet and not self.operator.due:
+            self.checker.quiet()
         cqs = self.cluster.get("CliqueSet", "llama")
         failed = condition(cqs, "GangFailed") if cqs is not None else None
         if failed is not None and failed.get("status") == "True":

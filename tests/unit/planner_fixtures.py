@@ -207,6 +207,8 @@ VIEW_FIELDS: dict[str, tuple[str, str]] = {
     "scaling_groups": ("scaling", "groups"),
     "hpas": ("scaling", "hpas"),
     "resize_served": ("inplace", "resize_served"),
+    "revisions_served": ("revisions", "served"),
+    "revisions": ("revisions", "revisions"),
 }
 
 

@@ -165,7 +165,12 @@ def test_cliqueset_round_trip_keeps_what_it_models() -> None:
     del expected["spec"]["headlessService"]
     del expected["spec"]["template"]["cliques"][0]["replicas"]
     # Status Structs encode every field, zeros included.
-    expected["status"] |= {"updatedInPlace": 0, "updatedByReplacement": 0, "queue": None}
+    expected["status"] |= {
+        "updatedInPlace": 0,
+        "updatedByReplacement": 0,
+        "currentRevision": "",
+        "queue": None,
+    }
     assert again == expected
     assert api.decode_cliqueset(api.encode(cqs)) == cqs
 

@@ -36,6 +36,7 @@ RANK = {
     "kube": 1,
     "controllers": 2,
     "operator": 3,
+    "rollout": 3,
     "cli": 4,
     "kubectl": 4,
     "__init__": 0,

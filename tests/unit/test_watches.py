@@ -35,7 +35,7 @@ def test_a_shared_watch_has_the_indexes_of_both_controllers() -> None:
     assert set(cliques.indexers) == {"controller", "gang"}
     assert cliques.indexers["gang"] is gang_key and cliques.faults
     assert merged["pods"].indexers == {"controller": store.by_controller}
-    assert len(merged) == WATCHES_PER_MANAGER == 13
+    assert len(merged) == WATCHES_PER_MANAGER == 14
 
 
 def test_two_functions_for_one_index_are_refused() -> None:
@@ -62,10 +62,13 @@ def test_the_manager_builds_only_what_the_cluster_serves() -> None:
         "services",
         "scaling_groups",
         "hpas",
+        "controller_revisions",
         "pods",
     ]
     assert informers["cliquesets"] is cache
     assert informers["pods"].label_selector == BucketSet(frozenset({3}), 16).selector()
+    selected = informers["controller_revisions"].label_selector
+    assert selected == BucketSet(frozenset({3}), 16).selector()
     _, everything = _informers(ALL)
     assert len(everything) == WATCHES_PER_MANAGER
     assert everything["local_queues"].label_selector == ""
@@ -82,6 +85,7 @@ def test_each_controller_gets_its_own_informers() -> None:
     cq: Any = by_type[CliqueController]
     assert cqs.cliques is cq.cliques is informers["cliques"]
     assert cqs.features.kueue.workloads is informers["kueue_workloads"]
+    assert cqs.features.revisions.revisions is informers["controller_revisions"]
     assert [i.resource.plural for i in cqs.features.claims.objects] == [
         "resourceclaims",
         "resourceclaimtemplates",

@@ -11,9 +11,10 @@ at their default, and the API server fills them in again.
 What the API server refuses, and where:
 
 - schema: types, enums, int32 minimums (no negative count), maxima (at most 10,000 gangs,
-  1,000 pods per clique), clique names (DNS-1123 label, at most 20 characters), unique
-  clique names (listType=map), 1..16 cliques, a pod template with at least one container,
-  containers unique by name, restartPolicy Always only; failurePolicy seconds and counts,
+  1,000 pods per clique, 1,000 old revisions kept), clique names (DNS-1123 label, at most
+  20 characters), unique clique names (listType=map), 1..16 cliques, a pod template with
+  at least one container, containers unique by name, restartPolicy Always only;
+  failurePolicy seconds and counts,
   placement topology keys (qualified names, as node label keys are); resourceClaims (at
   most 16, unique DNS-1123 names, scope Pod, Gang or Set, a template with a spec);
   scalingGroups (at most 8, unique clique-like names, 1..16 cliques each, at most 100
@@ -101,6 +102,10 @@ MAX_GANG_PODS: Final = 5_000
 #: through the subresource too.
 MAX_SET_CLIQUES: Final = 10_000
 MAX_SET_PODS: Final = 100_000
+#: Old revisions of the gang template a set keeps by default (`spec.revisionHistoryLimit`,
+#: as a StatefulSet's), and at most.
+DEFAULT_REVISION_HISTORY_LIMIT: Final = 10
+MAX_REVISION_HISTORY_LIMIT: Final = 1_000
 
 
 class CliqueSetTemplate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -459,6 +464,17 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             ),
         ),
     ] = msgspec.field(default_factory=list)
+    revision_history_limit: Annotated[
+        Count,
+        crd(
+            maximum=MAX_REVISION_HISTORY_LIMIT,
+            description=(
+                "How many old revisions of the gang template the set keeps as "
+                "ControllerRevisions besides the current one, for rollout history and undo "
+                "(docs/operator.md)."
+            ),
+        ),
+    ] = DEFAULT_REVISION_HISTORY_LIMIT
     template: Annotated[CliqueSetTemplate, crd(description="The gang template.")]
 
     def clique(self, name: str) -> CliqueTemplate | None:

@@ -109,6 +109,17 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
         Count,
         crd(description="The version of the hash algorithm that computed templateHash."),
     ] = 0
+    current_revision: Annotated[
+        str,
+        crd(
+            max_length=253,
+            description=(
+                "The ControllerRevision that records the set's current gang template (the one "
+                "new and rolled gangs get); its revision number is the highest of the set's "
+                "(docs/operator.md)."
+            ),
+        ),
+    ] = ""
     selector: Annotated[
         str,
         crd(

@@ -22,6 +22,7 @@ in a set with scaling groups, so no two names meet):
     hostname <clique name>-<gang index>-<instance>-<pod index>   (Shared)
              <clique name>-<instance>-<pod index>                (UniquePerGang)
     CliqueScalingGroup  <cliqueset>-<gang index>-<group name>    object name, <= 253
+    ControllerRevision  <cliqueset>-<revision hash>              object name, <= 253
 
 The Service is the pods' subdomain: one per CliqueSet (`subdomainPolicy: Shared`), whose
 pods' hostnames carry the gang so that they are unique in it, or one per gang
@@ -118,7 +119,7 @@ _GANG_OBJECTS: Final = (
 # gang features).
 LABEL_CLIQUESET: Final = _label(
     "cliqueset",
-    on=(*_GANG_OBJECTS, "Workload"),
+    on=(*_GANG_OBJECTS, "Workload", "ControllerRevision"),
     meaning="The CliqueSet the object belongs to.",
     writers=(
         "controllers.base.builders",
@@ -126,6 +127,7 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.features.autoscaling",
         "controllers.features.claims",
         "controllers.features.podgroups",
+        "controllers.features.revisions",
         "controllers.features.scaling",
         "controllers.features.workload",
     ),
@@ -139,6 +141,7 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.features.placement",
         "kubectl.diff",
         "kubectl.fetch",
+        "rollout.history",
     ),
 )
 LABEL_GANG_INDEX: Final = _label(
@@ -210,7 +213,7 @@ LABEL_TEMPLATE_HASH: Final = _label(
 )
 LABEL_BUCKET: Final = _label(
     "bucket",
-    on=_GANG_OBJECTS,
+    on=(*_GANG_OBJECTS, "ControllerRevision"),
     meaning="The shard bucket of the CliqueSet, which operator process handles the object.",
     writers=(
         "controllers.base.builders",
@@ -220,6 +223,7 @@ LABEL_BUCKET: Final = _label(
         "controllers.features.composite_groups",
         "controllers.features.gang_scheduling",
         "controllers.features.podgroups",
+        "controllers.features.revisions",
         "controllers.features.scaling",
     ),
     readers=("operator.buckets",),
@@ -599,6 +603,21 @@ def member_name(clique: str, instance: int | None) -> str:
 def scaling_group_name(cliqueset: str, gang_index: int, group: str) -> str:
     """The CliqueScalingGroup object name `<cliqueset>-<gang index>-<group>`."""
     return clique_name(cliqueset, gang_index, group)
+
+
+def revision_name(cliqueset: str, revision_hash: str) -> str:
+    """The ControllerRevision object name `<cliqueset>-<revision hash>` of one revision of a
+    CliqueSet's gang template. The hash has no '-', so the name reads back from the right:
+    two CliqueSets never make the same name."""
+    if not revision_hash or "-" in revision_hash:
+        raise ValueError(f"revision hash {revision_hash!r} must be non-empty, without '-'")
+    _check(cliqueset, _DNS1123_LABEL, MAX_LABEL_LENGTH, "CliqueSet name")
+    return _check(
+        f"{cliqueset}-{revision_hash}",
+        _DNS1123_SUBDOMAIN,
+        MAX_OBJECT_NAME_LENGTH,
+        "ControllerRevision name",
+    )
 
 
 def pod_name(clique_object_name: str, pod_index: int) -> str:

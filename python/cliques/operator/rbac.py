@@ -16,6 +16,9 @@ Where each comes from:
 - owner references with `blockOwnerDeletion: true` need `update` on the owner's `finalizers`
   subresource when the `OwnerReferencesPermissionEnforcement` admission plugin is on;
 - the event recorder creates core/v1 Events;
+- each gang template a CliqueSet rolls to is recorded as an `apps/v1` ControllerRevision
+  it owns: listed and watched, created, renumbered with a `patch`, deleted beyond the
+  set's `revisionHistoryLimit` (and read and adopted as any taken name is);
 - with gang scheduling, the Workloads, PodGroups and (Kubernetes 1.37, alpha, a gang with
   scaling groups) CompositePodGroups of `scheduling.k8s.io` are listed and watched, created
   and deleted, a PodGroup's `minCount` patched (and read and adopted as any taken name is);
@@ -61,6 +64,7 @@ WORKLOAD: Final = (
         "horizontalpodautoscalers",
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
+    Rule("apps", "controllerrevisions", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "pods/resize", ("patch",)),
     Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),

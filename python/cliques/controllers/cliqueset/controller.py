@@ -18,9 +18,10 @@ unchanged.
 
 A CliqueSet whose last plan had nothing to do is not planned again until something the
 planner reads changes (`Settled`): its spec (generation), its status, a child (every store
-change of a Cliques, Service or Workload it controls counts), its expectations or a refused
-write. A change of its labels or annotations, which the planner never reads, then costs a
-lookup, not a plan of every gang.
+change of a Cliques, Service or Workload it controls counts), its expectations, a refused
+write or its `kubernetes.io/change-cause` (which its current revision carries,
+`revisions`). A change of its other labels or annotations, which the planner never reads,
+then costs a lookup, not a plan of every gang.
 
 A status that only reports a scale's progress (`cliqueset_status.progress_only`) is held
 back for up to `status_hold` seconds (`status_hold.StatusHold`), as a Clique's is.
@@ -60,6 +61,7 @@ from cliques.controllers.features import (
     inplace,
     kueue,
     placement,
+    revisions,
     scaling,
 )
 from cliques.kube import gangapi, store
@@ -121,6 +123,7 @@ WATCHES: tuple[Watch, ...] = (
     *claims.WATCHES,
     *kueue.WATCHES,
     *scaling.WATCHES,
+    *revisions.WATCHES,
 )
 
 
@@ -166,6 +169,8 @@ class Settled:
     children: int
     status: CliqueSetStatus | None
     failure: failures.Failure | None
+    #: its change-cause annotation (the one the planner reads: its revision carries it)
+    cause: str = ""
 
 
 @dataclasses.dataclass(slots=True)
@@ -202,6 +207,7 @@ class SetInformers:
     claims: claims.Informers = dataclasses.field(default_factory=claims.Informers)
     kueue: kueue.Informers = dataclasses.field(default_factory=kueue.Informers)
     scaling: scaling.Informers = dataclasses.field(default_factory=scaling.Informers)
+    revisions: revisions.Informers = dataclasses.field(default_factory=revisions.Informers)
 
     @classmethod
     def of(cls, informers: Mapping[str, Any]) -> SetInformers:
@@ -215,11 +221,12 @@ class SetInformers:
             claims=claims.Informers.of(informers),
             kueue=kueue.Informers.of(informers),
             scaling=scaling.Informers.of(informers),
+            revisions=revisions.Informers.of(informers),
         )
 
     def owned(self) -> tuple[Informer[Any], ...]:
         """The informers of the features' objects a change of which wakes their set."""
-        features = (self.gangs, self.claims, self.kueue, self.scaling)
+        features = (self.gangs, self.claims, self.kueue, self.scaling, self.revisions)
         return tuple(i for f in features for i in f.owned())
 
 
@@ -336,6 +343,9 @@ class CliqueSetController:
                 restart = gang_failures.observed_token(meta)
                 if restart is not None:
                     self.expectations.created(owner, restart)
+                renumbered = revisions.observed_token(new)
+                if renumbered is not None:
+                    self.expectations.created(owner, renumbered)
         if kind == "MODIFIED" and old is not None and _unread_change(old, new):
             return
         parent = meta.labels.get(labels.LABEL_CLIQUESET)
@@ -454,6 +464,7 @@ class CliqueSetController:
             kueue=self.features.kueue.view(cqs, revision),
             scaling=self.features.scaling.view(owner),
             inplace=inplace.View(resize_served=self.gang_api.resize),
+            revisions=self.features.revisions.view(owner),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
@@ -482,6 +493,7 @@ class CliqueSetController:
             state.children,
             cqs.status,
             self.failures.current(key, cqs.metadata.generation),
+            cqs.metadata.annotations.get(revisions.CHANGE_CAUSE, ""),
         )
         if state.settled == settled and self.expectations.satisfied(uid):
             return Result()  # nothing the planner reads has changed since it had nothing to do

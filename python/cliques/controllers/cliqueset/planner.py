@@ -29,14 +29,17 @@
   is a disruption the operator causes: restarts and rolls share one budget,
   `maxUnavailable` (`cliqueset_rollout.restart_budget`, then `pick`), restarts first; a
   due restart beyond it waits (`deferred`), and an outdated gang rolls instead.
+- Revisions (`revisions`): each gang template the set rolls to is recorded as a
+  ControllerRevision the set owns, numbered; `status.currentRevision` names the current one.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
   created, deleted or rolled: the cache may lack objects that exist.
 
 `plan` reads the setup (`_setup`, or why the spec is an InvalidSpec), sorts the Cliques by
-gang and judges the gangs, then runs `PHASES` in order over one `Step`: gang scheduling's
-writes, new Cliques, the Services, the scale targets, restarts and rolls, the claim
-objects, the expectations gate, the status. Each phase is a small function that reads the
-step and adds its part; a feature that adds to the plan is one line in `PHASES`.
+gang and judges the gangs, then runs `PHASES` in order over one `Step`: the revisions of
+the gang template (`revisions`), gang scheduling's writes, new Cliques, the Services, the
+scale targets, restarts and rolls, the claim objects, the expectations gate, the status.
+Each phase is a small function that reads the step and adds its part; a feature that adds
+to the plan is one line in `PHASES`.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from cliques.controllers.features import (
     gang_scheduling,
     kueue,
     placement,
+    revisions,
     scaling,
     subdomains,
 )
@@ -160,6 +164,19 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     return out
 
 
+def _revisions(step: Step) -> None:
+    """The ControllerRevisions of the set's gang template (`revisions`): the current one
+    made or renumbered, the oldest beyond `revisionHistoryLimit` deleted (only while
+    expectations hold: the cache must show every revision to number the next)."""
+    snap = step.snap
+    if not snap.revisions.served or not snap.expectations_satisfied:
+        return
+    made = revisions.plan(snap.cliqueset, snap.hashes, snap.revisions.revisions, step.setup.bucket)
+    step.creates += made.creates[: max(0, step.room)]
+    step.out.patches += made.patches
+    step.deletes += made.deletes
+
+
 def _gang_scheduling(step: Step) -> None:
     """Gang scheduling's writes: Workloads, PodGroups and composite trees (creates only
     while expectations hold: their bodies are built only when they can be sent)."""
@@ -239,6 +256,7 @@ def _status_phase(step: Step) -> None:
 
 #: The phases of a plan, in order: a feature that adds to the plan is one line here.
 PHASES: tuple[Phase, ...] = (
+    _revisions,
     _gang_scheduling,
     _cliques,
     _subdomains,
@@ -578,6 +596,8 @@ def _status(
     said = gang_scheduling.event(old_conditions, gang_condition)
     if said is not None:
         out.events.append(said)
+    if snap.revisions.served:
+        out.status.current_revision = revisions.current_name(cqs.metadata.name, snap.hashes)
     if out.status == cqs.status:
         out.status = None
 

@@ -14,7 +14,14 @@ from cliques.api.service import Service
 from cliques.controllers.base import failures
 from cliques.controllers.base.actions import Plan
 from cliques.controllers.cliqueset.rollout import Judgement
-from cliques.controllers.features import claims, gang_scheduling, inplace, kueue, scaling
+from cliques.controllers.features import (
+    claims,
+    gang_scheduling,
+    inplace,
+    kueue,
+    revisions,
+    scaling,
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class CliqueSetSnapshot:
     kueue: kueue.View = field(default_factory=kueue.View)
     scaling: scaling.View = field(default_factory=scaling.View)
     inplace: inplace.View = field(default_factory=inplace.View)
+    revisions: revisions.View = field(default_factory=revisions.View)
 
 
 @dataclass

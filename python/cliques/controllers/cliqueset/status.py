@@ -10,7 +10,8 @@
   minAvailable after it was Ready; one that starts or grew is not). `ReplicaFailure`:
   the API server refuses the CliqueSet's writes, or a Clique's (the first by name, and
   how many more).
-- `templateHash`: one hash for the whole gang template (`set_hash`).
+- `templateHash`: one hash for the whole gang template (`set_hash`); `currentRevision`, the
+  ControllerRevision of the current templates, is the planner's (`revisions`).
 - An invalid spec (`invalid`) keeps the counts and says why in all three conditions.
 """
 
@@ -144,6 +145,7 @@ def invalid(cqs: CliqueSet, message: str, *, now: str) -> CliqueSetStatus:
         gang_restarts=old.gang_restarts,
         template_hash=old.template_hash,
         hash_algorithm=old.hash_algorithm,
+        current_revision=old.current_revision,
         selector=_selector(cqs),
         conditions=[
             conds.set(CONDITION_AVAILABLE, "False", REASON_INVALID_SPEC, message),
@@ -178,6 +180,7 @@ def progress_only(old: CliqueSetStatus | None, new: CliqueSetStatus) -> bool:
     if (
         new.template_hash != old.template_hash
         or new.hash_algorithm != old.hash_algorithm
+        or new.current_revision != old.current_revision
         or new.gang_restarts != old.gang_restarts
         or new.selector != old.selector
         or new.replicas < old.replicas
