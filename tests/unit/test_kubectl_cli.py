@@ -157,7 +157,7 @@ def test_failures_of_a_read_are_one_line_and_their_exit_code(
         raise raised
 
     with pytest.raises(exits.Failure) as exc:
-        asyncio.run(fetch._call(CLIENT, fail, "ns", "llama"))  # type: ignore[arg-type]
+        asyncio.run(fetch.guarded(CLIENT, fail, "ns", "llama"))  # type: ignore[arg-type]
     assert (exc.value.code, exc.value.message) == (code, message)
 
 

@@ -5,6 +5,9 @@
     kubectl cliques diff SET [--revision N] [-o json]
                                                   why it rolled: the first real differences
                                                   between two of its templates
+    kubectl cliques rollout history SET [-o json]  its revisions, oldest first
+    kubectl cliques rollout undo SET [--to-revision N]
+                                                  back to an earlier revision
 
 `-n/--namespace`, `--context` and `--kubeconfig` work as kubectl's, before or after the
 command. The package installs the console script `kubectl-cliques`, which kubectl finds on
@@ -20,9 +23,13 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cliques import __version__
 from cliques.kubectl import exits
+
+if TYPE_CHECKING:
+    from cliques.kube.client import KubeClient
 
 PROG = "kubectl cliques"
 
@@ -46,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="See a CliqueSet's gangs and why they are not whole; see why it rolled.",
         epilog=(
             "Exit codes: 0 ok (diff: the same), 1 diff: different, 2 usage, 3 the cluster "
-            "cannot be used (kubeconfig, connection), 4 not found, 5 no permission."
+            "cannot be used (kubeconfig, connection), 4 not found, 5 no permission, 6 rollout "
+            "undo: the set changed meanwhile, nothing written."
         ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -83,6 +91,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("-o", "--output", choices=("text", "json"), default="text")
     _common(diff, argparse.SUPPRESS)
+    rollout = sub.add_parser(
+        "rollout",
+        help="the set's revisions (history) and the way back to one (undo)",
+        description="As `kubectl rollout history|undo` for a Deployment.",
+    )
+    _common(rollout, argparse.SUPPRESS)
+    verbs = rollout.add_subparsers(dest="verb", metavar="VERB", required=True)
+    history = verbs.add_parser(
+        "history",
+        help="every revision of the set, oldest first",
+        description=(
+            "The revisions the operator recorded for the set (its ControllerRevisions), "
+            "oldest first: number, age, each clique's images, the change-cause "
+            "(kubernetes.io/change-cause), and which one the set runs now (*)."
+        ),
+    )
+    history.add_argument("name", metavar="SET", help="the CliqueSet")
+    history.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    _common(history, argparse.SUPPRESS)
+    undo = verbs.add_parser(
+        "undo",
+        help="write an earlier revision back to the set",
+        description=(
+            "Write revision N (default: the one before the current) back to the set: each "
+            "clique's pod template, placement and resourceClaims; gang count, sizes and "
+            "the update strategy stay. The operator then rolls the gangs back within "
+            "maxUnavailable. An edit made meanwhile is never overwritten (exit 6)."
+        ),
+    )
+    undo.add_argument("name", metavar="SET", help="the CliqueSet")
+    undo.add_argument(
+        "--to-revision",
+        type=int,
+        metavar="N",
+        help="the revision to go back to (default: the one before the current)",
+    )
+    _common(undo, argparse.SUPPRESS)
     return parser
 
 
@@ -95,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except exits.Failure as exc:
-        print(f"{PROG} {args.command}: {exc.message}", file=sys.stderr)
+        command = f"{args.command} {args.verb}" if args.command == "rollout" else args.command
+        print(f"{PROG} {command}: {exc.message}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -108,6 +154,9 @@ async def _run(args: argparse.Namespace) -> int:
 
     ns = fetch.namespace(args.namespace, args.kubeconfig, args.context)
     client = await fetch.connect(args.kubeconfig, args.context)
+    if args.command == "rollout":
+        async with client:
+            return await _rollout(args, client, ns)
     async with client:
         objects = await fetch.read(
             client,
@@ -158,3 +207,35 @@ async def _run(args: argparse.Namespace) -> int:
     )
     print("\n".join(lines))
     return exits.OK if report.same else exits.DIFFERENT
+
+
+async def _rollout(args: argparse.Namespace, client: KubeClient, ns: str) -> int:
+    """`rollout history` and `rollout undo`."""
+    import datetime as dt
+
+    from cliques.kubectl import fetch, render, rollout
+    from cliques.rollout import history as rollout_history
+
+    name = args.name
+    if args.verb == "history":
+        revisions = await fetch.guarded(
+            client, lambda: rollout_history.history(client, ns, name), ns, name
+        )
+        if args.output == "json":
+            print(render.dumps(rollout.history_json(name, revisions)))
+        else:
+            now = dt.datetime.now(dt.UTC)
+            print("\n".join(rollout.history_text(name, revisions, now)))
+        return exits.OK
+    try:
+        done = await fetch.guarded(
+            client, lambda: rollout_history.undo(client, ns, name, args.to_revision), ns, name
+        )
+    except rollout_history.RevisionError as exc:
+        failure = rollout.undo_failure(exc)
+        if failure is not None:
+            raise failure from None
+        print(f"cliqueset.cliques.dev/{name} skipped rollback ({exc})")
+        return exits.OK
+    print(f"cliqueset.cliques.dev/{name} rolled back to revision {done.revision}")
+    return exits.OK

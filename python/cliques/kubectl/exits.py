@@ -9,6 +9,8 @@ carries one.
        use)
     4  not found: no such CliqueSet (or the CRDs are not installed), no such revision
     5  no permission: the API server refused the credentials (401) or the request (403)
+    6  `rollout undo` only: the set was changed between the undo's read and its write;
+       nothing was written (try again)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ USAGE: Final = 2
 CLUSTER: Final = 3
 NOT_FOUND: Final = 4
 FORBIDDEN: Final = 5
+CONFLICT: Final = 6
 
 
 class Failure(Exception):

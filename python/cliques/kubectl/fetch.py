@@ -116,13 +116,13 @@ async def read(
 ) -> Objects:
     """The set `name` of `ns`, its Cliques and pods; with `claims`, the namespace's
     ResourceClaims; with `revisions`, its ControllerRevisions."""
-    cqs = await _call(client, lambda: client.get(CLIQUESETS, ns, name, CliqueSet), ns, name)
+    cqs = await guarded(client, lambda: client.get(CLIQUESETS, ns, name, CliqueSet), ns, name)
     selector = f"{labels.LABEL_CLIQUESET}={name}"
     out = Objects(cqs)
-    out.cliques = await _call(
+    out.cliques = await guarded(
         client, lambda: _list(client, CLIQUES, ns, selector, CliqueList), ns, name
     )
-    out.pods = await _call(client, lambda: _list(client, PODS, ns, selector, PodList), ns, name)
+    out.pods = await guarded(client, lambda: _list(client, PODS, ns, selector, PodList), ns, name)
     if claims and (cqs.spec.resource_claims or any(_claims_of(c) for c in out.cliques)):
         out.claims = await _optional(
             out, "ResourceClaims", client, lambda: _list(client, RESOURCE_CLAIMS, ns, "", _Claims)
@@ -178,7 +178,7 @@ async def _optional(
     return None
 
 
-async def _call(client: KubeClient, call: Callable[[], Awaitable[T]], ns: str, name: str) -> T:
+async def guarded(client: KubeClient, call: Callable[[], Awaitable[T]], ns: str, name: str) -> T:
     """`call`'s answer; the failures that end the command as `exits.Failure`."""
     try:
         return await call()
