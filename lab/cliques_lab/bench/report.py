@@ -165,27 +165,30 @@ def _round_ratios(rounds: list[dict[str, Any]], operator: str, phase: str) -> li
 
 def _own(ph: dict[str, Any], key: str) -> int:
     """One of the operator's own counters over a phase (`opmetrics`), 0 when absent."""
-    return int(round(ph["extra"].get(key, 0.0)))
+    value: float = ph["extra"].get(key, 0.0)
+    return round(value)
 
 
 def _requests_targets(
     name: str, steady: dict[str, Any] | None, roll: dict[str, Any] | None, gangs: int, sets: int
 ) -> list[tuple[str, str, bool]]:
     """The operator's requests: none in the steady state (the bench's own annotation of
-    each set, one PATCH per set, and its watches are the only requests the API server may
-    count there), and in the replacing roll one DELETE per replaced pod (plus one per gang,
-    for the gang's group objects) and no 409 from any client. Judged only where the
-    operator's own counters were read (`requests` in the phase's extra figures)."""
+    each set, one PATCH per set, and its observer's lists and watches are the only requests
+    the API server may count there), and in the replacing roll one DELETE per replaced pod
+    (plus one per gang, for the gang's group objects) and no 409 from any client. Judged
+    only where the operator's own counters were read (their figures in the phase's extra)."""
     out: list[tuple[str, str, bool]] = []
     if steady is not None and "reconciles" in steady["extra"]:  # the no-op's, so read
         own = _own(steady, "requests")
         out.append((name, f"steady state: 0 requests from the operator (got {own})", own == 0))
-        others = sum(n for k, n in steady["api"].items() if not k.startswith("WATCH")) - sets
+        own_verbs = ("WATCH ", "LIST ")  # the bench's observer's, beside its PATCH per set
+        api = steady["api"]
+        others = sum(n for k, n in api.items() if not k.startswith(own_verbs)) - sets
         out.append(
             (
                 name,
-                f"steady state: 0 requests from any client but the bench's {sets} no-op "
-                f"PATCH (got {others})",
+                f"steady state: 0 requests from any client but the bench (its {sets} no-op "
+                f"PATCH, its lists and watches; got {others})",
                 others <= 0,
             )
         )
