@@ -165,9 +165,10 @@ async def connected(kubeconfig: str, namespace: str) -> AsyncIterator[Cluster]:
 
 @contextlib.asynccontextmanager
 async def running_operator(
-    kubeconfig: str, namespace: str, **overrides: Any
+    kubeconfig: str, namespace: str, *, client: KubeClient | None = None, **overrides: Any
 ) -> AsyncIterator[Manager]:
-    """The real operator, in this event loop, watching only `namespace`."""
+    """The real operator, in this event loop, watching only `namespace`; through `client`
+    if given (the test's to close), else a client of its own."""
     cfg = Config(
         kubeconfig=kubeconfig,
         namespace=namespace,
@@ -176,7 +177,7 @@ async def running_operator(
         expectations_ttl=overrides.pop("expectations_ttl", 30.0),
         **overrides,
     )
-    manager = Manager(cfg)
+    manager = Manager(cfg, client)
     task = asyncio.create_task(manager.run(), name=f"operator-{namespace}")
     try:
         await wait_for(lambda: _ready(manager, task), timeout=30, what="operator caches synced")

@@ -163,12 +163,72 @@ def _round_ratios(rounds: list[dict[str, Any]], operator: str, phase: str) -> li
     return out
 
 
+def _own(ph: dict[str, Any], key: str) -> int:
+    """One of the operator's own counters over a phase (`opmetrics`), 0 when absent."""
+    value: float = ph["extra"].get(key, 0.0)
+    return round(value)
+
+
+def _requests_targets(
+    name: str, steady: dict[str, Any] | None, roll: dict[str, Any] | None, gangs: int, sets: int
+) -> list[tuple[str, str, bool]]:
+    """The operator's requests: none in the steady state (the bench's own annotation of
+    each set, one PATCH per set, and its observer's lists and watches are the only requests
+    the API server may count there), and in the replacing roll one DELETE per replaced pod
+    (plus one per gang, for the gang's group objects) and no 409 from any client. Judged
+    only where the operator's own counters were read (their figures in the phase's extra)."""
+    out: list[tuple[str, str, bool]] = []
+    if steady is not None and "reconciles" in steady["extra"]:  # the no-op's, so read
+        own = _own(steady, "requests")
+        out.append((name, f"steady state: 0 requests from the operator (got {own})", own == 0))
+        own_verbs = ("WATCH ", "LIST ")  # the bench's observer's, beside its PATCH per set
+        api = steady["api"]
+        others = sum(n for k, n in api.items() if not k.startswith(own_verbs)) - sets
+        out.append(
+            (
+                name,
+                f"steady state: 0 requests from any client but the bench (its {sets} no-op "
+                f"PATCH, its lists and watches; got {others})",
+                others <= 0,
+            )
+        )
+    if roll is not None and roll["replaced"] and "requests" in roll["extra"]:
+        pods = _own(roll, "requests delete pods")
+        every = sum(round(v) for k, v in roll["extra"].items() if k.startswith("requests delete "))
+        replaced = roll["replaced"]
+        out.append(
+            (
+                name,
+                f"rolling update: <= 1 DELETE per replaced pod, + 1 per gang (got {pods} of "
+                f"pods and {every - pods} else for {replaced} pods, {gangs} gangs)",
+                pods <= replaced and every <= replaced + gangs,
+            )
+        )
+        mine = _own(roll, "answered 409")
+        seen = _api_summary(roll["api"])[1]
+        out.append(
+            (
+                name,
+                f"rolling update: 0 conflicts (got {mine} from the operator, {seen} from every "
+                "client)",
+                mine == 0 and seen == 0,
+            )
+        )
+    return out
+
+
 def targets(
-    runs: list[dict[str, Any]], total_pods: int, rounds: list[dict[str, Any]] | None = None
+    runs: list[dict[str, Any]],
+    total_pods: int,
+    rounds: list[dict[str, Any]] | None = None,
+    *,
+    gangs: int = 0,
+    sets: int = 1,
 ) -> list[tuple[str, str, bool]]:
     """(operator, target, met) for every cliques run against the issue's targets. With
     `rounds` (every round of a repeated run; `runs` is then their summary), a kopf ratio
-    also gives the range of its round-by-round values."""
+    also gives the range of its round-by-round values. `gangs` and `sets`: the shape's
+    gangs in all and CliqueSets."""
     out: list[tuple[str, str, bool]] = []
     kopf = next((r for r in runs if r["operator"] == "kopf" and not r.get("error")), None)
     for run in runs:
@@ -194,6 +254,7 @@ def targets(
             out.append(
                 (name, f"no-op reconcile CPU <= 50 ms per set (got {noop:.1f} ms)", noop <= 50)
             )
+        out += _requests_targets(name, steady, _phase(run, "rolling-update"), gangs, sets)
         spurious = sum(p["spurious_creates"] + p["spurious_deletes"] for p in run["phases"])
         out.append((name, f"zero spurious creates/deletes (got {spurious})", spurious == 0))
         if reorder:

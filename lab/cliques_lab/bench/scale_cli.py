@@ -485,7 +485,9 @@ def run_scale(args: argparse.Namespace) -> int:
     print(report.markdown(summary))
     print()
     rounds = runs if args.repeat > 1 else None
-    for operator, target, met in report.targets(summary, shape.total_pods, rounds):
+    gangs = shape.sets * shape.gangs
+    found = report.targets(summary, shape.total_pods, rounds, gangs=gangs, sets=shape.sets)
+    for operator, target, met in found:
         print(f"{'MET ' if met else 'MISS'}  {operator}: {target}")
     print(f"\nsaved {path}" + "".join(f"\n      {p}" for p in pngs))
     if interrupted is not None:

@@ -279,7 +279,7 @@ def stages(source: Path) -> list[dict[str, Any]]:
     result: list[dict[str, Any]] = []
     for s in out:
         if s["metadata"]["name"] == "pod-delete":
-            s["spec"]["selector"]["matchExpressions"].append(dict(_NO_FINALIZERS))
+            s["spec"]["selector"]["matchExpressions"] += [dict(_NO_FINALIZERS), dict(_GRACEFUL)]
         if s["metadata"]["name"] != "pod-ready":
             result.append(s)
             continue
@@ -455,14 +455,15 @@ def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
 
 
 def stage_changes(config_text: str) -> list[str]:
-    """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and stages of our
-    own (`"image updates"`, `"resizes"`, `"terminations"`) the Stages saved in a cluster's
-    kwok.yaml lack: a
+    """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and `pod-delete`
+    (`"single deletes"`) and stages of our own (`"image updates"`, `"resizes"`,
+    `"terminations"`) the Stages saved in a cluster's kwok.yaml lack: a
     cluster created by an older version keeps its stages until it is recreated."""
     import yaml
 
     ready: dict[str, Any] = {}
     delayed: dict[str, Any] = {}
+    deleting: dict[str, Any] = {}
     names: set[str] = set()
     try:
         docs = list(yaml.safe_load_all(config_text))
@@ -477,6 +478,8 @@ def stage_changes(config_text: str) -> list[str]:
             ready = doc
         elif name == DELAYED_STAGE:
             delayed = doc
+        elif name == "pod-delete":
+            deleting = doc
     if not ready:
         return []  # no stage of ours to judge
     spec = ready.get("spec") or {}
@@ -491,6 +494,8 @@ def stage_changes(config_text: str) -> list[str]:
         missing.append("image updates")
     if TERMINATION_STAGE not in names:
         missing.append("terminations")
+    if "deletionGracePeriodSeconds" not in str(deleting):
+        missing.append("single deletes")
     if not {s["metadata"]["name"] for s in resize_stages()} <= names or "toJson $res" not in str(
         spec.get("next") or ""
     ):
@@ -783,6 +788,17 @@ TERMINATION_STAGE: Final = "pod-terminate"
 #: does), so that `pod-terminate` is the one stage a kept pod goes through first.
 _NO_FINALIZERS: Final = {
     "key": "(.metadata.finalizers // []) | length == 0",
+    "operator": "In",
+    "values": ["true"],
+}
+#: KWOK's `pod-delete` deletes (grace period 0, the pod's UID as precondition) only a pod
+#: whose grace period is not 0 yet, as the kubelet's one final delete. Its own delete
+#: writes the pod once more, with `deletionGracePeriodSeconds: 0`, just before the API
+#: server removes it; without this that update played the stage again, a second DELETE
+#: racing the first: 404 once the pod is gone, 409 once its controller has made the pod's
+#: successor of the same name (the UID precondition), one per pod deleted.
+_GRACEFUL: Final = {
+    "key": "(.metadata.deletionGracePeriodSeconds // 1) > 0",
     "operator": "In",
     "values": ["true"],
 }

@@ -235,3 +235,55 @@ def test_the_timeline_legend_stays_clear_of_the_axis_label(count: int) -> None:
     assert box.y1 <= label.y0  # below it, inside the figure
     assert box.y0 >= 0
     plt.close(fig)
+
+
+def test_the_request_targets_count_the_operators_own_deletes_and_every_conflict() -> None:
+    steady = phase(
+        "steady-state",
+        30.0,
+        0.1,
+        api={"PATCH 200": 1, "WATCH 200": 1, "LIST 200": 1},  # the bench's own
+        extra={"reconciles": 1.0, "reconciles cliqueset": 1.0, "noop_cpu_per_set": 0.001},
+    )
+    roll = phase(
+        "rolling-update",
+        50.0,
+        5.0,
+        api={"DELETE 200": 2000, "POST 201": 1000},  # the fake kubelets' final deletes too
+        replaced=1000,
+        extra={"requests": 5000.0, "requests delete pods": 1000.0, "requests create pods": 1000.0},
+    )
+    summary = [{"operator": "cliques-w1", "phases": [steady, roll], "error": ""}]
+
+    def verdicts(runs: list[dict[str, Any]]) -> dict[str, bool]:
+        found = report.targets(runs, 1000, gangs=500, sets=1)
+        return {t: met for op, t, met in found if "steady state" in t or "rolling" in t}
+
+    assert verdicts(summary) == {
+        "steady state: 0 requests from the operator (got 0)": True,
+        "steady state: 0 requests from any client but the bench (its 1 no-op PATCH, its "
+        "lists and watches; got 0)": True,
+        "rolling update: <= 1 DELETE per replaced pod, + 1 per gang (got 1000 of pods and 0 "
+        "else for 1000 pods, 500 gangs)": True,
+        "rolling update: 0 conflicts (got 0 from the operator, 0 from every client)": True,
+    }
+    # a GET by anyone in the steady window, a pod deleted twice, a 409 drawn by a client
+    steady["api"]["GET 200"] = 613
+    steady["extra"] |= {"requests": 2.0, "requests get pods": 2.0}
+    roll["api"]["DELETE 409"] = 1000
+    roll["extra"] |= {"requests delete pods": 2000.0, "answered 409": 1000.0}
+    assert verdicts(summary) == {
+        "steady state: 0 requests from the operator (got 2)": False,
+        "steady state: 0 requests from any client but the bench (its 1 no-op PATCH, its "
+        "lists and watches; got 613)": False,
+        "rolling update: <= 1 DELETE per replaced pod, + 1 per gang (got 2000 of pods and 0 "
+        "else for 1000 pods, 500 gangs)": False,
+        "rolling update: 0 conflicts (got 1000 from the operator, 1000 from every client)": False,
+    }
+    # a gang's group object deleted with it is allowed, one per gang
+    roll["extra"] = {"requests": 5500.0, "requests delete pods": 1000.0}
+    roll["extra"]["requests delete podgroups"] = 500.0
+    assert verdicts(summary)[
+        "rolling update: <= 1 DELETE per replaced pod, + 1 per gang (got 1000 of pods and 500 "
+        "else for 1000 pods, 500 gangs)"
+    ]

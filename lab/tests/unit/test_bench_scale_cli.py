@@ -272,3 +272,24 @@ def test_rounds_alternate_the_order_of_the_runs() -> None:
     assert runs == ["cliques-w1", "lws", "kopf"]
     firsts = [order[0] for order in orders[:2]]
     assert sorted(firsts) == sorted(["cliques-w1", "kopf"])
+
+
+def _watches(**open_watches: int) -> str:
+    lines = [
+        'apiserver_longrunning_requests{component="apiserver",group="cliques.dev",'
+        f'resource="{resource}",scope="cluster",subresource="",verb="WATCH",'
+        f'version="v1alpha1"}} {n}'
+        for resource, n in open_watches.items()
+    ]
+    lines.append(  # another group's watch, and a watch of a subresource-less builtin
+        'apiserver_longrunning_requests{component="apiserver",group="",resource="pods",'
+        'scope="cluster",subresource="",verb="WATCH",version="v1"} 9'
+    )
+    return "\n".join(lines) + "\n"
+
+
+def test_the_crds_count_as_watched_once_every_resource_has_a_watch_open() -> None:
+    assert session.watched(_watches(cliquesets=1, cliques=2, cliquescalinggroups=1))
+    assert not session.watched(_watches(cliquesets=1, cliques=1))  # scaling groups not yet
+    assert not session.watched(_watches(cliquesets=1, cliques=0, cliquescalinggroups=1))
+    assert not session.watched("")

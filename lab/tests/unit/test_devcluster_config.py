@@ -632,12 +632,19 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
         if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith(
             ("pod-image", "pod-resize", kwok.TERMINATION_STAGE)
         ):
-            extra = [dict(kwok._NO_FINALIZERS)] if name == "pod-delete" else []
+            extra = (
+                [dict(kwok._NO_FINALIZERS), dict(kwok._GRACEFUL)] if name == "pod-delete" else []
+            )
             assert stage["spec"]["selector"]["matchExpressions"] == [deletion, *extra], name
     # adding it twice changes nothing; the input is not modified
     again = kwok.with_start_gate(by_name["pod-ready"])
     assert again == by_name["pod-ready"] and again is not by_name["pod-ready"]
     assert kwok.stage_changes(kwok.config_text({}, stages)) == []
+    # a cluster made before pod-delete skipped the pod's last write (grace period 0) is told
+    for expr in by_name["pod-delete"]["spec"]["selector"]["matchExpressions"]:
+        if expr == dict(kwok._GRACEFUL):
+            by_name["pod-delete"]["spec"]["selector"]["matchExpressions"].remove(expr)
+    assert kwok.stage_changes(kwok.config_text({}, stages)) == ["single deletes"]
 
 
 def test_image_stages_act_on_running_pods_whose_images_changed() -> None:
