@@ -16,8 +16,9 @@ calls these; what they run is decided in `addons`, `kueue`, `metrics_server` and
   webhooks registered by URL, and then its /readyz must answer and a dry-run create of a
   ResourceFlavor must pass through its webhooks; prometheus: its configuration, targets
   file and the chart's alerts written to `<cache>/run/<name>/prometheus/`, started as a
-  host process (`pids/prometheus.pid`, `logs/prometheus.log`) on a free loopback port
-  (kept in `prometheus/web-port`) unless it already runs, then /-/ready must answer. A
+  host process (`pids/prometheus.pid`, `logs/prometheus.log`, its TSDB in the cluster's
+  work directory) on a free loopback port (kept in `prometheus/web-port`) unless it
+  already runs, then /-/ready must answer. A
   timeout or an exit names the log.
 """
 
@@ -319,9 +320,10 @@ def start_prometheus(
         port = free_ports(1)[0]
         (directory / prometheus.PORT_FILE).write_text(f"{port}\n", encoding="utf-8")
         report.step(label, f"starting Prometheus; log: {paths.component_log(component)}")
-        argv = prometheus.argv(
-            build.binary("prometheus"), config, directory / prometheus.DATA_DIR, port
-        )
+        # Its TSDB in the cluster's work directory, which names the process as the
+        # cluster's (`cluster._is_ours`) and goes with it on `down`.
+        data = paths.workdir / "prometheus" / prometheus.DATA_DIR
+        argv = prometheus.argv(build.binary("prometheus"), config, data, port)
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         processes.spawn(argv, paths.component_log(component), paths.pid_file(component), env=env)
     url = prometheus.ready_url(port)
