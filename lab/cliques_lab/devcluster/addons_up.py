@@ -320,10 +320,7 @@ def start_prometheus(
         port = free_ports(1)[0]
         (directory / prometheus.PORT_FILE).write_text(f"{port}\n", encoding="utf-8")
         report.step(label, f"starting Prometheus; log: {paths.component_log(component)}")
-        # Its TSDB in the cluster's work directory, which names the process as the
-        # cluster's (`cluster._is_ours`) and goes with it on `down`.
-        data = paths.workdir / "prometheus" / prometheus.DATA_DIR
-        argv = prometheus.argv(build.binary("prometheus"), config, data, port)
+        argv = prometheus_command(paths, build.binary("prometheus"), config, port)
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         processes.spawn(argv, paths.component_log(component), paths.pid_file(component), env=env)
     url = prometheus.ready_url(port)
@@ -333,6 +330,13 @@ def start_prometheus(
         f"ready on http://127.0.0.1:{port} (API only), scraping the targets in "
         f"{directory / prometheus.TARGETS_FILE}",
     )
+
+
+def prometheus_command(paths: ClusterPaths, binary: Path, config: Path, port: int) -> list[str]:
+    """Prometheus' command line, its TSDB in the cluster's work directory: that names the
+    process as the cluster's (`cluster._is_ours`), and `down` removes the data with it."""
+    data = paths.workdir / "prometheus" / prometheus.DATA_DIR
+    return prometheus.argv(binary, config, data, port)
 
 
 def prometheus_port(paths: ClusterPaths) -> int | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cliques_lab.devcluster import addons, gomodules, prometheus
+from cliques_lab.devcluster import addons, addons_up, cluster, gomodules, processes, prometheus
 
 
 def test_the_module_pins_prometheus_3_16_without_cloud_discovery() -> None:
@@ -65,3 +65,13 @@ def test_the_chart_alerts_are_a_rule_file_whose_waits_a_test_can_shorten() -> No
     assert rules["CliquesGangRestartsExhausted"]["for"] == "1m"
     with pytest.raises(ValueError, match="no such alert: Nope"):
         prometheus.rules_with_for(source.read_text(), {"Nope": "1s"})
+
+
+def test_the_process_is_known_as_the_clusters(tmp_path: Path) -> None:
+    """`status` and `down` find the add-on's process by its pid and its command line."""
+    paths = cluster.ClusterPaths(root=tmp_path, name="mon")
+    argv = addons_up.prometheus_command(paths, Path("/b/prometheus"), Path("/c.yml"), 9090)
+    proc = processes.Proc(pid=1, stat="S", rss_kib=1, args=" ".join(argv))
+    assert cluster._is_ours(proc, paths, "prometheus")
+    other = cluster.ClusterPaths(root=tmp_path, name="other")
+    assert not cluster._is_ours(proc, other, "prometheus")
