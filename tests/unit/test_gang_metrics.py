@@ -5,6 +5,8 @@ the tables of one process."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from cliques import gang_metrics
 from cliques.gang_metrics import GangView, SetTable
 from cliques.operator import health
+
+
+@pytest.fixture(autouse=True)
+def no_other_tables() -> Iterator[None]:
+    """The tables of controllers other tests left behind (held in reference cycles until
+    the collector runs) go first: this module reads every table of the process."""
+    gc.collect()
+    yield
 
 
 class Clock:
@@ -126,3 +136,31 @@ def test_every_family_is_exposed_even_with_no_set() -> None:
     names = {f.name for f in text_string_to_metric_families(text)}
     for family in gang_metrics.FAMILIES:
         assert family.removesuffix("_total") in names
+
+
+async def test_the_set_controller_writes_its_sets_and_drops_them() -> None:
+    """Wired into the CliqueSet controller: a plan sets the set's series (a new set of two
+    gangs: none whole yet), its status' restart total starts the count, a deleted set's
+    series go, and a stopped controller's table with them."""
+    from tests.unit.planner_fixtures import cliqueset
+    from tests.unit.test_controller_forget import SET_KEY, set_controller
+
+    ctl = set_controller()
+    cqs = cliqueset(replicas=2)
+    ctl.cliquesets.store.upsert(cqs)
+    await ctl.reconcile(SET_KEY)
+    text = health.render_metrics(lambda: True).decode()
+    assert value(text, "cliques_cliqueset_gangs_desired") == 2
+    assert value(text, "cliques_cliqueset_gangs_whole") == 0
+    assert value(text, "cliques_cliqueset_gang_restarts_total") == 0
+    ctl.cliquesets.store.remove(SET_KEY)
+    await ctl.reconcile(SET_KEY)
+    text = health.render_metrics(lambda: True).decode()
+    assert (
+        "cliques_cliqueset_gangs_desired",
+        (("cliqueset", "llama"), ("namespace", "ns")),
+    ) not in (samples(text))
+    ctl.cliquesets.store.upsert(cqs)
+    await ctl.reconcile(SET_KEY)
+    ctl.close()
+    assert next(iter(gang_metrics.TablesCollector().collect())).samples == []
