@@ -3,7 +3,7 @@ their values a PodMonitor beside the ServiceMonitor, a PrometheusRule holding th
 files/alerts.yaml (each `for` replaceable, extra labels on every alert, an unknown alert
 refused) and a ConfigMap holding files/dashboard.json byte for byte (in the namespace asked
 for), which the API server accepts (the prometheus-operator CRDs are not installed: their
-objects are checked as rendered)."""
+objects are checked as rendered); `helm lint --strict` passes with all of them."""
 
 from __future__ import annotations
 
@@ -82,6 +82,14 @@ def test_monitors_rules_and_dashboard_render_from_the_files(
     # (a server-side dry run does not make the grafana namespace: the test's one instead)
     dashboard["metadata"]["namespace"] = namespace
     dry_run(kube_cluster, [d for d in docs if d["kind"] not in MONITORING_KINDS])
+
+
+def test_helm_lint_passes_with_every_monitoring_object(helm: Path, tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(ALL_ON))
+    done = run([str(helm), "lint", "--strict", str(CHART), "--values", str(values)])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
 
 
 def test_an_unknown_alert_or_a_bad_wait_is_refused(helm: Path) -> None:
