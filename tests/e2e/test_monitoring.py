@@ -6,7 +6,9 @@ While a healthy set runs, rolls and a broken one waits (its worker asks for more
 KWOK node has), every query of deploy/helm/cliques/files/dashboard.json returns series;
 CliquesGangNotWhole (from files/alerts.yaml, its `for` cut to seconds) fires for the broken
 set and not for the healthy one, and clears once the broken set's request is lowered and
-its gangs are whole; the operator's readiness alert stays quiet.
+its gangs are whole; the operator's readiness alert stays quiet. A gang of a set with
+`failurePolicy: RecreateGang` broken twice is restarted once, then left broken: Prometheus
+sees one restart and one failed gang, and CliquesGangRestartsExhausted fires.
 
 Marked `monitoring`, which is deselected by default (the Prometheus build takes many minutes
 cold): `make test-monitoring` builds Prometheus, then runs it.
@@ -30,7 +32,8 @@ from typing import Any
 
 import pytest
 
-from cliques.kube.resources import CLIQUESETS
+from cliques.api import labels
+from cliques.kube.resources import CLIQUESETS, PODS
 from tests.support.harness import Cluster, cliqueset, wait_for
 
 pytestmark = pytest.mark.monitoring
@@ -131,7 +134,8 @@ def prometheus(prometheus_binary: Path, operator: int, tmp_path: Path) -> Iterat
     targets.write_text(config.targets_text([f"127.0.0.1:{operator}"]))
     rules = directory / config.RULES_FILE
     alerts = (FILES / "alerts.yaml").read_text(encoding="utf-8")
-    rules.write_text(config.rules_with_for(alerts, {"CliquesGangNotWhole": ALERT_WAIT}))
+    waits = {"CliquesGangNotWhole": ALERT_WAIT, "CliquesGangRestartsExhausted": "1s"}
+    rules.write_text(config.rules_with_for(alerts, waits))
     cfg = directory / config.CONFIG_FILE
     cfg.write_text(config.config_text(config.config(targets, [rules], scrape_seconds=1.0)))
     port = free_port()
@@ -270,3 +274,59 @@ async def test_dashboard_queries_return_series_and_the_gang_alert_fires_and_clea
         return not found
 
     await wait_for(gone, timeout=60, what="the deleted set's series to go from Prometheus")
+
+
+async def scraped_value(prom: Prometheus, expr: str, want: float) -> bool:
+    found = await asyncio.to_thread(prom.query, expr)
+    return [float(r["value"][1]) for r in found] == [want]
+
+
+async def test_a_gang_that_used_up_its_restarts_is_counted_and_alerted(
+    cluster: Cluster, prometheus: Prometheus, operator: int
+) -> None:
+    ns = cluster.namespace
+    body = cliqueset("train", replicas=2)
+    body["spec"]["failurePolicy"] = {
+        "restartPolicy": "RecreateGang",
+        "minAvailableBreachedSeconds": 2,
+        "maxGangRestarts": 1,
+        "restartBackoff": {"initialSeconds": 1, "maxSeconds": 2},
+    }
+    await cluster.apply(body)
+    await cluster.wait_available("train", timeout=120)
+    leader = labels.pod_name(labels.clique_name("train", 1, "leader"), 0)
+    unready = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+
+    async def unready_leader() -> None:
+        """The leader of gang 1 not ready, as a kubelet reports it (KWOK keeps it so)."""
+        await cluster.client.patch(
+            PODS, ns, leader, unready, dict, patch_type="strategic", sub="status"
+        )
+
+    await unready_leader()
+
+    async def restarted() -> bool:
+        cqs = await cluster.cliqueset("train")
+        return cqs.status is not None and cqs.status.gang_restarts == 1
+
+    await wait_for(restarted, timeout=60, what="train: gang 1 restarted once")
+    await cluster.wait_available("train", timeout=120)
+    selector = f'{{namespace="{ns}", cliqueset="train"}}'
+    restarts = f"cliques_cliqueset_gang_restarts_total{selector}"
+    await wait_for(
+        lambda: scraped_value(prometheus, restarts, 1.0), timeout=30, what=f"{restarts} == 1"
+    )
+    # gangs 0 and 1 came up whole, then gang 1 again after its restart
+    whole = f"cliques_cliqueset_gang_whole_seconds_count{selector}"
+    await wait_for(lambda: scraped_value(prometheus, whole, 3.0), timeout=30, what=f"{whole}")
+
+    await unready_leader()
+    failed = f"cliques_cliqueset_gangs_failed{selector}"
+    await wait_for(lambda: scraped_value(prometheus, failed, 1.0), timeout=60, what=failed)
+
+    async def exhausted() -> bool:
+        states = await asyncio.to_thread(firing, prometheus, "CliquesGangRestartsExhausted", ns)
+        return states.get("train") == "firing"
+
+    await wait_for(exhausted, timeout=60, what="CliquesGangRestartsExhausted to fire")
+    assert await scraped_value(prometheus, restarts, 1.0)  # the failed gang is left alone
