@@ -12,7 +12,7 @@ RUST_SOURCES := $(shell find rust/core/src rust/py/src -name '*.rs' 2>/dev/null)
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: dev test lint fmt crds unit integration cargo-test test-compat demo bench image clean
+.PHONY: dev test lint fmt crds unit integration cargo-test test-compat test-monitoring demo bench image clean
 
 dev: $(STAMPS)/lab
 
@@ -94,6 +94,13 @@ test-compat: dev
 	    $(VENV)/bin/cliques dev-cluster down --name $$name; \
 	done; \
 	if [ -n "$$failed" ]; then echo "gang tests failed on Kubernetes$$failed"; exit 1; fi
+
+# The chart's dashboard and alerts against a real Prometheus scraping the operator (not part
+# of `make test`: Prometheus, built from gomod/prometheus into ~/.cache/cliques on first use,
+# takes many minutes cold on two cores; see docs/devcluster.md).
+test-monitoring: dev
+	$(VENV)/bin/cliques dev-cluster build --with prometheus
+	$(PY) -m pytest -q -m monitoring tests/e2e/test_monitoring.py lab/tests/e2e/test_devcluster_prometheus.py
 
 demo: dev
 	$(VENV)/bin/cliques demo

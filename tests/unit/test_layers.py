@@ -32,6 +32,7 @@ RANK = {
     "resize": 0,
     "argtypes": 0,
     "metrics": 0,
+    "gang_metrics": 0,
     "data": 0,
     "kube": 1,
     "controllers": 2,

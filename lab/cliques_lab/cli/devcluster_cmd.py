@@ -12,7 +12,7 @@
 
 The first `up` builds etcd, the Kubernetes control plane, kubectl and KWOK from the Go
 modules in `cliques_lab/devcluster/gomod` into ~/.cache/cliques (many minutes, once per
-machine and Kubernetes version); `--with kueue` / `--with metrics-server` also build and
+machine and Kubernetes version); `--with kueue`, `metrics-server` or `prometheus` also build and
 run those add-ons (`cliques_lab.devcluster.addons`). `--kube-version` picks one of
 `gomodules.KUBE_VERSIONS` (default `$CLIQUES_KUBE_VERSION`, else
 `gomodules.DEFAULT_KUBE_VERSION`); a version outside them is refused in one line naming the
@@ -110,8 +110,8 @@ def _up_parser(sub: Any) -> None:
     _with_option(
         up,
         "run an add-on too ({}; repeat or comma-separate for more; see below). An existing "
-        "cluster keeps its add-ons and gets kueue added; metrics-server only comes with a "
-        "new cluster",
+        "cluster keeps its add-ons and gets kueue or prometheus added; metrics-server only comes "
+        "with a new cluster",
     )
     up.add_argument(
         "--disable-qps-limits",

@@ -8,6 +8,9 @@ and writing the record file.
 - `metrics-server`: metrics-server, which kwokctl starts with the other components and
   feeds from KWOK's simulated usage (`metrics_server`). kwokctl only starts components it
   was created with, so it cannot be added to an existing cluster.
+- `prometheus`: Prometheus, a host process cliques starts (`prometheus` renders its
+  configuration, `addons_up` runs it) that scrapes the operator's /metrics on the host and
+  evaluates the chart's alerts. It can be added to an existing cluster.
 
 A cluster's add-ons are recorded in `<cache>/run/<name>/addons.json`, beside the kwokctl
 configuration it was made from, when it is created and when one is added; `status` lists
@@ -57,8 +60,15 @@ METRICS_SERVER: Final = Addon(
     components=("metrics-server",),
     by_kwokctl=True,
 )
+PROMETHEUS: Final = Addon(
+    name="prometheus",
+    summary="Prometheus, scraping the operator's /metrics and evaluating the chart's alerts",
+    module=gomodules.PROMETHEUS,
+    components=("prometheus",),
+    by_kwokctl=False,
+)
 #: Every add-on, by name, in the order they are listed and started.
-ADDONS: Final[Mapping[str, Addon]] = {a.name: a for a in (METRICS_SERVER, KUEUE)}
+ADDONS: Final[Mapping[str, Addon]] = {a.name: a for a in (METRICS_SERVER, KUEUE, PROMETHEUS)}
 
 RECORD_FILE: Final = "addons.json"
 

@@ -14,7 +14,12 @@ calls these; what they run is decided in `addons`, `kueue`, `metrics_server` and
   host process (pid file and log beside the control plane's: `pids/kueue.pid`,
   `logs/kueue.log`, so `status` and `down` treat it like them) unless it already runs, its
   webhooks registered by URL, and then its /readyz must answer and a dry-run create of a
-  ResourceFlavor must pass through its webhooks. A timeout or an exit names the log.
+  ResourceFlavor must pass through its webhooks; prometheus: its configuration, targets
+  file and the chart's alerts written to `<cache>/run/<name>/prometheus/`, started as a
+  host process (`pids/prometheus.pid`, `logs/prometheus.log`, its TSDB in the cluster's
+  work directory) on a free loopback port (kept in `prometheus/web-port`) unless it
+  already runs, then /-/ready must answer. A
+  timeout or an exit names the log.
 """
 
 from __future__ import annotations
@@ -32,7 +37,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from cliques_lab.devcluster import addons, certs, kueue, kwok, metrics_server, processes
+from cliques_lab.devcluster import (
+    addons,
+    certs,
+    kueue,
+    kwok,
+    metrics_server,
+    processes,
+    prometheus,
+)
 from cliques_lab.devcluster.build import ModuleBuild, ensure_tool, module_source
 from cliques_lab.devcluster.errors import ComponentError, DevClusterError
 from cliques_lab.devcluster.gomodules import KUEUE_METRICS_CERT_ENV
@@ -136,6 +149,8 @@ def start(
             start_metrics_server(paths, kubectl, alive, timeout, report, label)
         elif name == addons.KUEUE.name:
             start_kueue(paths, kubectl, builds[name], alive, timeout, report, label, frameworks)
+        elif name == addons.PROMETHEUS.name:
+            start_prometheus(paths, builds[name], alive, timeout, report, label)
 
 
 # --- metrics-server ---------------------------------------------------------------------
@@ -274,6 +289,73 @@ def _kueue_pending(kubectl: Kubectl, ports: kueue.Ports) -> str | None:
     if done.returncode != 0:
         return f"a dry-run ResourceFlavor to pass Kueue's webhooks ({done.stderr.strip()[-300:]})"
     return None
+
+
+# --- prometheus ---------------------------------------------------------------------------
+
+
+def start_prometheus(
+    paths: ClusterPaths,
+    build: ModuleBuild,
+    alive: Alive,
+    timeout: float,
+    report: Reporter,
+    label: str,
+) -> None:
+    directory = paths.state_dir / "prometheus"
+    directory.mkdir(parents=True, exist_ok=True)
+    component = addons.PROMETHEUS.components[0]
+    port = prometheus_port(paths)
+    if port is None or not alive(component):
+        targets = directory / prometheus.TARGETS_FILE
+        if not targets.exists():  # a person may have listed other operators: kept
+            targets.write_text(prometheus.targets_text([prometheus.OPERATOR_TARGET]))
+        rules: list[Path] = []
+        source = prometheus.alerts_file()
+        if source is not None:
+            rules.append(directory / prometheus.RULES_FILE)
+            rules[0].write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        config = directory / prometheus.CONFIG_FILE
+        config.write_text(prometheus.config_text(prometheus.config(targets, rules)))
+        port = free_ports(1)[0]
+        (directory / prometheus.PORT_FILE).write_text(f"{port}\n", encoding="utf-8")
+        report.step(label, f"starting Prometheus; log: {paths.component_log(component)}")
+        argv = prometheus_command(paths, build.binary("prometheus"), config, port)
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        processes.spawn(argv, paths.component_log(component), paths.pid_file(component), env=env)
+    url = prometheus.ready_url(port)
+    Waiter(paths, component, alive, timeout).until(lambda: _http_pending(url))
+    report.step(
+        label,
+        f"ready on http://127.0.0.1:{port} (API only), scraping the targets in "
+        f"{directory / prometheus.TARGETS_FILE}",
+    )
+
+
+def prometheus_command(paths: ClusterPaths, binary: Path, config: Path, port: int) -> list[str]:
+    """Prometheus' command line, its TSDB in the cluster's work directory: that names the
+    process as the cluster's (`cluster._is_ours`), and `down` removes the data with it."""
+    data = paths.workdir / "prometheus" / prometheus.DATA_DIR
+    return prometheus.argv(binary, config, data, port)
+
+
+def prometheus_port(paths: ClusterPaths) -> int | None:
+    """The port of the cluster's Prometheus API, as it was last started (None: never)."""
+    try:
+        text = (paths.state_dir / "prometheus" / prometheus.PORT_FILE).read_text()
+    except OSError:
+        return None
+    return int(text) if text.strip().isdigit() else None
+
+
+def _http_pending(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            if answer.status == 200:
+                return None
+    except (urllib.error.URLError, OSError):
+        pass
+    return f"{url} to answer 200"
 
 
 # --- shared ---------------------------------------------------------------------------------

@@ -396,6 +396,8 @@ def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report
     env = go_environment()
     cwd = build.module.directory
     mod_flags = ["-mod=readonly"]
+    if build.module.tags:
+        mod_flags.append("-tags=" + ",".join(build.module.tags))
     if build.module.patches:
         mod_flags.append(f"-modfile={_patched_source(build, go, staging.parent, env, log)}")
 

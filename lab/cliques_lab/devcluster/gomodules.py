@@ -18,6 +18,11 @@ commands to build), so the versions live in one place and `go get -tool` updates
   `cliques dev-cluster up --with kueue`), with one source patch (`KUEUE_METRICS_CERT_DIR`).
 - `gomod/metrics-server`: sigs.k8s.io/metrics-server: metrics-server (which kwokctl runs
   for `cliques dev-cluster up --with metrics-server`).
+- `gomod/prometheus`: github.com/prometheus/prometheus: prometheus (for `cliques dev-cluster
+  up --with prometheus` and the monitoring test), built with the tag `remove_all_sd` (only
+  file and HTTP service discovery: a third of the packages fewer) and without the web UI's
+  assets (the `builtinassets` tag needs them built with npm; the HTTP API is all we use).
+  Its module versions are the release's without the major: release 3.16.0 is v0.316.0.
 
 `cluster_modules(version)` are what a dev cluster of one Kubernetes version runs (that
 version's kube module, etcd and kwok; only the chosen version is ever built); `TOOLS` are
@@ -73,6 +78,8 @@ class GoModule:
     renames: tuple[tuple[str, str], ...] = ()
     patches: tuple[SourcePatch, ...] = ()
     subdir: str = ""
+    #: build tags (`go build -tags`)
+    tags: tuple[str, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -113,6 +120,8 @@ class GoModule:
         digest.update("\n".join(normalized_gomod(self.gomod_text())).encode())
         digest.update((self.directory / "go.sum").read_bytes())
         digest.update(ldflags.encode())
+        if self.tags:
+            digest.update(("\0tags=" + ",".join(self.tags)).encode())
         for patch in self.patches:
             digest.update(f"{patch.file}\0{patch.old}\0{patch.new}".encode())
         return digest.hexdigest()[:16]
@@ -174,7 +183,10 @@ KUEUE_METRICS_CERT_DIR = SourcePatch(
 )
 KUEUE = GoModule(key="kueue", version_module="sigs.k8s.io/kueue", patches=(KUEUE_METRICS_CERT_DIR,))
 METRICS_SERVER = GoModule(key="metrics-server", version_module="sigs.k8s.io/metrics-server")
-TOOLS: tuple[GoModule, ...] = (HELM, LWS, KUEUE, METRICS_SERVER)
+PROMETHEUS = GoModule(
+    key="prometheus", version_module="github.com/prometheus/prometheus", tags=("remove_all_sd",)
+)
+TOOLS: tuple[GoModule, ...] = (HELM, LWS, KUEUE, METRICS_SERVER, PROMETHEUS)
 
 
 def kube_version(text: str | None = None) -> str:
@@ -306,4 +318,18 @@ def ldflags_for(module: GoModule, version: str) -> str:
     elif module.key == METRICS_SERVER.key:
         # metrics-server's Makefile stamps client-go's version; kwokctl reads it back
         flags.append(f"-X k8s.io/client-go/pkg/version.gitVersion={version}")
+    elif module.key == PROMETHEUS.key:
+        # `prometheus --version` says the release; the module version follows it
+        flags.append(
+            f"-X github.com/prometheus/common/version.Version={prometheus_release(version)}"
+        )
+        flags.append(f"-X github.com/prometheus/common/version.Revision=module-{version}")
     return " ".join(flags)
+
+
+def prometheus_release(version: str) -> str:
+    """The Prometheus release of a module version: v0.316.0 -> 3.16.0 (v0.MNN.P -> M.NN.P)."""
+    match = re.fullmatch(r"v0\.(?P<major>[1-9])(?P<minor>[0-9]{2})\.(?P<patch>[0-9]+)", version)
+    if match is None:
+        raise ValueError(f"not a Prometheus module version: {version!r}")
+    return f"{match['major']}.{int(match['minor'])}.{match['patch']}"

@@ -45,7 +45,9 @@ def test_add_on_names_are_checked_deduplicated_and_put_in_order() -> None:
     assert addons.parse([]) == ()
     with pytest.raises(ValueError) as caught:
         addons.parse(["kueue", "volcano"])
-    assert str(caught.value) == "unknown add-on 'volcano': the add-ons are metrics-server, kueue"
+    assert str(caught.value) == (
+        "unknown add-on 'volcano': the add-ons are metrics-server, kueue, prometheus"
+    )
 
 
 def test_only_kueue_can_join_an_existing_cluster() -> None:

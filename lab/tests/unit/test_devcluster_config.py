@@ -113,6 +113,7 @@ def test_helm_and_lws_are_tools_a_cluster_does_not_wait_for() -> None:
         gomodules.LWS,
         gomodules.KUEUE,
         gomodules.METRICS_SERVER,
+        gomodules.PROMETHEUS,
     )
     assert gomodules.LWS.version() == "v0.9.0"
     assert gomodules.ldflags_for(gomodules.LWS, "v0.9.0").split() == [

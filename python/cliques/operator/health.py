@@ -1,23 +1,53 @@
 """The HTTP endpoint: `/healthz` (the process, and under a supervisor every worker's event
 loop, is alive), `/readyz` (every informer has synced) and `/metrics` (Prometheus;
-aggregated across processes in multiprocess mode)."""
+aggregated across processes in multiprocess mode, with the CliqueSets' gang metrics,
+`gang_metrics`, and `cliques_operator_ready`: 1 while /readyz answers ready, else 0)."""
 
 from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cliques import gang_metrics
+
+READY_METRIC = "cliques_operator_ready"
 
 
-def _registry() -> CollectorRegistry | None:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        reg = CollectorRegistry()
-        multiprocess.MultiProcessCollector(reg)  # type: ignore[no-untyped-call]
-        return reg
-    return None
+class ReadyCollector(Collector):
+    """`cliques_operator_ready`: what /readyz would answer now, as 1 or 0."""
+
+    def __init__(self, ready: Callable[[], bool]) -> None:
+        self.ready = ready
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            READY_METRIC,
+            "1 while the operator is ready (/readyz: every informer synced, under a "
+            "supervisor in every worker), else 0.",
+        )
+        family.add_metric([], 1.0 if self.ready() else 0.0)
+        return [family]
+
+
+def render_metrics(ready: Callable[[], bool]) -> bytes:
+    """The /metrics body: the prometheus-client metrics (aggregated from the workers' files
+    in multiprocess mode), the gang metrics and readiness."""
+    directory = os.environ.get(gang_metrics.MULTIPROC_ENV)
+    extra = CollectorRegistry()
+    extra.register(ReadyCollector(ready))
+    if directory:
+        extra.register(gang_metrics.collector(Path(directory)))
+        multiprocess.MultiProcessCollector(extra)  # type: ignore[no-untyped-call]
+        return generate_latest(extra)
+    extra.register(gang_metrics.collector())
+    return generate_latest() + generate_latest(extra)
 
 
 class BindError(Exception):
@@ -73,6 +103,5 @@ class HealthServer:
         return web.Response(status=503, text="informers not synced\n")
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        reg = _registry()
-        body = generate_latest(reg) if reg is not None else generate_latest()
+        body = render_metrics(self.ready)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -335,6 +335,10 @@ class Manager:
             await asyncio.gather(*(r.stop(self.drain_grace) for r in self.runners))
             if self.recorder is not None:
                 await self.recorder.stop()
+            for ctl in self.controllers:  # what a controller exposes of its objects goes
+                close = getattr(ctl, "close", None)
+                if close is not None:
+                    close()
             for task in self._tasks:
                 task.cancel()
             for task in self._tasks:

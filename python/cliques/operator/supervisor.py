@@ -165,6 +165,7 @@ class Supervisor:
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
                 return 1
         for w in self.workers:
+            metrics.WORKER_RESTARTS.labels(f"worker-{w.index}")  # each worker's series, at 0
             self._spawn(w)
         exit_code = 0
         try:
@@ -252,8 +253,11 @@ class Supervisor:
     def _mark_dead(self, pid: int) -> None:
         from prometheus_client import multiprocess
 
+        from cliques import gang_metrics
+
         with contextlib.suppress(Exception):
             multiprocess.mark_process_dead(pid, str(self.metrics_dir))  # type: ignore[no-untyped-call]
+        gang_metrics.remove_files(self.metrics_dir, pid)
         for name in (READY_FILE, ALIVE_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (self.runtime_dir / name.format(pid=pid)).unlink()

@@ -25,6 +25,10 @@ then costs a lookup, not a plan of every gang.
 
 A status that only reports a scale's progress (`cliqueset_status.progress_only`) is held
 back for up to `status_hold` seconds (`status_hold.StatusHold`), as a Clique's is.
+
+Each plan also sets the set's gang metrics (`gang_metrics`: its gangs desired, whole,
+available, updated, restarting, failed and queued, rolls and time until whole), and the
+status its informer shows counts its gang restarts; `forget` drops them with the rest.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from cliques import gang_metrics
 from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
@@ -288,6 +293,8 @@ class CliqueSetController:
         self.states: dict[str, SetState] = {}
         #: CliqueSet key -> the UID of its record in `states` (what `forget` drops by key)
         self.uids: dict[str, str] = {}
+        #: the gang metrics of the sets this controller reconciles
+        self.gang_metrics = gang_metrics.SetTable()
         self.runner = PlanRunner(
             NAME, CLIQUESETS, CliqueSet, executor, expectations, self._plan, hold=self.held
         )
@@ -307,6 +314,8 @@ class CliqueSetController:
         meta = new.metadata
         if not self.owns(meta.namespace, meta.name):
             return
+        if kind != "DELETED" and new.status is not None:
+            self.gang_metrics.restarts_seen(meta.namespace, meta.name, new.status.gang_restarts)
         if kind == "MODIFIED" and old is not None and only_status_changed(old, new):
             # Its status is written by this controller alone, from a plan that already saw
             # everything the new status says: reconciling again would find nothing to do.
@@ -392,6 +401,11 @@ class CliqueSetController:
             self.expectations.forget(uid)
         self.held.forget(key)
         self.failures.clear(key)
+        self.gang_metrics.forget(key)
+
+    def close(self) -> None:
+        """The controller stops (its Manager ends): the gang metrics of its sets go."""
+        self.gang_metrics.close()
 
     # -- reconcile --------------------------------------------------------------------------
 
@@ -480,6 +494,34 @@ class CliqueSetController:
             self._state(snap.cliqueset).judgement = plan.judgement
         return plan
 
+    def _observe(self, cqs: CliqueSet, plan: cliqueset_planner.CliqueSetPlan) -> None:
+        """The set's gang metrics from what this plan found (`gang_metrics`)."""
+        meta, replicas = cqs.metadata, cqs.spec.replicas
+        judged = plan.judgement.gangs if plan.judgement is not None else {}
+        gangs = {
+            g: gang_metrics.GangView(
+                whole=v.facts.ready,
+                available=v.facts.available,
+                updated=v.facts.updated,
+                outdated=v.outdated,
+            )
+            for g, (_, v) in judged.items()
+            if g < replicas
+        }
+        status = plan.status or cqs.status
+        queue = status.queue if status is not None else None
+        if cqs.status is not None:
+            self.gang_metrics.restarts_seen(meta.namespace, meta.name, cqs.status.gang_restarts)
+        self.gang_metrics.observe(
+            meta.namespace,
+            meta.name,
+            desired=replicas,
+            gangs=gangs,
+            restarting=len(plan.restarting),
+            failed=len(plan.failed),
+            queued=max(0, replicas - queue.admitted_gangs) if queue is not None else 0,
+        )
+
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
@@ -502,6 +544,7 @@ class CliqueSetController:
         snap = self.snapshot(cqs)
         plan = self._planned(snap)
         state.plan_cost = time.perf_counter() - started
+        self._observe(cqs, plan)
         state.waiting = only_waits(cqs, plan, snap.expectations_satisfied)
         satisfied = snap.expectations_satisfied
         result = await self.runner.run(key, cqs, plan, expectations_satisfied=satisfied)
