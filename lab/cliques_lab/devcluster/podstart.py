@@ -117,9 +117,10 @@ class PodStart:
         self.pods: Informer[Pod] = Informer(client, PODS, Pod)
         self.nodes: Informer[Node] = Informer(client, NODES, Node)
         self.model = StartModel()
-        #: (pod uid, image key) -> the condition decided for it (written again, unchanged,
-        #: if a status patch of KWOK's raced with ours; never decided twice)
-        self.decided: dict[tuple[str, str], dict[str, Any]] = {}
+        #: (pod uid, images asked for, images reported) -> the condition decided for that
+        #: start (written again, unchanged, if a status patch of KWOK's raced with ours;
+        #: never decided twice; a later restart to the same images reports others)
+        self.decided: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.ready = False
 
@@ -172,15 +173,16 @@ class PodStart:
         if node is None or pod.start_condition() is not None:
             return None
         key = startmodel.image_key(c.image for c in pod.spec.containers)
-        if (meta.uid, key) in self.decided:
-            return self.decided[(meta.uid, key)]
+        this = (meta.uid, key, startmodel.image_key(c.image for c in pod.status.container_statuses))
+        if this in self.decided:
+            return self.decided[this]
         images = starting_images(pod)
         if images is None:
             return None
         pull, load = startmodel.durations(meta.annotations, node.metadata.annotations)
         start = self.model.start(pod.spec.node_name, images, pull, load, now)
         cond = startmodel.condition(key, start, now)
-        self.decided[(meta.uid, key)] = cond
+        self.decided[this] = cond
         log.info(
             "%s/%s on %s: %s %s, ready in %.1fs",
             meta.namespace,

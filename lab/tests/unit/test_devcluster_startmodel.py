@@ -162,6 +162,16 @@ def test_the_controller_decides_once_per_pod_and_images_and_waits_for_an_open_ga
     assert _controller(every_pod=True).decide(_pod({}), now=100) is not None
 
 
+def test_a_restart_back_to_earlier_images_is_a_new_start() -> None:
+    ctl = _controller()
+    running = {"phase": "Running", "containerStatuses": [{"name": "main", "image": "vllm:2"}]}
+    first = ctl.decide(_pod({LOAD: "5"}), now=100)
+    # the pod ran vllm:2 meanwhile; back to vllm:1, which the node has: the load, from now
+    back = ctl.decide(_pod({LOAD: "5"}, **running), now=500)
+    assert first is not None and back is not None and back != first
+    assert (back["reason"], back["lastProbeTime"]) == ("Load", startmodel.rfc3339(505))
+
+
 def test_condition_times_are_whole_seconds_rounded_up() -> None:
     assert startmodel.rfc3339(0.2) == "1970-01-01T00:00:01Z"
     assert startmodel.rfc3339(5.0) == "1970-01-01T00:00:05Z"
