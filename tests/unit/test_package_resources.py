@@ -88,3 +88,12 @@ def test_the_check_catches_the_old_way() -> None:
     old = 'REPO = Path(__file__).resolve().parents[3]\ncrds = REPO / "deploy" / "crds"\n'
     assert CLIMBING.search(old)
     assert checkout_paths(ast.parse(old)) == ["line 2: 'deploy'"]
+
+
+def test_the_packaged_alerts_are_the_charts() -> None:
+    """The dev cluster's Prometheus loads the alert rules the chart ships, from the package
+    (a wheel has no chart): `cp deploy/helm/cliques/files/alerts.yaml
+    python/cliques/data/monitoring/` after a change of the chart's."""
+    chart = ROOT / "deploy" / "helm" / "cliques" / "files" / data.ALERTS
+    packaged = data.read(data.MONITORING, data.ALERTS)
+    assert packaged == chart.read_text(encoding="utf-8")

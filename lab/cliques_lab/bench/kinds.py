@@ -37,10 +37,32 @@ class WorkloadKind:
     pod_templates: Callable[[dict[str, Any]], dict[str, dict[str, Any]]]
     desired_pods: Callable[[Shape], set[str]]
 
-    def template_hash(self, shape: Shape, gang_scheduling: str) -> str:
-        """The digest of the pod templates this kind's workload starts with."""
-        body = self.manifest(shape.names()[0], shape, FIRST_IMAGE, gang_scheduling, "")
+    def template_hash(
+        self,
+        shape: Shape,
+        gang_scheduling: str,
+        pull: float | None = None,
+        load: float | None = None,
+    ) -> str:
+        """The digest of the pod templates this kind's workload starts with (with the start
+        model's `pull` and `load` seconds, when given)."""
+        body = self.build(shape.names()[0], shape, FIRST_IMAGE, gang_scheduling, "", pull, load)
         return workload.templates_hash(self.pod_templates(body))
+
+    def build(
+        self,
+        name: str,
+        shape: Shape,
+        image: str,
+        gang_scheduling: str,
+        subdomain_policy: str,
+        pull: float | None = None,
+        load: float | None = None,
+    ) -> dict[str, Any]:
+        """`manifest`, its pod templates annotated with the pull and load seconds given."""
+        body = self.manifest(name, shape, image, gang_scheduling, subdomain_policy)
+        workload.with_start(self.pod_templates(body), pull, load)
+        return body
 
 
 def _cliqueset(

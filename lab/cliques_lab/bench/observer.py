@@ -1,12 +1,14 @@
 """The benchmark's view of the cluster: watches (not polls) pods and the workload's objects
 (CliqueSets, or LeaderWorkerSets for LWS) of one namespace and keeps what the phases need:
-which pods exist, are Ready and run which image, which sets are Available, and every pod
-ADDED/DELETED event in order."""
+which pods exist, are Ready and run which image, which sets are Available, every pod
+ADDED/DELETED event in order, and when the workload serves on a template (`serve_from`:
+every pod it should have is Ready and runs the image, so every gang is whole and Ready)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 import msgspec
@@ -87,12 +89,43 @@ class Observer:
         self.deleted: list[str] = []
         self.pods.add_handler(self._on_pod)
         self._tasks: list[asyncio.Task[None]] = []
+        #: (image, pod names) the workload must serve on, once `serve_from` is called
+        self._serve: tuple[str, frozenset[str]] | None = None
+        self._serving: set[str] = set()
+        #: when (time.monotonic) every pod of `_serve` was first seen serving, since the call
+        self.served_at: float | None = None
 
     def _on_pod(self, kind: str, old: Any, new: BenchPod) -> None:
         if kind == "ADDED":
             self.added.append(new.metadata.name)
         elif kind == "DELETED":
             self.deleted.append(new.metadata.name)
+        if self._serve is not None:
+            self._judge_serving(new, gone=kind == "DELETED")
+
+    def serve_from(self, image: str, names: set[str]) -> None:
+        """From now on, note when every pod of `names` is first Ready and running `image`
+        (`served_at`; now, if they already are)."""
+        self._serve = (image, frozenset(names))
+        self._serving = set()
+        self.served_at = None
+        for pod in self.pods.store.objects():
+            self._judge_serving(pod, gone=False)
+        if self.served_at is None and not names:
+            self.served_at = time.monotonic()
+
+    def _judge_serving(self, pod: BenchPod, *, gone: bool) -> None:
+        assert self._serve is not None
+        image, names = self._serve
+        name = pod.metadata.name
+        if name not in names:
+            return
+        if not gone and pod.ready and pod.runs(image):
+            self._serving.add(name)
+        else:
+            self._serving.discard(name)
+        if self.served_at is None and len(self._serving) == len(names):
+            self.served_at = time.monotonic()
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(i.run()) for i in (self.pods, self.sets)]

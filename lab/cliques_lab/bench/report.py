@@ -85,7 +85,15 @@ def _median_phase(phase: str, seen: list[dict[str, Any]]) -> dict[str, Any]:
         "extra": {k: med([p["extra"].get(k, 0.0) for p in seen]) for k in extra_keys},
         "completed": all(p["completed"] for p in seen),
         "rounds": len(seen),
+        "time_to_serve": _median_or_none([p.get("time_to_serve") for p in seen]),
     }
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    """The median of the rounds' values, None unless every round has one."""
+    if not values or any(v is None for v in values):
+        return None
+    return float(statistics.median([v for v in values if v is not None]))
 
 
 def _span(ph: dict[str, Any], key: str, fmt: str) -> str:
@@ -101,23 +109,31 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     """The table: per operator and phase, the operator's CPU and, beside it, the operator's
     plus the controller-manager's (the one that creates the pods of StatefulSets)."""
     head = (
-        "| operator | phase | wall s | CPU s | CPU s with kcm | control plane CPU s | "
+        "| operator | phase | wall s | serve s | CPU s | CPU s with kcm | control plane CPU s | "
         "peak RSS MiB | API req | 409 | 429 | spurious +/- | replaced |"
     )
-    rows = [head, "|" + "---|" * 12]
+    rows = [head, "|" + "---|" * 13]
     for run in runs:
         if run.get("error"):
-            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} |||||||||||")
+            rows.append(f"| {run['operator']} | **failed**: {run['error'][:80]} ||||||||||||")
         for ph in run["phases"]:
             total, c409, c429 = _api_summary(ph["api"])
             wall = _span(ph, "wall", ".1f") + ("" if ph["completed"] else " (timeout)")
             rows.append(
-                f"| {run['operator']} | {ph['phase']} | {wall} | {_span(ph, 'cpu', '.2f')} | "
+                f"| {run['operator']} | {ph['phase']} | {wall} | {_serve(ph)} | "
+                f"{_span(ph, 'cpu', '.2f')} | "
                 f"{_with_kcm(ph)} | {_plane(ph)} | {ph['rss_peak_mib']:.0f} | {total} | "
                 f"{c409} | {c429} | "
                 f"{ph['spurious_creates']}/{ph['spurious_deletes']} | {ph['replaced']} |"
             )
     return "\n".join(rows)
+
+
+def _serve(ph: dict[str, Any]) -> str:
+    """Time to serve: every gang whole and Ready on the phase's template ("-" when that did
+    not happen within the phase or was not measured)."""
+    value = ph.get("time_to_serve")
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _with_kcm(ph: dict[str, Any]) -> str:

@@ -112,6 +112,10 @@ class PhaseResult:
     replaced: int = 0
     extra: dict[str, float] = field(default_factory=dict)
     completed: bool = True
+    #: seconds from the phase's start until every gang was whole and Ready on the phase's
+    #: template (every pod it should have Ready and running the phase's image); None when
+    #: that did not happen within the phase (or does not apply: delete)
+    time_to_serve: float | None = None
 
 
 @dataclass
@@ -242,6 +246,10 @@ class Settings:
     #: phases left out (a subset of report.SKIPPABLE): the large shapes of the cost curve
     #: measure deploy and steady state and leave the long rolling update out
     skip: frozenset[str] = frozenset()
+    #: the dev cluster's start model in every pod template: seconds of an image pull (once
+    #: per node and image) and of a container's load (every start); None: left out
+    pull_seconds: float | None = None
+    load_seconds: float | None = None
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -285,7 +293,9 @@ async def run_operator(
     before it propagates."""
     result = result if result is not None else OperatorRun(spec.name)
     result.workload_kind = spec.kind.name
-    result.pod_template_hash = spec.kind.template_hash(cfg.shape, cfg.gang_scheduling)
+    result.pod_template_hash = spec.kind.template_hash(
+        cfg.shape, cfg.gang_scheduling, cfg.pull_seconds, cfg.load_seconds
+    )
     result.settings = dict(spec.settings)
     client = await KubeClient.connect(cfg.kubeconfig, qps=0, field_manager=FIELD_MANAGER)
     ns = f"bench-{spec.name}-{int(time.time()) % 100000}"
@@ -391,8 +401,6 @@ async def _phases(
     """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0;
     `in_place`: the operator updates pods in place (cliques, not a peer)."""
     shape = cfg.shape
-    gang = cfg.gang_scheduling
-    sub = cfg.subdomain_policy
     desired = kind.desired_pods(shape)
     total = shape.total_pods
     names = shape.names()
@@ -461,17 +469,20 @@ async def _phases(
                 replaced=judged.replaced,
                 extra=dict(extra),
                 completed=ok,
+                time_to_serve=_time_to_serve(obs, t0, phase),
             )
         )
 
-    async def begin() -> tuple[Any, float, tuple[int, int], float]:
-        """Start a phase: API counters, CPU, event marks, peak RSS reset, then the clock."""
+    async def begin(image: str) -> tuple[Any, float, tuple[int, int], float]:
+        """Start a phase whose template runs `image`: API counters, CPU, event marks, peak
+        RSS reset, then the clock and the watch for the moment it serves."""
         nonlocal own0, plane0
         api = await apimetrics.scrape(client)
         own0 = await own_counters()
         plane0 = procstats.cpu_of(cfg.control_plane)
         cpu = sampler.sample()
         sampler.reset_peak()
+        obs.serve_from(image, desired)
         return api, cpu, (len(obs.added), len(obs.deleted)), time.monotonic()
 
     async def apply(bodies: list[dict[str, Any]]) -> None:
@@ -487,8 +498,8 @@ async def _phases(
     }
 
     # -- deploy ----------------------------------------------------------------------------
-    api0, cpu0, mark, t0 = await begin()
-    await apply([kind.manifest(n, shape, kinds.FIRST_IMAGE, gang, sub) for n in names])
+    api0, cpu0, mark, t0 = await begin(kinds.FIRST_IMAGE)
+    await apply([_manifest(kind, cfg, n, kinds.FIRST_IMAGE) for n in names])
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
         ("pods-ready", lambda: obs.count(ready=True)),
@@ -513,9 +524,9 @@ async def _phases(
     new_image = kinds.FIRST_IMAGE
     if "rolling-update" not in cfg.skip:
         # -- rolling update ----------------------------------------------------------------
-        api0, cpu0, mark, t0 = await begin()
+        api0, cpu0, mark, t0 = await begin(kinds.NEXT_IMAGE)
         new_image = kinds.NEXT_IMAGE
-        await apply([kind.manifest(n, shape, new_image, gang, sub) for n in names])
+        await apply([_manifest(kind, cfg, n, new_image) for n in names])
         ok = await wait(
             "rolling-update",
             lambda: min(
@@ -530,9 +541,9 @@ async def _phases(
     if "in-place-update" not in cfg.skip and in_place:
         # -- in-place update: the same change of image, updateStrategy.inPlace IfPossible --
         # (cliques only: the peers have no in-place update; their roll is rolling-update.)
-        api0, cpu0, mark, t0 = await begin()
+        api0, cpu0, mark, t0 = await begin(kinds.IN_PLACE_IMAGE)
         new_image = kinds.IN_PLACE_IMAGE
-        await apply([_in_place(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        await apply([_in_place(_manifest(kind, cfg, n, new_image)) for n in names])
         ok = await wait(
             "in-place-update",
             lambda: min(
@@ -546,8 +557,8 @@ async def _phases(
             return
     if "reorder-apply" not in cfg.skip:
         # -- re-order-only apply -----------------------------------------------------------
-        api0, cpu0, mark, t0 = await begin()
-        await apply([kind.reordered(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        api0, cpu0, mark, t0 = await begin(new_image)
+        await apply([kind.reordered(_manifest(kind, cfg, n, new_image)) for n in names])
         # Settle: every set observed the new generation and stays Available for 10 s.
         # An operator that replaces pods here is followed until it is done (quiet for 2 s).
         settle_until = time.monotonic() + 10.0
@@ -563,10 +574,31 @@ async def _phases(
         await record("reorder-apply", t0, cpu0, api0, mark, True)
     if "delete" not in cfg.skip:
         # -- delete ------------------------------------------------------------------------
-        api0, cpu0, mark, t0 = await begin()
+        api0, cpu0, mark, t0 = await begin(new_image)
         await asyncio.gather(*(load.delete(kind.resource, ns, n) for n in names))
         ok = await wait("delete", lambda: total - len(obs.pods.store), total)
         await record("delete", t0, cpu0, api0, mark, ok)
+
+
+def _manifest(kind: WorkloadKind, cfg: Settings, name: str, image: str) -> dict[str, Any]:
+    """The workload object `name` running `image`, with the run's start model."""
+    return kind.build(
+        name,
+        cfg.shape,
+        image,
+        cfg.gang_scheduling,
+        cfg.subdomain_policy,
+        cfg.pull_seconds,
+        cfg.load_seconds,
+    )
+
+
+def _time_to_serve(obs: Observer, t0: float, phase: str) -> float | None:
+    """Seconds from `t0` until the workload served on the phase's template (0 if it did
+    already: a phase that changes no template), None if it has not (or for delete)."""
+    if obs.served_at is None or phase == "delete":
+        return None
+    return max(0.0, obs.served_at - t0)
 
 
 def _in_place(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -599,7 +631,7 @@ async def _steady(
     kind: WorkloadKind,
     names: list[str],
     progress: Progress,
-    begin: Callable[[], Awaitable[tuple[Any, float, tuple[int, int], float]]],
+    begin: Callable[[str], Awaitable[tuple[Any, float, tuple[int, int], float]]],
     record: Callable[..., Awaitable[None]],
 ) -> None:
     """The steady state: a change that changes nothing, after the idle rate is measured."""
@@ -632,7 +664,7 @@ async def _steady(
         f"settle_{k}": v
         for k, v in procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), idle_plane0).items()
     }
-    api0, cpu0, mark, t0 = await begin()
+    api0, cpu0, mark, t0 = await begin(kinds.FIRST_IMAGE)
     stamp = str(time.time())
     await asyncio.gather(
         *(load.annotate(kind.resource, ns, n, {"bench/noop": stamp}) for n in names)

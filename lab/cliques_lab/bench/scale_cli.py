@@ -144,6 +144,22 @@ def add_parsers(bench_sub: Any) -> None:
         "largest shapes of "
         "a cost curve with --skip rolling-update,reorder-apply",
     )
+    p.add_argument(
+        "--pull-seconds",
+        type=argtypes.seconds(zero=True),
+        default=None,
+        metavar="S",
+        help="put the dev cluster's start model in every pod template: an image pull takes S "
+        "seconds, once per node and image (docs/devcluster.md; default: left out, pods start "
+        "at once); recorded, and part of the pod-template hash",
+    )
+    p.add_argument(
+        "--load-seconds",
+        type=argtypes.seconds(zero=True),
+        default=None,
+        metavar="S",
+        help="the same for a container's model load, paid at every start, in place too",
+    )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -401,7 +417,12 @@ def run_scale(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"cliques bench scale: {exc}", file=sys.stderr)
         return 2
-    hashes = {s.name: s.kind.template_hash(shape, args.gang_scheduling) for s in specs}
+    hashes = {
+        s.name: s.kind.template_hash(
+            shape, args.gang_scheduling, args.pull_seconds, args.load_seconds
+        )
+        for s in specs
+    }
     if len(set(hashes.values())) > 1:
         print(
             "cliques bench scale: the operators' workloads have different pod templates "
@@ -427,6 +448,8 @@ def run_scale(args: argparse.Namespace) -> int:
         log_dir=args.out / "logs",
         gang_scheduling=args.gang_scheduling,
         skip=args.skip,
+        pull_seconds=args.pull_seconds,
+        load_seconds=args.load_seconds,
     )
     runs: list[dict[str, Any]] = []
     doc: dict[str, Any] = {
@@ -438,6 +461,8 @@ def run_scale(args: argparse.Namespace) -> int:
         "pod_template_hash": next(iter(hashes.values())),
         "nodes": args.nodes,
         "skipped_phases": sorted(args.skip),
+        "pull_seconds": args.pull_seconds,
+        "load_seconds": args.load_seconds,
         "started": started.isoformat(),
         "cpus": os.cpu_count(),
         "command": " ".join(sys.argv),

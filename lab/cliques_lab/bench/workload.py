@@ -155,6 +155,27 @@ def respell_template(template: dict[str, Any]) -> None:
             }
 
 
+#: The dev cluster's start model (`cliques_lab.devcluster.startmodel`): seconds of an image
+#: pull on a node that lacks the image, and of a container's load at every start.
+PULL_ANNOTATION = "start.stage.kwok.x-k8s.io/pull-seconds"
+LOAD_ANNOTATION = "start.stage.kwok.x-k8s.io/load-seconds"
+
+
+def with_start(
+    templates: Mapping[str, dict[str, Any]], pull: float | None, load: float | None
+) -> None:
+    """Annotate each pod template (in place) with the pull and load seconds given (None:
+    left out), so that the dev cluster starts its pods as a GPU node would."""
+    marks = {
+        key: format(value, "g")
+        for key, value in ((PULL_ANNOTATION, pull), (LOAD_ANNOTATION, load))
+        if value is not None
+    }
+    for template in templates.values():
+        if marks:
+            template.setdefault("metadata", {}).setdefault("annotations", {}).update(marks)
+
+
 def pod_templates(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A CliqueSet manifest's pod templates by role (clique name)."""
     return {c["name"]: c["template"] for c in body["spec"]["template"]["cliques"]}

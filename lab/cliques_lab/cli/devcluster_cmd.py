@@ -2,7 +2,7 @@
 
     cliques dev-cluster up [--name N] [--nodes K] [--kube-version V] [--feature-gates K=V,...]
                            [--with ADDON]... [--disable-qps-limits] [--no-gang-scheduling]
-                           [--dry-run]
+                           [--pull-seconds S] [--load-seconds S] [--dry-run]
     cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
@@ -32,7 +32,7 @@ import textwrap
 from typing import Any
 
 from cliques import argtypes
-from cliques_lab.devcluster import addons, build, cluster, gomodules, kwok, progress
+from cliques_lab.devcluster import addons, build, cluster, gomodules, kwok, progress, startmodel
 from cliques_lab.devcluster.errors import DevClusterError
 
 
@@ -118,6 +118,16 @@ def _up_parser(sub: Any) -> None:
         action="store_true",
         help="turn off API server inflight limits and client QPS limits (for benchmarks)",
     )
+    for flag, what in (("pull", "an image pull"), ("load", "a container's model load")):
+        up.add_argument(
+            f"--{flag}-seconds",
+            type=argtypes.seconds(zero=True),
+            default=None,
+            metavar="S",
+            help=f"seconds {what} takes on every node unless the pod says otherwise (default "
+            "0; a new cluster only); either above 0 puts every pod through the start model "
+            "(docs/devcluster.md)",
+        )
     up.add_argument(
         "--no-gang-scheduling",
         dest="gang_scheduling",
@@ -262,6 +272,7 @@ def _up(args: argparse.Namespace) -> int:
                     addons=wanted,
                     reporter=reporter,
                     timeout=args.timeout,
+                    start_defaults=_start_defaults(args),
                 )
     except (DevClusterError, ValueError) as exc:
         return _fail(exc)
@@ -278,6 +289,13 @@ def _up(args: argparse.Namespace) -> int:
         return 0
     _report_up(args.name, result)
     return 0
+
+
+def _start_defaults(args: argparse.Namespace) -> startmodel.Defaults | None:
+    """The node defaults asked for (None: not asked, the cluster keeps its own)."""
+    if args.pull_seconds is None and args.load_seconds is None:
+        return None
+    return startmodel.Defaults(args.pull_seconds or 0.0, args.load_seconds or 0.0)
 
 
 def _report_up(name: str, result: cluster.UpResult) -> None:

@@ -312,9 +312,8 @@ def start_prometheus(
             targets.write_text(prometheus.targets_text([prometheus.OPERATOR_TARGET]))
         rules: list[Path] = []
         source = prometheus.alerts_file()
-        if source is not None:
-            rules.append(directory / prometheus.RULES_FILE)
-            rules[0].write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        rules.append(directory / prometheus.RULES_FILE)
+        rules[0].write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
         config = directory / prometheus.CONFIG_FILE
         config.write_text(prometheus.config_text(prometheus.config(targets, rules)))
         port = free_ports(1)[0]

@@ -41,6 +41,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cliques_lab.devcluster import addons, addons_up, gomodules, kwok, processes
+from cliques_lab.devcluster import addons, addons_up, gomodules, kwok, processes, startmodel
 from cliques_lab.devcluster.build import (
     Binaries,
     ModuleBuild,
@@ -229,7 +230,7 @@ def _components(paths: ClusterPaths, *, host_addons: bool = True) -> tuple[str, 
     starts, then (with `host_addons`) those cliques starts after the cluster is usable."""
     recorded = addons.read_record(paths.addons_record)
     extra = addons.components(recorded, by_kwokctl=None if host_addons else True)
-    return (*kwok.COMPONENTS, *extra)
+    return (*kwok.COMPONENTS, *extra, *(_podstart_components(paths) if host_addons else ()))
 
 
 def _component_states(paths: ClusterPaths, *, host_addons: bool = True) -> list[ComponentState]:
@@ -437,6 +438,7 @@ def up(
     reporter: Reporter | None = None,
     timeout: float = 120.0,
     root: Path | None = None,
+    start_defaults: startmodel.Defaults | None = None,
 ) -> UpResult:
     """Start (or reuse) cluster `name` with `nodes` Ready fake nodes, and wait until usable.
 
@@ -449,7 +451,9 @@ def up(
     command that removes it; asked for neither, it reuses the cluster with a note.
     `addons` (None: a new cluster has none, an existing one keeps its own) start last; an
     existing cluster gets those it lacks if they can be added (`addons.plan`). Builds what
-    is missing first (reported through `reporter`).
+    is missing first (reported through `reporter`). `start_defaults` (None: a new cluster
+    has none, an existing one keeps its own) are the nodes' pull and load seconds of the
+    start model (`startmodel`); the `podstart` process is started unless it runs.
     """
     paths = paths_for(name, root)
     if nodes is not None:
@@ -459,10 +463,13 @@ def up(
     if before.state != "absent":  # refuse before building what will not be used
         _reuse_notes(before, want.version, want.gates, gang_scheduling, want.explicit)
         _addon_plan(before, want.addons)
+        _check_start_defaults(paths, start_defaults)
     binaries = ensure_binaries(reporter, root=paths.root, kube_version=want.version)
     builds = addons_up.ensure_built(_addons_after(before, want.addons), reporter, paths.root)
     started = time.monotonic()
     with _locked(paths.lock_file):
+        if before.state == "absent":
+            _record_start_defaults(paths, start_defaults or startmodel.Defaults())
         action, notes = _start_or_create(paths, binaries, builds, want)
         deadline = started + timeout
         kubectl = _Kubectl(binaries.kubectl, paths)
@@ -473,6 +480,7 @@ def up(
             nodes = kwok.DEFAULT_NODES
         node_names = _scale_nodes(kubectl, nodes, paths)
         _wait_until_usable(paths, kubectl, node_names, deadline, timeout)
+        _start_podstart(paths, kubectl)
         live = _recorded_builds(paths, builds)
         alive = functools.partial(_running, paths)
         addons_up.start(paths, kubectl, live, alive, timeout=timeout, reporter=reporter)
@@ -672,7 +680,8 @@ def _create(
 ) -> None:
     _record_addons(paths, list(builds))  # first: a failed creation is removed with them
     config = _configuration(binaries, want, builds)
-    stage_docs = kwok.stages(module_source(gomodules.KWOK))
+    every_pod = startmodel.read_record(paths.state_dir / startmodel.RECORD_FILE).every_pod
+    stage_docs = kwok.stages(module_source(gomodules.KWOK), every_pod=every_pod)
     paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
     # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
     # from picking the same ones.
@@ -923,3 +932,59 @@ def restart_apiserver(name: str, *, timeout: float = 120.0, root: Path | None = 
         kubectl = _Kubectl(binaries.kubectl, paths)
         _restart_apiserver(paths, binaries, kubectl, started + timeout, timeout)
     return time.monotonic() - started
+
+
+# --- the start model's process ------------------------------------------------------------
+
+
+def _podstart_components(paths: ClusterPaths) -> tuple[str, ...]:
+    """`podstart`, for a cluster that ever ran it (a cluster made by an older cliques gets
+    it at its next `up`, and is not called degraded before)."""
+    return (startmodel.COMPONENT,) if paths.pid_file(startmodel.COMPONENT).exists() else ()
+
+
+def _start_defaults_file(paths: ClusterPaths) -> Path:
+    return paths.state_dir / startmodel.RECORD_FILE
+
+
+def _record_start_defaults(paths: ClusterPaths, defaults: startmodel.Defaults) -> None:
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    _start_defaults_file(paths).write_text(startmodel.record_text(defaults), encoding="utf-8")
+
+
+def _check_start_defaults(paths: ClusterPaths, wanted: startmodel.Defaults | None) -> None:
+    """An existing cluster keeps the node defaults it was created with (they chose its
+    stages): other ones asked for are refused with the command that removes it."""
+    have = startmodel.read_record(_start_defaults_file(paths))
+    if wanted is not None and wanted != have:
+        raise DevClusterError(
+            f"dev cluster '{paths.name}' was created with --pull-seconds {have.pull:g} "
+            f"--load-seconds {have.load:g}, not {wanted.pull:g} and {wanted.load:g}: remove "
+            f"it with `cliques dev-cluster down --name {paths.name}` (which deletes everything "
+            "in it) and run `up` again, or choose another --name"
+        )
+
+
+def _start_podstart(paths: ClusterPaths, kubectl: _Kubectl) -> None:
+    """Write the node defaults on our nodes (if the cluster has any) and start `podstart`
+    unless it runs."""
+    defaults = startmodel.read_record(_start_defaults_file(paths))
+    if defaults.every_pod:
+        pairs = [f"{k}={v}" for k, v in defaults.node_annotations().items()]
+        done = kubectl.run("annotate", "nodes", "-l", kwok.NODE_LABEL, "--overwrite", *pairs)
+        if done.returncode != 0:
+            raise DevClusterError(f"annotating the fake nodes failed: {done.stderr.strip()}")
+    if _running(paths, startmodel.COMPONENT):
+        return
+    argv = [
+        sys.executable,
+        "-m",
+        "cliques_lab.devcluster.podstart",
+        "--kubeconfig",
+        str(paths.kubeconfig),
+        *(["--every-pod"] if defaults.every_pod else []),
+    ]
+    # Named in its argv (`_is_ours`): `status` and `down` find it by its pid file.
+    argv.append(f"--component={startmodel.COMPONENT}")
+    log = paths.component_log(startmodel.COMPONENT)
+    processes.spawn(argv, log, paths.pid_file(startmodel.COMPONENT), env=dict(os.environ))

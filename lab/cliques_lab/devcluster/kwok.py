@@ -258,13 +258,17 @@ def config_text(config: Mapping[str, Any], stage_docs: list[dict[str, Any]]) -> 
     return "---\n".join(json.dumps(doc, indent=2) + "\n" for doc in [config, *stage_docs])
 
 
-def stages(source: Path) -> list[dict[str, Any]]:
+def stages(source: Path, *, every_pod: bool = False) -> list[dict[str, Any]]:
     """kwokctl's default stages read from the kwok module's source, with the start gate
     kept closed (`START_GATE_REQUIREMENT`) and the start delay (`START_DELAY`) in
     `pod-ready`, which also reports each container's CPU and memory (`with_resources`), and
     ours for pods whose images (`image_stages`) or resources (`resize_stages`) change, and
-    for deleted pods that finalizers keep (`termination_stage`)."""
+    for deleted pods that finalizers keep (`termination_stage`); then the start model
+    (`startmodel.with_start_model`: image pulls and model loads, for `every_pod` or for pods
+    that ask for them)."""
     import yaml
+
+    from cliques_lab.devcluster import startmodel
 
     out: list[dict[str, Any]] = []
     for name in STAGE_FILES:
@@ -290,7 +294,8 @@ def stages(source: Path) -> list[dict[str, Any]]:
         delayed = _requiring(with_start_delay(gated), "Exists")
         delayed["metadata"]["name"] = DELAYED_STAGE
         result.append(delayed)
-    return result + image_stages() + resize_stages() + [termination_stage()]
+    made = result + image_stages() + resize_stages() + [termination_stage()]
+    return startmodel.with_start_model(made, every_pod=every_pod)
 
 
 #: The name of the copy of `pod-ready` that pods with `START_DELAY_ANNOTATION` go through.
@@ -496,6 +501,8 @@ def stage_changes(config_text: str) -> list[str]:
         missing.append("terminations")
     if "deletionGracePeriodSeconds" not in str(deleting):
         missing.append("single deletes")
+    if not set(_start_model_stages()) <= names:
+        missing.append("start model")
     if not {s["metadata"]["name"] for s in resize_stages()} <= names or "toJson $res" not in str(
         spec.get("next") or ""
     ):
@@ -823,3 +830,10 @@ def termination_stage() -> dict[str, Any]:
         {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
     ]
     return _pod_stage(TERMINATION_STAGE, selector, _TERMINATED)
+
+
+def _start_model_stages() -> tuple[str, ...]:
+    """The names of the start model's stages (`startmodel`)."""
+    from cliques_lab.devcluster import startmodel
+
+    return startmodel.stage_names()

@@ -6,20 +6,23 @@ Prometheus runs on the host, as the operator does in a dev cluster (`cliques ope
 `cliques demo`): it scrapes the operator's /metrics at the addresses listed in a file-SD
 targets file (`TARGETS_FILE`, re-read when it changes; `OPERATOR_TARGET`, the operator's
 default address, to begin with) every `SCRAPE_SECONDS`, and evaluates the chart's alerts
-(`alerts_file()`, deploy/helm/cliques/files/alerts.yaml of the source tree, when there is
-one). Its HTTP API (/api/v1/query, /api/v1/rules, /api/v1/alerts) listens on 127.0.0.1 only.
-The binary is built without the web UI's assets, so the UI pages are missing; the API and
-/-/ready are all that is used.
+(`alerts_file()`: the chart's deploy/helm/cliques/files/alerts.yaml, as the cliques
+package ships a copy of it). Its HTTP API (/api/v1/query, /api/v1/rules,
+/api/v1/alerts) listens on 127.0.0.1 only. The binary is built without the web UI's
+assets, so the UI pages are missing; the API and /-/ready are all that is used.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
+
+from cliques import data
 
 #: The operator's default metrics address (`cliques operator` without --metrics-port).
 OPERATOR_TARGET: Final = "127.0.0.1:8080"
@@ -30,15 +33,12 @@ TARGETS_FILE: Final = "targets.json"
 RULES_FILE: Final = "alerts.yaml"
 PORT_FILE: Final = "web-port"
 DATA_DIR: Final = "data"
-#: The chart's alerts, where the lab runs from a checkout of the source tree.
-_CHECKOUT_ALERTS: Final = (
-    Path(__file__).resolve().parents[3] / "deploy" / "helm" / "cliques" / "files" / RULES_FILE
-)
 
 
-def alerts_file() -> Path | None:
-    """The chart's alert rules (a Prometheus rule file), if this is a source checkout."""
-    return _CHECKOUT_ALERTS if _CHECKOUT_ALERTS.is_file() else None
+def alerts_file() -> Traversable:
+    """The chart's alert rules (a Prometheus rule file), as the cliques package ships them
+    (`cliques.data`, a copy of the chart's `files/alerts.yaml`)."""
+    return data.files(data.MONITORING).joinpath(data.ALERTS)
 
 
 def config(

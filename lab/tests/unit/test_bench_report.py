@@ -79,9 +79,9 @@ def test_failed_rounds_are_left_out_and_counted() -> None:
 
 def test_markdown_shows_the_range_of_several_rounds_only() -> None:
     one = report.markdown([run("cliques-w1", 1, 3.0)])
-    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |" in one
+    assert "| cliques-w1 | pods-ready | 21.0 | - | 3.00 |" in one
     many = report.markdown(report.summarize([run("cliques-w1", 1, 3.0), run("cliques-w1", 2, 4.0)]))
-    assert "| cliques-w1 | pods-ready | 21.5 (21.0-22.0) | 3.50 (3.00-4.00) |" in many
+    assert "| cliques-w1 | pods-ready | 21.5 (21.0-22.0) | - | 3.50 (3.00-4.00) |" in many
 
 
 def test_compare_reads_the_summary_of_a_repeated_run(tmp_path: Path) -> None:
@@ -162,8 +162,8 @@ def test_markdown_shows_the_control_planes_cpu_when_measured() -> None:
         "cpu_operator_and_kcm": 7.25,
     }
     table = report.markdown([measured])
-    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 | 7.25 | 12.50 (kcm 4.25) |" in table
-    assert "| cliques-w1 | pods-ready | 21.0 | 3.00 |  |  |" in report.markdown(
+    assert "| cliques-w1 | pods-ready | 21.0 | - | 3.00 | 7.25 | 12.50 (kcm 4.25) |" in table
+    assert "| cliques-w1 | pods-ready | 21.0 | - | 3.00 |  |  |" in report.markdown(
         [run("cliques-w1", 1, 3.0)]
     )
 

@@ -293,3 +293,73 @@ def test_the_crds_count_as_watched_once_every_resource_has_a_watch_open() -> Non
     assert not session.watched(_watches(cliquesets=1, cliques=1))  # scaling groups not yet
     assert not session.watched(_watches(cliquesets=1, cliques=0, cliquescalinggroups=1))
     assert not session.watched("")
+
+
+def test_the_start_model_flags_reach_every_pod_template_and_the_hash() -> None:
+    from cliques_lab.bench import kinds, scale
+
+    args = build_parser().parse_args(
+        ["bench", "scale", "--pull-seconds", "60", "--load-seconds", "90", "--shape", "1x2x2"]
+    )
+    assert (args.pull_seconds, args.load_seconds) == (60.0, 90.0)
+    shape = scale_cli.workload.Shape.parse("1x2x2")
+    cfg = scale.Settings("kc", shape, pull_seconds=60, load_seconds=90)
+    for kind in (kinds.CLIQUESET, kinds.LEADERWORKERSET):
+        body = scale._manifest(kind, cfg, "bench-0", kinds.FIRST_IMAGE)
+        for template in kind.pod_templates(body).values():
+            assert template["metadata"]["annotations"] == {
+                scale_cli.workload.PULL_ANNOTATION: "60",
+                scale_cli.workload.LOAD_ANNOTATION: "90",
+            }
+    with_start = {
+        k.template_hash(shape, "None", 60, 90) for k in (kinds.CLIQUESET, kinds.LEADERWORKERSET)
+    }
+    assert len(with_start) == 1  # cliques and LWS still run the same pods
+    assert with_start != {kinds.CLIQUESET.template_hash(shape, "None")}
+    plain = build_parser().parse_args(["bench", "scale"])
+    assert (plain.pull_seconds, plain.load_seconds) == (None, None)
+
+
+def test_the_start_model_flags_and_time_to_serve_are_saved(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import json
+
+    from cliques_lab.bench import report, scale
+
+    async def one_run(spec: Any, cfg: Any, run: Any) -> Any:
+        assert (cfg.pull_seconds, cfg.load_seconds) == (6.0, 9.0)
+        run.phases.append(scale.PhaseResult("pods-ready", 20.0, 1.0, 50.0, {}, time_to_serve=19.5))
+        return run
+
+    async def host(kubeconfig: str) -> str:
+        return "https://127.0.0.1:1"
+
+    monkeypatch.setattr(scale_cli, "_with_progress", one_run)
+    monkeypatch.setattr(scale_cli, "_kubeconfig", lambda args: "/kc")
+    monkeypatch.setattr(scale_cli, "_control_plane", lambda args: {})
+    monkeypatch.setattr(scale, "preflight", host)
+    monkeypatch.setattr(report, "plots", lambda doc, out, stem: [])
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "scale",
+            "--operators",
+            "cliques-w1",
+            "--shape",
+            "1x2x2",
+            "--out",
+            str(tmp_path),
+            "--pull-seconds",
+            "6",
+            "--load-seconds",
+            "9",
+        ]
+    )
+    assert args.func(args) == 0
+    (saved,) = tmp_path.glob("scale-*.json")
+    doc = json.loads(saved.read_text())
+    assert (doc["pull_seconds"], doc["load_seconds"]) == (6.0, 9.0)
+    assert doc["runs"][0]["phases"][0]["time_to_serve"] == 19.5
+    table = report.markdown(doc["runs"])
+    assert "| serve s |" in table and "| 20.0 | 19.5 |" in table

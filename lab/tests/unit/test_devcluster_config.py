@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cliques_lab.devcluster import build, gomodules, kwok
+from cliques_lab.devcluster import build, gomodules, kwok, startmodel
 
 GOMOD = """\
 // header comment
@@ -612,14 +612,17 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
     names += [s["metadata"]["name"] for s in kwok.resize_stages()]
     names.append(kwok.TERMINATION_STAGE)
+    names += list(startmodel.stage_names())
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
     key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
     ready = by_name["pod-ready"]["spec"]["selector"]["matchExpressions"]
+    instant = {"key": startmodel.modelled_expression(False), "operator": "In", "values": ["false"]}
     assert ready == [
         deletion,
         dict(kwok.START_GATE_REQUIREMENT),
         {"key": key, "operator": "DoesNotExist"},
+        instant,
     ]
     assert "delay" not in by_name["pod-ready"]["spec"]  # as kwok has it, for pods without
     delayed = by_name[kwok.DELAYED_STAGE]["spec"]
@@ -627,12 +630,15 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
         deletion,
         dict(kwok.START_GATE_REQUIREMENT),
         {"key": key, "operator": "Exists"},
+        instant,
     ]
     assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
-        if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith(
-            ("pod-image", "pod-resize", kwok.TERMINATION_STAGE)
-        ):
+        if name not in (
+            "pod-ready",
+            kwok.DELAYED_STAGE,
+            *startmodel.stage_names(),
+        ) and not name.startswith(("pod-image", "pod-resize", kwok.TERMINATION_STAGE)):
             extra = (
                 [dict(kwok._NO_FINALIZERS), dict(kwok._GRACEFUL)] if name == "pod-delete" else []
             )

@@ -1,4 +1,5 @@
-"""The manifests that ship inside the package: the three CRDs and the example CliqueSets.
+"""The manifests that ship inside the package: the three CRDs, the example CliqueSets and
+the Prometheus alert rules of the Helm chart.
 
 `cliques demo` and `cliques bench scale` (cliques-lab's commands) install the CRDs and apply
 an example on a cluster; they read them from here, through `importlib.resources`, so an
@@ -11,7 +12,9 @@ installed wheel needs no source checkout::
     text = data.read(data.EXAMPLES, "llama.yaml")
 
 The files in `crds/` are generated from the API types (`cliques.api.crdgen`, `make crds`),
-like their copies `deploy/crds/` and `deploy/helm/cliques/crds/`. The files in
+like their copies `deploy/crds/` and `deploy/helm/cliques/crds/`. `monitoring/alerts.yaml`
+is a copy of the chart's `files/alerts.yaml` (the dev cluster's Prometheus loads it). The
+files in
 `examples/` are the canonical copies; `deploy/examples/` in the source tree (what
 `kubectl apply -k deploy/` installs) is a copy of them. `tests/unit/test_package_resources.py`
 keeps every copy byte-identical.
@@ -28,6 +31,8 @@ from pathlib import Path
 
 CRDS = "crds"
 EXAMPLES = "examples"
+MONITORING = "monitoring"
+ALERTS = "alerts.yaml"
 CRD_FILES = (
     "cliquesets.cliques.dev.yaml",
     "cliques.cliques.dev.yaml",
@@ -37,7 +42,7 @@ DEFAULT_EXAMPLE = "llama.yaml"
 
 
 def files(directory: str) -> Traversable:
-    """The packaged directory `crds` or `examples`."""
+    """The packaged directory `crds`, `examples` or `monitoring`."""
     return resources.files(__name__).joinpath(directory)
 
 
