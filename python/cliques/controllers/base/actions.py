@@ -42,13 +42,13 @@ class Patch:
     resource: Resource
     name: str
     patch: Any
-    patch_type: Literal["merge", "json"] = "merge"
+    patch_type: Literal["merge", "json", "strategic"] = "merge"
     reason: str = ""
     #: An expectation token (`name@hash`) that the watch must show before the owner's next
     #: rollout decision; empty when the patch needs no expectation.
     expect: str = ""
     owner_uid: str = ""
-    #: A subresource to patch (`resize`), "" for the object itself.
+    #: A subresource to patch (`resize`, `status`), "" for the object itself.
     sub: str = ""
 
 

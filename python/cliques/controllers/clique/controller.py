@@ -2,8 +2,9 @@
 
 It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique itself, its
 pods (by controller owner reference), and a change of a Clique it starts after (its siblings
-in the gang are looked up through the `gang` index). Pod watch events satisfy its
-expectations.
+in the gang are looked up through the `gang` index); with `podReadiness: Gang`, a change
+of any Clique of its gang or of their pods' readiness (`gang_ready`: its pods are Ready
+only while the gang is whole). Pod watch events satisfy its expectations.
 
 Status writes: a status that only reports progress towards Ready (pods created, not Ready
 yet; `clique_planner.progress_only`) is held back for up to `status_hold` seconds, since
@@ -31,7 +32,7 @@ from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
 from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.clique import planner as clique_planner
-from cliques.controllers.features import kueue
+from cliques.controllers.features import gang_ready, kueue
 from cliques.kube import store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -187,6 +188,9 @@ class CliqueController:
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
             self._wake_dependents(new)
+        # A Clique that joins or leaves a gang, or rolls, changes whether it is whole.
+        if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
+            self._wake_gang(new)
 
     def _wake_dependents(self, clique: Clique) -> None:
         """Enqueue the Cliques of `clique`'s gang that start after it."""
@@ -194,6 +198,17 @@ class CliqueController:
             for sib in self.cliques.store.by_index("gang", key):
                 if clique.metadata.name in sib.spec.starts_after:
                     self.queue.add(key_of(sib))
+
+    def _wake_gang(self, clique: Clique) -> None:
+        """With `podReadiness: Gang`, enqueue (debounced) the other Cliques of `clique`'s
+        gang: whether the gang is whole may have changed, and each sets its own pods' gates
+        (`gang_ready`)."""
+        if not gang_ready.enabled(clique):
+            return
+        for key in gang_key(clique):
+            for sib in self.cliques.store.by_index("gang", key):
+                if sib.metadata.name != clique.metadata.name:
+                    self.queue.add_after(key_of(sib), self.pod_debounce)
 
     def _on_pod(self, kind: EventKind, old: Any, new: Pod) -> None:
         meta = new.metadata
@@ -222,11 +237,13 @@ class CliqueController:
                 if going and mine and kueue.release_of(new, meta.uid, ref.uid) is not None:
                     self.queue.add(release_key(new, ref.uid))
                 return
-            if kind == "DELETED" or old is None or old.is_ready != new.is_ready:
+            if kind == "DELETED" or old is None or old.containers_ready != new.containers_ready:
                 # The Cliques that start after this one judge it by its pods too
                 # (`clique_planner.waiting_for`): a Ready pod lost or back wakes them, even
-                # where this Clique's status is the same before and after.
+                # where this Clique's status is the same before and after; and so do the
+                # other Cliques of a gang whose pods are Ready only while it is whole.
                 self._wake_dependents(clique)
+                self._wake_gang(clique)
             if own_create and self._only_progress(key, clique, new):
                 return
             # Debounced: a pod goes through several updates in quick succession (created,
@@ -242,7 +259,7 @@ class CliqueController:
         be seen, and the Clique has no status yet or a current one that says Started and
         not Ready (a Ready one turns not Ready when its pods are replaced, and a waiting one
         starts: news, written at once)."""
-        if self.held.base <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
+        if self.held.base <= 0 or key in self._blocked or pod.containers_ready or pod.is_terminal:
             return False
         if clique.status is not None and not clique_planner.clique_starting(clique):
             return False
@@ -261,6 +278,21 @@ class CliqueController:
         }
         return clique_planner.waiting_for(clique, deps, pods)
 
+    def _gang_whole(self, clique: Clique) -> bool:
+        """With `podReadiness: Gang`, whether `clique`'s gang is whole, read across the
+        gang's Cliques and their pods in the cache (`clique_planner.gang_whole`)."""
+        if not gang_ready.enabled(clique):
+            return False
+        ns = clique.metadata.namespace
+        gang = [c for key in gang_key(clique) for c in self.cliques.store.by_index("gang", key)]
+        pods = {
+            c.metadata.name: self.pods.store.by_index(
+                "controller", store.owner_key(ns, c.metadata.uid)
+            )
+            for c in gang
+        }
+        return clique_planner.gang_whole(gang, pods, clique_planner.restart_count(clique))
+
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
         uid, ns = clique.metadata.uid, clique.metadata.namespace
         desired = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) or (
@@ -277,6 +309,7 @@ class CliqueController:
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
             deleting=self.expectations.pending(uid)[1],
+            gang_whole=self._gang_whole(clique),
         )
 
     def _plan(self, clique: Clique) -> Plan:
