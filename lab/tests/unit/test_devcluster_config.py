@@ -576,6 +576,9 @@ def test_committed_kube_module_is_what_the_generator_makes(module: gomodules.GoM
 
 #: The part of kwok's `pod-ready` template that `kwok.with_resources` extends.
 _READY_TEMPLATE = (
+    'conditions:\n- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+    "{{ range .spec.readinessGates }}\n- lastTransitionTime: {{ $now | Quote }}\n"
+    '  status: "True"\n  type: {{ .conditionType | Quote }}\n{{ end }}\n'
     "containerStatuses:\n{{ range .spec.containers }}\n- image: {{ .image | Quote }}\n"
     "  name: {{ .name | Quote }}\n{{ end }}\n"
 )
@@ -611,6 +614,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
     names += [s["metadata"]["name"] for s in kwok.resize_stages()]
     names.append(kwok.TERMINATION_STAGE)
+    names += list(kwok.GATE_STAGES)
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
     key = f'.metadata.annotations["{kwok.START_DELAY_ANNOTATION}"]'
@@ -630,7 +634,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     assert delayed["delay"] == dict(kwok.START_DELAY)
     for name, stage in by_name.items():
         if name not in ("pod-ready", kwok.DELAYED_STAGE) and not name.startswith(
-            ("pod-image", "pod-resize", kwok.TERMINATION_STAGE)
+            ("pod-image", "pod-resize", "pod-gates", kwok.TERMINATION_STAGE)
         ):
             extra = [dict(kwok._NO_FINALIZERS)] if name == "pod-delete" else []
             assert stage["spec"]["selector"]["matchExpressions"] == [deletion, *extra], name
@@ -664,6 +668,38 @@ def test_image_stages_act_on_running_pods_whose_images_changed() -> None:
     )
     old = yaml.safe_dump({"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}})
     assert "image updates" in kwok.stage_changes(old)
+
+
+def test_pod_ready_leaves_the_gang_gate_to_the_operator_and_gates_decide_ready() -> None:
+    from cliques.api import labels
+
+    assert kwok.GANG_GATE == labels.CONDITION_GANG_READY
+    ready = kwok.with_gang_gate(_stage("pod-ready", []))
+    template = ready["spec"]["next"]["statusTemplate"]
+    # a pod with the operator's gate is not Ready and its gate's condition is not set True;
+    # any other gate's condition is, as kwok has it
+    assert template.startswith(kwok._GANG_GATED)
+    assert 'status: {{ if $gangGated }}"False"{{ else }}"True"{{ end }}\n  type: Ready' in template
+    assert f'{{{{ if ne .conditionType "{kwok.GANG_GATE}" }}}}' in template
+    assert template.count("{{ end }}{{ end }}") == 2  # the gated check, the other gates
+    with pytest.raises(ValueError, match="readiness gates not found"):
+        kwok.with_gang_gate(_stage("pod-ready", []) | {"spec": {"next": {"statusTemplate": ""}}})
+    stages = {s["metadata"]["name"]: s["spec"] for s in kwok.gate_stages()}
+    assert set(stages) == set(kwok.GATE_STAGES)
+    up = stages["pod-gates-ready"]
+    down = stages["pod-gates-unready"]
+    assert {"key": kwok._GATES_MET, "operator": "In", "values": ["true"]} in up["selector"][
+        "matchExpressions"
+    ]
+    assert {"key": kwok._GATES_MET, "operator": "In", "values": ["false"]} in down["selector"][
+        "matchExpressions"
+    ]
+    assert 'status: "True", type: Ready' in up["next"]["statusTemplate"]
+    assert 'status: "False", type: Ready' in down["next"]["statusTemplate"]
+    old = {"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}}
+    import yaml
+
+    assert "readiness gates" in kwok.stage_changes(yaml.safe_dump(old))
 
 
 def test_stages_name_a_missing_file(tmp_path: Path) -> None:
