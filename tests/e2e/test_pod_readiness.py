@@ -2,7 +2,8 @@
 kubelet does, docs/devcluster.md): with one gang a pod short, a user's ClusterIP Service
 over every pod of the set has ready endpoints only for the whole gang's pods, and the
 short gang's running pods are not Ready while their containers are; once room appears every
-pod is Ready within a minute; and an `InOrder` start does not deadlock on the gate.
+pod is Ready within a minute; an `InOrder` start does not deadlock on the gate; and a gang
+whose worker is slow to start (the dev cluster's start delay) is not Ready until it is.
 
 Room is a node of the test's own (`gang_nodes`, an extended resource no other node has):
 three slots for the four pods of two gangs of a leader and a worker, pod by pod
@@ -22,7 +23,7 @@ import pytest
 from cliques.api import labels
 from cliques.api.pod import Pod
 from tests.support.gangnodes import gang_nodes, own_slot, slot_cliqueset
-from tests.support.harness import Cluster, running_operator, wait_for
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
 from tests.support.kubectl import Kubectl
 
 __all__ = ["gang_nodes"]
@@ -185,3 +186,43 @@ async def test_in_order_start_does_not_deadlock_on_the_gate(
     leader is not Ready (its gang is not whole until the worker is): the whole gang comes
     up, and the short one once room appears."""
     await gang_ready_then_room(cluster, crds, gang_nodes, "InOrder")
+
+
+async def test_a_slow_worker_keeps_its_gang_not_ready_until_it_is_ready(
+    cluster: Cluster, crds: str
+) -> None:
+    """A worker that takes 8 s to start (the dev cluster's start delay): its leader's
+    containers are ready meanwhile, and the leader is not Ready until the worker is."""
+    from cliques_lab.devcluster import kwok
+
+    body = cliqueset(name=NAME, replicas=1, workers=1)
+    body["spec"]["podReadiness"] = "Gang"
+    worker = body["spec"]["template"]["cliques"][1]["template"]
+    worker["metadata"]["annotations"] = {kwok.START_DELAY_ANNOTATION: "8s"}
+    async with running_operator(crds, cluster.namespace):
+        await cluster.apply(body)
+
+        async def leader_waits() -> Pod | None:
+            for p in await live_pods(cluster):
+                if p.metadata.name == f"{NAME}-0-leader-0" and p.containers_ready:
+                    return p
+            return None
+
+        await wait_for(leader_waits, timeout=60, what="the leader's containers ready")
+
+        async def gang_not_ready() -> str:
+            pods = await live_pods(cluster)
+            slow = [p for p in pods if p.metadata.labels.get(labels.LABEL_CLIQUE) == "worker"]
+            if slow and slow[0].containers_ready:
+                return ""  # the worker has started: the hold is over
+            ready = [p.metadata.name for p in pods if p.is_ready or p.gang_ready == "True"]
+            return f"{ready} Ready while the worker starts" if ready else ""
+
+        await hold(gang_not_ready, 3.0)
+
+        async def all_ready() -> bool:
+            pods = await live_pods(cluster)
+            return len(pods) == 2 and all(p.is_ready for p in pods)
+
+        await wait_for(all_ready, timeout=60, what="the gang Ready once its worker is")
+        await cluster.wait_available(NAME, timeout=30)
