@@ -235,6 +235,8 @@ class Settings:
     gang_scheduling: str = workload.DEFAULT_GANG_SCHEDULING
     #: spec.subdomainPolicy of cliques' CliqueSets, "" to leave it out
     subdomain_policy: str = ""
+    #: spec.podReadiness of cliques' CliqueSets (Pod, Gang), "" to leave it out
+    pod_readiness: str = ""
     #: component name -> pid of the dev cluster's control plane (etcd, kube-apiserver,
     #: kube-controller-manager, kube-scheduler, kwok-controller), whose CPU every phase
     #: records beside the operator's; empty for a cluster given by --kubeconfig
@@ -373,6 +375,15 @@ async def _gone(client: KubeClient, ns: str, timeout: float) -> bool:
     return False
 
 
+def _manifest(cfg: Settings, kind: WorkloadKind, name: str, image: str) -> dict[str, Any]:
+    """The workload object `name` of `cfg`'s shape with `image`; a CliqueSet with the
+    `podReadiness` `cfg` asks for."""
+    body = kind.manifest(name, cfg.shape, image, cfg.gang_scheduling, cfg.subdomain_policy)
+    if kind is kinds.CLIQUESET:
+        return workload.with_pod_readiness(body, cfg.pod_readiness)
+    return body
+
+
 async def _phases(
     client: KubeClient,
     load: LoadGenerator,
@@ -391,8 +402,6 @@ async def _phases(
     """Every phase in order. `metrics_port`: the operator's own /metrics (cliques), or 0;
     `in_place`: the operator updates pods in place (cliques, not a peer)."""
     shape = cfg.shape
-    gang = cfg.gang_scheduling
-    sub = cfg.subdomain_policy
     desired = kind.desired_pods(shape)
     total = shape.total_pods
     names = shape.names()
@@ -488,7 +497,7 @@ async def _phases(
 
     # -- deploy ----------------------------------------------------------------------------
     api0, cpu0, mark, t0 = await begin()
-    await apply([kind.manifest(n, shape, kinds.FIRST_IMAGE, gang, sub) for n in names])
+    await apply([_manifest(cfg, kind, n, kinds.FIRST_IMAGE) for n in names])
     for phase, fn in (
         ("pods-created", lambda: len(obs.live_pods())),
         ("pods-ready", lambda: obs.count(ready=True)),
@@ -515,7 +524,7 @@ async def _phases(
         # -- rolling update ----------------------------------------------------------------
         api0, cpu0, mark, t0 = await begin()
         new_image = kinds.NEXT_IMAGE
-        await apply([kind.manifest(n, shape, new_image, gang, sub) for n in names])
+        await apply([_manifest(cfg, kind, n, new_image) for n in names])
         ok = await wait(
             "rolling-update",
             lambda: min(
@@ -532,7 +541,7 @@ async def _phases(
         # (cliques only: the peers have no in-place update; their roll is rolling-update.)
         api0, cpu0, mark, t0 = await begin()
         new_image = kinds.IN_PLACE_IMAGE
-        await apply([_in_place(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        await apply([_in_place(_manifest(cfg, kind, n, new_image)) for n in names])
         ok = await wait(
             "in-place-update",
             lambda: min(
@@ -547,7 +556,7 @@ async def _phases(
     if "reorder-apply" not in cfg.skip:
         # -- re-order-only apply -----------------------------------------------------------
         api0, cpu0, mark, t0 = await begin()
-        await apply([kind.reordered(kind.manifest(n, shape, new_image, gang, sub)) for n in names])
+        await apply([kind.reordered(_manifest(cfg, kind, n, new_image)) for n in names])
         # Settle: every set observed the new generation and stays Available for 10 s.
         # An operator that replaces pods here is followed until it is done (quiet for 2 s).
         settle_until = time.monotonic() + 10.0
