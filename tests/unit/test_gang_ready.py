@@ -77,17 +77,30 @@ def gang(workers: int = 2) -> tuple[Clique, Clique]:
     return gated(clique(0, "leader")), gated(clique(0, "worker", replicas=workers))
 
 
-def whole(cliques: tuple[Clique, ...], pods: list[Pod]) -> bool:
-    by_name = {
+def by_clique(cliques: tuple[Clique, ...], pods: list[Pod]) -> dict[str, list[Pod]]:
+    return {
         c.metadata.name: [p for p in pods if p.metadata.owner_references[0].uid == c.metadata.uid]
         for c in cliques
     }
-    return clique_planner.gang_whole(list(cliques), by_name, 0)
 
 
-def plan(c: Clique, pods: list[Pod], whole_: bool) -> Any:
+def whole(cliques: tuple[Clique, ...], pods: list[Pod]) -> bool:
+    return clique_planner.gang_whole(list(cliques), by_clique(cliques, pods))
+
+
+def plan(
+    c: Clique,
+    pods: list[Pod],
+    gang: tuple[Clique, ...] = (),
+    others: tuple[Pod, ...] | list[Pod] = (),
+) -> Any:
+    """The plan of `c` with its `pods`, keeping the gates of the gang `gang` (itself and
+    the other Cliques, whose pods are `others`), or of no gang (`gang` empty)."""
+    view = None
+    if gang:
+        view = clique_planner.GangView(tuple(gang), by_clique(tuple(gang), [*pods, *others]))
     return clique_planner.plan(
-        CliqueSnapshot(clique=c, pods=pods, now=NOW, template_hash="h1", gang_whole=whole_)
+        CliqueSnapshot(clique=c, pods=pods, now=NOW, template_hash="h1", gang=view)
     )
 
 
@@ -149,14 +162,10 @@ def test_in_order_start_reads_container_readiness_no_deadlock() -> None:
     leader, worker = gang()
     # the leader's pod: containers ready, not Ready (its gang is not whole: no workers yet)
     lp = [pod(leader, 0)]
-    assert (
-        clique_planner.waiting_for(
-            worker, {leader.metadata.name: leader}, {leader.metadata.name: lp}
-        )
-        == []
-    )
+    deps = {leader.metadata.name: leader}
+    assert clique_planner.waiting_for(worker, deps, {leader.metadata.name: lp}) == []
     # and the leader's own status reads it ready: the CliqueSet sees it start
-    status = plan(leader, lp, False).status
+    status = plan(leader, lp, (leader, worker)).status
     assert status is not None and status.ready_replicas == 1
     ready = next(c for c in status.conditions if c.type == "Ready")
     assert ready.status == "True"
@@ -173,6 +182,17 @@ def test_a_gang_is_whole_only_with_every_pod_of_every_clique_ready() -> None:
     assert not whole((leader, worker), [*pods[:2], pod(worker, 1, containers=False)])
     assert not whole((leader, worker), [*pods[:2], pod(worker, 1, deleting=True)])
     assert not whole((), [])
+    # a pod whose delete was sent (not in the cache yet) does not count
+    assert not clique_planner.gang_whole(
+        [leader, worker], by_clique((leader, worker), pods), {"llama-0-worker-1"}
+    )
+
+
+def restarted(c: Clique, n: int) -> Clique:
+    meta = msgspec.structs.replace(
+        c.metadata, annotations={**c.metadata.annotations, labels.ANNOTATION_GANG_RESTARTS: str(n)}
+    )
+    return msgspec.structs.replace(c, metadata=meta)
 
 
 def test_a_pod_of_another_epoch_does_not_count() -> None:
@@ -180,116 +200,111 @@ def test_a_pod_of_another_epoch_does_not_count() -> None:
     base = [pod(leader, 0), pod(worker, 0)]
     # of the old template hash (a roll under way)
     assert not whole((leader, worker), [*base, pod(worker, 1, hash_="h0")])
-    # of an older gang restart
-    restarted = msgspec.structs.replace(
-        worker,
-        metadata=msgspec.structs.replace(
-            worker.metadata, annotations={labels.ANNOTATION_GANG_RESTARTS: "1"}
-        ),
-    )
-    assert not clique_planner.gang_whole(
-        [leader, restarted],
-        {leader.metadata.name: [pod(leader, 0)], restarted.metadata.name: [pod(worker, 0)]},
-        0,
-    )
-    lead1 = msgspec.structs.replace(
-        leader,
-        metadata=msgspec.structs.replace(
-            leader.metadata, annotations={labels.ANNOTATION_GANG_RESTARTS: "1"}
-        ),
-    )
-    old = [pod(restarted, i) for i in (0, 1)]  # pods of restart 0
-    new = [pod(restarted, i, restarts="1") for i in (0, 1)]
-    lp = [pod(lead1, 0, restarts="1")]
-    assert not clique_planner.gang_whole(
-        [lead1, restarted], {lead1.metadata.name: lp, restarted.metadata.name: old}, 1
-    )
-    assert clique_planner.gang_whole(
-        [lead1, restarted], {lead1.metadata.name: lp, restarted.metadata.name: new}, 1
-    )
+    # of an older gang restart: the Cliques record restart 1, the pods restart 0
+    lead1, work1 = restarted(leader, 1), restarted(worker, 1)
+    old = [pod(lead1, 0), pod(work1, 0), pod(work1, 1)]
+    assert not whole((lead1, work1), old)
+    new = [pod(lead1, 0, restarts="1"), pod(work1, 0, restarts="1"), pod(work1, 1, restarts="1")]
+    assert whole((lead1, work1), new)
+    # a Clique not reached by the restart yet: the gang is not whole
+    assert not whole((lead1, worker), [new[0], *pods_of(worker)])
 
 
-# The gate patches
+def pods_of(c: Clique) -> list[Pod]:
+    return [pod(c, i) for i in range(c.spec.replicas)]
 
 
-def test_gates_turn_true_when_whole_with_a_status_patch_and_never_twice() -> None:
-    _, worker = gang()
-    pods = [pod(worker, 0), pod(worker, 1)]
-    out = plan(worker, pods, True)
-    assert gate_patches(out) == [("llama-0-worker-0", "True"), ("llama-0-worker-1", "True")]
+# The gate patches, written by the gang's keeper
+
+
+def test_the_keeper_is_the_first_live_clique_by_name() -> None:
+    leader, worker = gang()
+    assert clique_planner.keeper([worker, leader]) == leader.metadata.name
+    going = msgspec.structs.replace(
+        leader, metadata=msgspec.structs.replace(leader.metadata, deletion_timestamp=NOW)
+    )
+    assert clique_planner.keeper([going, worker]) == worker.metadata.name
+    assert clique_planner.keeper([]) == ""
+
+
+def test_gates_turn_true_when_whole_for_every_pod_of_the_gang_and_never_twice() -> None:
+    leader, worker = gang()
+    own, others = [pod(leader, 0)], pods_of(worker)
+    out = plan(leader, own, (leader, worker), others)
+    assert gate_patches(out) == [
+        ("llama-0-leader-0", "True"),
+        ("llama-0-worker-0", "True"),
+        ("llama-0-worker-1", "True"),
+    ]
     patch = next(p for p in out.patches if p.sub == "status")
-    assert patch.resource == PODS and patch.patch_type == "strategic"
+    assert patch.resource == PODS and patch.patch_type == "strategic" and patch.status_neutral
     cond = patch.patch["status"]["conditions"][0]
     assert cond["type"] == GATE and cond["lastTransitionTime"] == NOW
+    # the Clique's status is written in the same reconcile: the gate patches are neutral
+    assert out.awaited_writes == 0
     # once the cache shows them True: nothing more to write
-    done = [pod(worker, 0, gate="True"), pod(worker, 1, gate="True")]
-    assert gate_patches(plan(worker, done, True)) == []
+    done_own = [pod(leader, 0, gate="True")]
+    done = [pod(worker, i, gate="True") for i in (0, 1)]
+    assert gate_patches(plan(leader, done_own, (leader, worker), done)) == []
+    # a Clique that does not keep the gates writes none
+    assert gate_patches(plan(worker, others)) == []
 
 
 def test_gates_turn_false_as_soon_as_the_gang_breaks_only_where_true() -> None:
-    _, worker = gang()
-    pods = [pod(worker, 0, gate="True"), pod(worker, 1, gate="True")]
-    assert gate_patches(plan(worker, pods, False)) == [
+    leader, worker = gang()
+    own = [pod(leader, 0, gate="True")]
+    broken = [pod(worker, 0, gate="True", containers=False), pod(worker, 1, gate="True")]
+    assert gate_patches(plan(leader, own, (leader, worker), broken)) == [
+        ("llama-0-leader-0", "False"),
         ("llama-0-worker-0", "False"),
         ("llama-0-worker-1", "False"),
     ]
     # a pod without the condition, or with it False, is not Ready by it: no write
-    quiet = [pod(worker, 0), pod(worker, 1, gate="False")]
-    assert gate_patches(plan(worker, quiet, False)) == []
+    quiet = [pod(worker, 0), pod(worker, 1, gate="False", containers=False)]
+    assert gate_patches(plan(leader, [pod(leader, 0)], (leader, worker), quiet[:1])) == []
+    assert gate_patches(plan(leader, [pod(leader, 0)], (leader, worker), quiet)) == []
 
 
 def test_no_gate_patch_for_pods_without_the_gate_being_deleted_or_of_another_epoch() -> None:
-    _, worker = gang()
-    pods = [
-        pod(worker, 0, has_gate=False),
-        pod(worker, 1, deleting=True),
-        pod(worker, 2, hash_="h0", gate="True"),  # an old pod keeps no True gate
-    ]
     c = gated(clique(0, "worker", replicas=3))
+    pods = [
+        pod(c, 0, has_gate=False),
+        pod(c, 1, deleting=True),
+        pod(c, 2, hash_="h0", gate="True"),  # an old pod keeps no True gate
+    ]
     # (its delete waits for earlier writes to be seen: the old pod is still there)
+    view = clique_planner.GangView((c,), {c.metadata.name: pods})
     snap = CliqueSnapshot(
-        clique=c,
-        pods=pods,
-        now=NOW,
-        template_hash="h1",
-        gang_whole=True,
-        expectations_satisfied=False,
+        clique=c, pods=pods, now=NOW, template_hash="h1", gang=view, expectations_satisfied=False
     )
     assert gate_patches(clique_planner.plan(snap)) == [("llama-0-worker-2", "False")]
     # a pod the plan deletes gets no patch
-    assert gate_patches(plan(c, pods, True)) == []
-    # a Clique without the gate in its template writes no gate at all
-    plain = clique(0, "worker", replicas=2)
-    assert gate_patches(plan(plain, [pod(plain, 0), pod(plain, 1)], True)) == []
+    assert gate_patches(plan(c, pods, (c,))) == []
 
 
-def test_a_pod_whose_containers_stopped_is_not_left_true() -> None:
-    _, worker = gang()
-    pods = [pod(worker, 0, gate="True"), pod(worker, 1, gate="True", containers=False)]
-    # the gang is not whole (the controller's read); both drop
-    assert len(gate_patches(plan(worker, pods, False))) == 2
-
-
-def test_same_to_planner_sees_container_readiness_and_the_gate() -> None:
+def test_same_to_planner_sees_container_readiness_not_the_gate_it_writes() -> None:
     leader, _ = gang()
     a = pod(leader, 0)
     assert clique_planner.same_to_planner(a, pod(leader, 0))
-    assert not clique_planner.same_to_planner(a, pod(leader, 0, gate="True"))
+    assert clique_planner.same_to_planner(a, pod(leader, 0, gate="True"))
     assert not clique_planner.same_to_planner(a, pod(leader, 0, containers=False))
 
 
-# Wake-ups across a gang
+# Wake-ups across a gang, and the controller's view of it
 
 
-async def test_a_pod_turning_ready_wakes_every_clique_of_a_gated_gang() -> None:
+async def test_a_pod_turning_ready_wakes_the_keeper_of_a_gated_gang() -> None:
     leader, worker = gang()
     ctl = controller(leader, worker)
     starting, ready = pod(worker, 0, containers=False), pod(worker, 0)
     ctl._on_pod("MODIFIED", starting, ready)
-    assert {"ns/llama-0-leader", "ns/llama-0-worker"} <= await queued(ctl)
-    # its gate set True by the operator: its own Clique only (a status it may now write)
+    assert await queued(ctl) == {"ns/llama-0-leader", "ns/llama-0-worker"}
+    # the keeper's own pod: itself only
+    ctl._on_pod("MODIFIED", pod(leader, 0, containers=False), pod(leader, 0))
+    assert await queued(ctl) == {"ns/llama-0-leader"}
+    # its gate set True by the operator: nothing to plan
     ctl._on_pod("MODIFIED", ready, pod(worker, 0, gate="True"))
-    assert await queued(ctl) == {"ns/llama-0-worker"}
+    assert await queued(ctl) == set()
 
 
 async def test_a_pod_of_an_ungated_gang_wakes_no_sibling() -> None:
@@ -299,17 +314,16 @@ async def test_a_pod_of_an_ungated_gang_wakes_no_sibling() -> None:
     assert "ns/llama-0-leader" not in await queued(ctl)
 
 
-def test_the_controller_reads_the_gang_across_its_cliques() -> None:
+def test_the_keeper_reads_the_gang_across_its_cliques() -> None:
     leader, worker = gang()
     ctl = controller(leader, worker)
     for p in (pod(leader, 0), pod(worker, 0)):
         ctl.pods.store.upsert(p)
-    assert not ctl.snapshot(leader).gang_whole
+    assert ctl.snapshot(worker).gang is None  # not the keeper
+    assert gate_patches(clique_planner.plan(ctl.snapshot(leader))) == []  # not whole
     ctl.pods.store.upsert(pod(worker, 1))
-    assert ctl.snapshot(leader).gang_whole and ctl.snapshot(worker).gang_whole
     # one pod of N turning ready costs at most N gate patches, and none in steady state
-    snap = ctl.snapshot(worker)
-    assert len(gate_patches(clique_planner.plan(snap))) == 2
-    for i in (0, 1):
-        ctl.pods.store.upsert(pod(worker, i, gate="True"))
-    assert gate_patches(clique_planner.plan(ctl.snapshot(worker))) == []
+    assert len(gate_patches(clique_planner.plan(ctl.snapshot(leader)))) == 3
+    for p in (pod(leader, 0, gate="True"), *(pod(worker, i, gate="True") for i in (0, 1))):
+        ctl.pods.store.upsert(p)
+    assert gate_patches(clique_planner.plan(ctl.snapshot(leader))) == []

@@ -2,9 +2,10 @@
 
 It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique itself, its
 pods (by controller owner reference), and a change of a Clique it starts after (its siblings
-in the gang are looked up through the `gang` index); with `podReadiness: Gang`, a change
-of any Clique of its gang or of their pods' readiness (`gang_ready`: its pods are Ready
-only while the gang is whole). Pod watch events satisfy its expectations.
+in the gang are looked up through the `gang` index); with `podReadiness: Gang`, for the
+Clique that keeps its gang's gates (`clique_planner.keeper`), a change of any Clique of the
+gang or of their pods' readiness (`gang_ready`: pods are Ready only while their gang is
+whole). Pod watch events satisfy its expectations.
 
 Status writes: a status that only reports progress towards Ready (pods created, not Ready
 yet; `clique_planner.progress_only`) is held back for up to `status_hold` seconds, since
@@ -188,9 +189,10 @@ class CliqueController:
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
             self._wake_dependents(new)
-        # A Clique that joins or leaves a gang, or rolls, changes whether it is whole.
+        # A Clique that joins or leaves a gang, rolls or is resized changes whether the gang
+        # is whole: the Clique that keeps the gang's gates looks again.
         if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
-            self._wake_gang(new)
+            self._wake_keeper(new)
 
     def _wake_dependents(self, clique: Clique) -> None:
         """Enqueue the Cliques of `clique`'s gang that start after it."""
@@ -199,16 +201,19 @@ class CliqueController:
                 if clique.metadata.name in sib.spec.starts_after:
                     self.queue.add(key_of(sib))
 
-    def _wake_gang(self, clique: Clique) -> None:
-        """With `podReadiness: Gang`, enqueue (debounced) the other Cliques of `clique`'s
-        gang: whether the gang is whole may have changed, and each sets its own pods' gates
-        (`gang_ready`)."""
+    def _gang(self, clique: Clique) -> list[Clique]:
+        """The Cliques of `clique`'s gang in the cache (itself included)."""
+        return [c for key in gang_key(clique) for c in self.cliques.store.by_index("gang", key)]
+
+    def _wake_keeper(self, clique: Clique) -> None:
+        """With `podReadiness: Gang`, enqueue (debounced) the Clique that keeps the gates of
+        `clique`'s gang (`clique_planner.keeper`), if another: whether the gang is whole may
+        have changed."""
         if not gang_ready.enabled(clique):
             return
-        for key in gang_key(clique):
-            for sib in self.cliques.store.by_index("gang", key):
-                if sib.metadata.name != clique.metadata.name:
-                    self.queue.add_after(key_of(sib), self.pod_debounce)
+        name = clique_planner.keeper(self._gang(clique))
+        if name and name != clique.metadata.name:
+            self.queue.add_after(f"{clique.metadata.namespace}/{name}", self.pod_debounce)
 
     def _on_pod(self, kind: EventKind, old: Any, new: Pod) -> None:
         meta = new.metadata
@@ -243,7 +248,7 @@ class CliqueController:
                 # where this Clique's status is the same before and after; and so do the
                 # other Cliques of a gang whose pods are Ready only while it is whole.
                 self._wake_dependents(clique)
-                self._wake_gang(clique)
+                self._wake_keeper(clique)
             if own_create and self._only_progress(key, clique, new):
                 return
             # Debounced: a pod goes through several updates in quick succession (created,
@@ -278,20 +283,24 @@ class CliqueController:
         }
         return clique_planner.waiting_for(clique, deps, pods)
 
-    def _gang_whole(self, clique: Clique) -> bool:
-        """With `podReadiness: Gang`, whether `clique`'s gang is whole, read across the
-        gang's Cliques and their pods in the cache (`clique_planner.gang_whole`)."""
+    def _gang_view(self, clique: Clique) -> clique_planner.GangView | None:
+        """With `podReadiness: Gang`, for the Clique that keeps its gang's gates
+        (`clique_planner.keeper`): the gang's Cliques and their pods in the cache; None for
+        any other."""
         if not gang_ready.enabled(clique):
-            return False
+            return None
+        gang = self._gang(clique)
+        if clique_planner.keeper(gang) != clique.metadata.name:
+            return None
         ns = clique.metadata.namespace
-        gang = [c for key in gang_key(clique) for c in self.cliques.store.by_index("gang", key)]
+        live = tuple(c for c in gang if c.metadata.deletion_timestamp is None)
         pods = {
             c.metadata.name: self.pods.store.by_index(
                 "controller", store.owner_key(ns, c.metadata.uid)
             )
-            for c in gang
+            for c in live
         }
-        return clique_planner.gang_whole(gang, pods, clique_planner.restart_count(clique))
+        return clique_planner.GangView(live, pods)
 
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
         uid, ns = clique.metadata.uid, clique.metadata.namespace
@@ -309,7 +318,7 @@ class CliqueController:
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
             deleting=self.expectations.pending(uid)[1],
-            gang_whole=self._gang_whole(clique),
+            gang=self._gang_view(clique),
         )
 
     def _plan(self, clique: Clique) -> Plan:

@@ -5,8 +5,10 @@ A pod's Ready condition is the kubelet's: its containers are ready, and every co
 `cliques.dev/gang-ready` (`add_gate`, put into each Clique's pod template by the CliqueSet
 controller, so it is part of the template hash: a readiness gate cannot be added to a
 running pod, and switching `Pod` to `Gang` or back rolls the set; a set with the default
-`Pod` hashes as it always did). The Clique controller sets that condition on each of its
-pods (`gate_patches`, a strategic-merge patch of `pods/<name>/status`):
+`Pod` hashes as it always did). One Clique of each gang, the first by name
+(`clique.planner.keeper`), sets that condition on every pod of the gang (`gate_patches`, a
+strategic-merge patch of `pods/<name>/status`), so that no two reconciles of a gang write
+the same condition; the other Cliques' pod and spec changes wake it:
 
 - True while the pod's gang is whole: every pod of every Clique of the gang present with
   its containers ready, of its Clique's current template hash and gang restart count
@@ -16,7 +18,11 @@ pods (`gate_patches`, a strategic-merge patch of `pods/<name>/status`):
 
 Nothing is written for a pod whose condition already says the right thing, so a gang in
 steady state costs no write, and a gang of N pods that turns whole (or breaks) costs at
-most N. Every Service, the user's own included, then routes only to whole gangs. The
+most N. The writes are status-neutral (`Patch.status_neutral`): the Clique's own status
+does not wait for them, and their watch events wake no reconcile (the planner does not
+look at the condition it writes, `clique.planner.same_to_planner`).
+
+Every Service, the user's own included, then routes only to whole gangs. The
 operator's own judgement (start order, availability, breaches) reads the pods' container
 readiness (`Pod.containers_ready`), never their Ready, so the gate cannot deadlock an
 `InOrder` start, whose first clique waits for no one.
@@ -118,6 +124,7 @@ def gate_patches(pods: Iterable[tuple[Pod, bool]], whole: bool, now: str, gang: 
                 patch_type="strategic",
                 reason=REASON_WHOLE if want else REASON_NOT_WHOLE,
                 sub="status",
+                status_neutral=True,
             )
         )
     return out
