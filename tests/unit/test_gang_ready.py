@@ -327,3 +327,31 @@ def test_the_keeper_reads_the_gang_across_its_cliques() -> None:
     for p in (pod(leader, 0, gate="True"), *(pod(worker, i, gate="True") for i in (0, 1))):
         ctl.pods.store.upsert(p)
     assert gate_patches(clique_planner.plan(ctl.snapshot(leader))) == []
+
+
+async def test_what_wakes_the_keeper_beyond_pod_readiness() -> None:
+    leader, worker = gang()
+    ctl = controller(leader, worker)
+    # a new pod (not ready) makes no gang whole: its own Clique only
+    ctl._on_pod("ADDED", None, pod(worker, 0, containers=False))
+    assert await queued(ctl) == {"ns/llama-0-worker"}
+    # a Clique joining a gang that is not whole: itself only
+    ctl._on_clique("ADDED", None, worker)
+    assert await queued(ctl) == {"ns/llama-0-worker"}
+    # ... one that is whole (its gates up): the keeper too
+    ctl.pods.store.upsert(pod(leader, 0, gate="True"))
+    ctl._on_clique("ADDED", None, worker)
+    assert await queued(ctl) == {"ns/llama-0-worker", "ns/llama-0-leader"}
+    # a spec change (replicas) or a Clique gone: the keeper
+    grown = msgspec.structs.replace(
+        worker,
+        metadata=msgspec.structs.replace(worker.metadata, generation=2),
+        spec=msgspec.structs.replace(worker.spec, replicas=3),
+    )
+    ctl._on_clique("MODIFIED", worker, grown)
+    assert "ns/llama-0-leader" in await queued(ctl)
+    ctl._on_clique("DELETED", worker, worker)
+    assert "ns/llama-0-leader" in await queued(ctl)
+    # a pod deleted: the keeper
+    ctl._on_pod("DELETED", pod(worker, 1), pod(worker, 1))
+    assert "ns/llama-0-leader" in await queued(ctl)

@@ -408,7 +408,7 @@ ANNOTATION_GANG_RESTARTS: Final = _annotation(
         "controllers.cliqueset.planner",
         "controllers.features.gang_failures",
     ),
-    readers=("controllers.clique.planner",),
+    readers=("controllers.clique.controller", "controllers.clique.planner"),
 )
 ANNOTATION_LAST_RESTART: Final = _annotation(
     "last-restart",

@@ -91,6 +91,23 @@ WATCHES: tuple[Watch, ...] = (
 )
 
 
+def _may_change_whole(kind: EventKind, old: Clique | None, new: Clique) -> bool:
+    """Whether a Clique's event may change whether its gang is whole, beyond its pods'
+    events: it goes, or its spec (replicas), template hash or gang restart count changes.
+    (One that joins a gang can only break a whole one: `CliqueController._gates_up`.)"""
+    if kind == "DELETED":
+        return True
+    if kind != "MODIFIED" or old is None:
+        return False
+    o, n = old.metadata, new.metadata
+    key, restarts = labels.LABEL_TEMPLATE_HASH, labels.ANNOTATION_GANG_RESTARTS
+    return (
+        o.generation != n.generation
+        or o.labels.get(key) != n.labels.get(key)
+        or o.annotations.get(restarts) != n.annotations.get(restarts)
+    )
+
+
 class CliqueController:
     NAME: ClassVar[str] = NAME
     WATCHES: ClassVar[tuple[Watch, ...]] = WATCHES
@@ -189,9 +206,9 @@ class CliqueController:
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
             self._wake_dependents(new)
-        # A Clique that joins or leaves a gang, rolls or is resized changes whether the gang
-        # is whole: the Clique that keeps the gang's gates looks again.
-        if kind != "MODIFIED" or old is None or not only_status_changed(old, new):
+        # A Clique that leaves a gang, joins a whole one or changes its spec or epoch may
+        # change whether the gang is whole: the Clique that keeps its gates looks again.
+        if _may_change_whole(kind, old, new) or (kind == "ADDED" and self._gates_up(new)):
             self._wake_keeper(new)
 
     def _wake_dependents(self, clique: Clique) -> None:
@@ -204,6 +221,15 @@ class CliqueController:
     def _gang(self, clique: Clique) -> list[Clique]:
         """The Cliques of `clique`'s gang in the cache (itself included)."""
         return [c for key in gang_key(clique) for c in self.cliques.store.by_index("gang", key)]
+
+    def _gates_up(self, clique: Clique) -> bool:
+        """Whether some pod of `clique`'s gang has its gang readiness condition True."""
+        ns = clique.metadata.namespace
+        return any(
+            p.gang_ready == "True"
+            for c in self._gang(clique)
+            for p in self.pods.store.by_index("controller", store.owner_key(ns, c.metadata.uid))
+        )
 
     def _wake_keeper(self, clique: Clique) -> None:
         """With `podReadiness: Gang`, enqueue (debounced) the Clique that keeps the gates of
@@ -245,9 +271,13 @@ class CliqueController:
             if kind == "DELETED" or old is None or old.containers_ready != new.containers_ready:
                 # The Cliques that start after this one judge it by its pods too
                 # (`clique_planner.waiting_for`): a Ready pod lost or back wakes them, even
-                # where this Clique's status is the same before and after; and so do the
-                # other Cliques of a gang whose pods are Ready only while it is whole.
+                # where this Clique's status is the same before and after.
                 self._wake_dependents(clique)
+            if kind == "DELETED" or (
+                old is not None and old.containers_ready != new.containers_ready
+            ):
+                # A gang whose pods are Ready only while it is whole: the Clique that keeps
+                # its gates looks again (a new pod, not ready, makes no gang whole).
                 self._wake_keeper(clique)
             if own_create and self._only_progress(key, clique, new):
                 return
