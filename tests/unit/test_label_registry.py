@@ -15,7 +15,8 @@ from cliques.api import labels
 
 PACKAGE = Path(labels.__file__).resolve().parents[1]
 LABELS_PY = PACKAGE / "api" / "labels.py"
-PREFIXES = ("LABEL_", "ANNOTATION_")
+PREFIXES = ("LABEL_", "ANNOTATION_", "CONDITION_")
+KINDS = {"LABEL_": "label", "ANNOTATION_": "annotation", "CONDITION_": "condition"}
 
 #: constant name -> key, for every LABEL_* and ANNOTATION_* of `labels`
 CONSTANTS = {
@@ -101,7 +102,7 @@ def test_the_registry_is_the_constants() -> None:
     assert len(CONSTANT_OF) == len(CONSTANTS), "two constants for one key"
     for name, key in CONSTANTS.items():
         entry = KEYS[key]
-        assert entry.kind == ("label" if name.startswith("LABEL_") else "annotation"), name
+        assert entry.kind == KINDS[name[: name.index("_") + 1]], name
         assert labels.is_reserved(key) and entry.on and entry.meaning and entry.writers, name
 
 

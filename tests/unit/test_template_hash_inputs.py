@@ -84,6 +84,9 @@ CHANGES: dict[str, list[Edit]] = {
             0
         ].update(name="h"),
     ],
+    "podReadiness": [
+        lambda d: _spec(d).update(podReadiness="Gang"),
+    ],
     "kueue": [
         lambda d: d["metadata"]["labels"].update({QUEUE: "other"}),
         lambda d: d["metadata"]["labels"].update({PRIORITY: "low"}),
@@ -110,6 +113,7 @@ UNCOUNTED: dict[str, Edit] = {
         scalingGroups=[{"name": "grp", "cliques": ["worker"], "replicas": 2}]
     ),
     "spec.startupType": lambda d: _spec(d).update(startupType="InOrder"),
+    "spec.podReadiness Pod (the default)": lambda d: _spec(d).update(podReadiness="Pod"),
     "spec.updateStrategy": lambda d: _spec(d).update(
         updateStrategy={"type": "Recreate", "inPlace": "IfPossible", "maxUnavailable": 2}
     ),

@@ -239,6 +239,8 @@ class Settings:
     gang_scheduling: str = workload.DEFAULT_GANG_SCHEDULING
     #: spec.subdomainPolicy of cliques' CliqueSets, "" to leave it out
     subdomain_policy: str = ""
+    #: spec.podReadiness of cliques' CliqueSets (Pod, Gang), "" to leave it out
+    pod_readiness: str = ""
     #: component name -> pid of the dev cluster's control plane (etcd, kube-apiserver,
     #: kube-controller-manager, kube-scheduler, kwok-controller), whose CPU every phase
     #: records beside the operator's; empty for a cluster given by --kubeconfig
@@ -581,8 +583,9 @@ async def _phases(
 
 
 def _manifest(kind: WorkloadKind, cfg: Settings, name: str, image: str) -> dict[str, Any]:
-    """The workload object `name` running `image`, with the run's start model."""
-    return kind.build(
+    """The workload object `name` running `image`, with the run's start model; a CliqueSet
+    with the `podReadiness` `cfg` asks for."""
+    body = kind.build(
         name,
         cfg.shape,
         image,
@@ -591,6 +594,9 @@ def _manifest(kind: WorkloadKind, cfg: Settings, name: str, image: str) -> dict[
         cfg.pull_seconds,
         cfg.load_seconds,
     )
+    if kind is kinds.CLIQUESET:
+        return workload.with_pod_readiness(body, cfg.pod_readiness)
+    return body
 
 
 def _time_to_serve(obs: Observer, t0: float, phase: str) -> float | None:

@@ -126,6 +126,13 @@ def add_parsers(bench_sub: Any) -> None:
         "as the peers schedule; Workload binds each gang whole through the Workload API)",
     )
     p.add_argument(
+        "--pod-readiness",
+        choices=("Pod", "Gang"),
+        default="",
+        help="spec.podReadiness of cliques' CliqueSets (default: left out, Pod; Gang: pods "
+        "Ready only in whole gangs, through the readiness gate cliques.dev/gang-ready)",
+    )
+    p.add_argument(
         "--subdomain-policy",
         type=_policies,
         default=[""],
@@ -447,6 +454,7 @@ def run_scale(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         log_dir=args.out / "logs",
         gang_scheduling=args.gang_scheduling,
+        pod_readiness=args.pod_readiness,
         skip=args.skip,
         pull_seconds=args.pull_seconds,
         load_seconds=args.load_seconds,
@@ -457,6 +465,7 @@ def run_scale(args: argparse.Namespace) -> int:
         "shape": str(shape),
         "total_pods": shape.total_pods,
         "gang_scheduling": args.gang_scheduling,
+        "pod_readiness": args.pod_readiness or "Pod",
         "subdomain_policies": [p for p in args.subdomain_policy if p],
         "pod_template_hash": next(iter(hashes.values())),
         "nodes": args.nodes,

@@ -129,6 +129,14 @@ def manifest(
     return body
 
 
+def with_pod_readiness(body: dict[str, Any], readiness: str) -> dict[str, Any]:
+    """`body` with `spec.podReadiness` set to `readiness` (`Gang`: pods Ready only in whole
+    gangs, docs/gangs.md); as it is for "" (left out: the operator's default, Pod)."""
+    if not readiness:
+        return body
+    return {**body, "spec": {**body["spec"], "podReadiness": readiness}}
+
+
 def reordered(body: dict[str, Any]) -> dict[str, Any]:
     """The same desired state, spelled differently: map-lists and the cliques list in another
     order, quantities in other units. A canonical hash sees no change."""

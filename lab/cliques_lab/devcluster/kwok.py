@@ -289,12 +289,13 @@ def stages(source: Path, *, every_pod: bool = False) -> list[dict[str, Any]]:
             continue
         # Two stages, so that a pod without the annotation goes through kwok's own stage
         # exactly as before (no delay queue), and one with it through the delayed copy.
-        gated = with_start_gate(with_resources(s))
+        gated = with_gang_gate(with_start_gate(with_resources(s)))
         result.append(_requiring(gated, "DoesNotExist"))
         delayed = _requiring(with_start_delay(gated), "Exists")
         delayed["metadata"]["name"] = DELAYED_STAGE
         result.append(delayed)
     made = result + image_stages() + resize_stages() + [termination_stage()]
+    made += gate_stages()
     return startmodel.with_start_model(made, every_pod=every_pod)
 
 
@@ -462,7 +463,8 @@ def with_start_delay(stage: dict[str, Any]) -> dict[str, Any]:
 def stage_changes(config_text: str) -> list[str]:
     """Which of our changes to `pod-ready` (`"start gate"`, `"start delay"`) and `pod-delete`
     (`"single deletes"`) and stages of our own (`"image updates"`, `"resizes"`,
-    `"terminations"`) the Stages saved in a cluster's kwok.yaml lack: a
+    `"terminations"`, `"readiness gates"`, `"start model"`) the Stages saved in a
+    cluster's kwok.yaml lack: a
     cluster created by an older version keeps its stages until it is recreated."""
     import yaml
 
@@ -507,6 +509,8 @@ def stage_changes(config_text: str) -> list[str]:
         spec.get("next") or ""
     ):
         missing.append("resizes")
+    if not {s["metadata"]["name"] for s in gate_stages()} <= names:
+        missing.append("readiness gates")
     return missing
 
 
@@ -837,3 +841,78 @@ def _start_model_stages() -> tuple[str, ...]:
     from cliques_lab.devcluster import startmodel
 
     return startmodel.stage_names()
+
+
+#: Readiness gates as a kubelet honours them: a pod is Ready when its containers are
+#: (ContainersReady) and every condition its `spec.readinessGates` names is True, and it
+#: turns Ready or not Ready again whenever one of them changes. KWOK's own `pod-ready` sets
+#: every gate's condition True itself and the pod Ready at once, which no kubelet does, so
+#: `with_gang_gate` makes it leave the operator's gate (`GANG_GATE`) to the operator and a
+#: pod carrying it not Ready; and two stages of ours keep Ready the kubelet's judgement for
+#: a running pod with readiness gates, whichever stage or writer last changed its
+#: conditions: `pod-gates-ready` makes it Ready when its containers are ready and every
+#: gate is True, `pod-gates-unready` not Ready when either stops being so.
+GANG_GATE: Final = "cliques.dev/gang-ready"
+GATE_STAGES: Final = ("pod-gates-ready", "pod-gates-unready")
+#: jq: the pod's containers are ready and every readiness gate's condition is True.
+_GATES_MET: Final = (
+    '([.status.conditions[]? | select(.type == "ContainersReady" and .status == "True")] '
+    "| length > 0) and ([.spec.readinessGates[]?.conditionType as $t | "
+    'any(.status.conditions[]?; .type == $t and .status == "True")] | all)'
+)
+_HAS_GATES: Final = "(.spec.readinessGates // []) | length > 0"
+_READY_AS: Final = """{{ $now := Now }}
+conditions:
+- {lastTransitionTime: {{ $now | Quote }}, status: "%s", type: Ready}
+"""
+
+
+#: kwok's `pod-ready`: every readiness gate's condition True, and the pod Ready.
+_KWOK_GATES: Final = """{{ range .spec.readinessGates }}
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: {{ .conditionType | Quote }}
+{{ end }}"""
+_KWOK_READY: Final = 'status: "True"\n  type: Ready\n'
+#: ours: every gate's condition True but `GANG_GATE`'s, and Ready unless it has that gate.
+_GANG_GATED: Final = (
+    "{{ $gangGated := false }}{{ range .spec.readinessGates }}"
+    f'{{{{ if eq .conditionType "{GANG_GATE}" }}}}{{{{ $gangGated = true }}}}{{{{ end }}}}'
+    "{{ end }}\n"
+)
+_OTHER_GATES: Final = _KWOK_GATES.replace(
+    "{{ range .spec.readinessGates }}",
+    f'{{{{ range .spec.readinessGates }}}}{{{{ if ne .conditionType "{GANG_GATE}" }}}}',
+).replace("{{ end }}", "{{ end }}{{ end }}")
+_GATED_READY: Final = 'status: {{ if $gangGated }}"False"{{ else }}"True"{{ end }}\n  type: Ready\n'
+
+
+def gate_stages() -> list[dict[str, Any]]:
+    """The stages of `GANG_GATE`'s comment, for running pods with readiness gates."""
+    base: list[dict[str, Any]] = [
+        {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        {"key": _HAS_GATES, "operator": "In", "values": ["true"]},
+    ]
+    ready = {"key": _READY, "operator": "In", "values": ["True"]}
+    not_ready = {"key": _READY, "operator": "NotIn", "values": ["True"]}
+    met = {"key": _GATES_MET, "operator": "In", "values": ["true"]}
+    unmet = {"key": _GATES_MET, "operator": "In", "values": ["false"]}
+    return [
+        _pod_stage(GATE_STAGES[0], [*base, not_ready, met], _READY_AS % "True"),
+        _pod_stage(GATE_STAGES[1], [*base, ready, unmet], _READY_AS % "False"),
+    ]
+
+
+def with_gang_gate(stage: dict[str, Any]) -> dict[str, Any]:
+    """kwok's `pod-ready` (a copy) that sets no `GANG_GATE` condition and leaves a pod that
+    carries that gate not Ready (`GANG_GATE`'s comment)."""
+    import copy
+
+    out = copy.deepcopy(stage)
+    template = out["spec"]["next"]["statusTemplate"]
+    if template.count(_KWOK_GATES) != 1 or template.count(_KWOK_READY) != 1:
+        raise ValueError("kwok's pod-ready template changed: its readiness gates not found")
+    template = template.replace(_KWOK_GATES, _OTHER_GATES).replace(_KWOK_READY, _GATED_READY)
+    out["spec"]["next"]["statusTemplate"] = _GANG_GATED + template
+    return out

@@ -89,6 +89,14 @@ def test_option_values_are_checked_by_the_parser(
     assert message in capsys.readouterr().err
 
 
+def test_pod_readiness_is_parsed_and_left_out_by_default() -> None:
+    parse = build_parser().parse_args
+    assert parse(["bench", "scale", "--pod-readiness", "Gang"]).pod_readiness == "Gang"
+    assert parse(["bench", "scale"]).pod_readiness == ""
+    with pytest.raises(SystemExit):
+        parse(["bench", "scale", "--pod-readiness", "Clique"])
+
+
 def test_skipped_phases_are_parsed_into_a_set() -> None:
     args = build_parser().parse_args(
         ["bench", "scale", "--skip", "rolling-update, reorder-apply,rolling-update"]

@@ -53,3 +53,12 @@ def test_the_subdomain_policy_is_left_out_unless_asked() -> None:
     assert "subdomainPolicy" not in workload.manifest("s", shape)["spec"]
     body = workload.manifest("s", shape, subdomain_policy="UniquePerGang")
     assert body["spec"]["subdomainPolicy"] == "UniquePerGang"
+
+
+def test_pod_readiness_is_left_out_unless_asked_and_does_not_touch_the_manifest() -> None:
+    body = workload.manifest("s", workload.Shape.parse("1x2x2"))
+    assert workload.with_pod_readiness(body, "") is body
+    gang = workload.with_pod_readiness(body, "Gang")
+    assert gang["spec"]["podReadiness"] == "Gang"
+    assert "podReadiness" not in body["spec"]
+    assert {k: v for k, v in gang["spec"].items() if k != "podReadiness"} == body["spec"]

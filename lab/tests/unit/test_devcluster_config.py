@@ -577,6 +577,9 @@ def test_committed_kube_module_is_what_the_generator_makes(module: gomodules.GoM
 
 #: The part of kwok's `pod-ready` template that `kwok.with_resources` extends.
 _READY_TEMPLATE = (
+    'conditions:\n- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+    "{{ range .spec.readinessGates }}\n- lastTransitionTime: {{ $now | Quote }}\n"
+    '  status: "True"\n  type: {{ .conditionType | Quote }}\n{{ end }}\n'
     "containerStatuses:\n{{ range .spec.containers }}\n- image: {{ .image | Quote }}\n"
     "  name: {{ .name | Quote }}\n{{ end }}\n"
 )
@@ -612,6 +615,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
     names += ["pod-image-restart", "pod-image-ready", "pod-image-pull-error"]
     names += [s["metadata"]["name"] for s in kwok.resize_stages()]
     names.append(kwok.TERMINATION_STAGE)
+    names += list(kwok.GATE_STAGES)
     names += list(startmodel.stage_names())
     assert [s["metadata"]["name"] for s in stages] == names
     by_name = {s["metadata"]["name"]: s for s in stages}
@@ -638,7 +642,7 @@ def test_stages_are_kwoks_defaults_with_the_start_gate_in_pod_ready(tmp_path: Pa
             "pod-ready",
             kwok.DELAYED_STAGE,
             *startmodel.stage_names(),
-        ) and not name.startswith(("pod-image", "pod-resize", kwok.TERMINATION_STAGE)):
+        ) and not name.startswith(("pod-image", "pod-resize", "pod-gates", kwok.TERMINATION_STAGE)):
             extra = (
                 [dict(kwok._NO_FINALIZERS), dict(kwok._GRACEFUL)] if name == "pod-delete" else []
             )
@@ -678,6 +682,38 @@ def test_image_stages_act_on_running_pods_whose_images_changed() -> None:
     )
     old = yaml.safe_dump({"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}})
     assert "image updates" in kwok.stage_changes(old)
+
+
+def test_pod_ready_leaves_the_gang_gate_to_the_operator_and_gates_decide_ready() -> None:
+    from cliques.api import labels
+
+    assert kwok.GANG_GATE == labels.CONDITION_GANG_READY
+    ready = kwok.with_gang_gate(_stage("pod-ready", []))
+    template = ready["spec"]["next"]["statusTemplate"]
+    # a pod with the operator's gate is not Ready and its gate's condition is not set True;
+    # any other gate's condition is, as kwok has it
+    assert template.startswith(kwok._GANG_GATED)
+    assert 'status: {{ if $gangGated }}"False"{{ else }}"True"{{ end }}\n  type: Ready' in template
+    assert f'{{{{ if ne .conditionType "{kwok.GANG_GATE}" }}}}' in template
+    assert template.count("{{ end }}{{ end }}") == 2  # the gated check, the other gates
+    with pytest.raises(ValueError, match="readiness gates not found"):
+        kwok.with_gang_gate(_stage("pod-ready", []) | {"spec": {"next": {"statusTemplate": ""}}})
+    stages = {s["metadata"]["name"]: s["spec"] for s in kwok.gate_stages()}
+    assert set(stages) == set(kwok.GATE_STAGES)
+    up = stages["pod-gates-ready"]
+    down = stages["pod-gates-unready"]
+    assert {"key": kwok._GATES_MET, "operator": "In", "values": ["true"]} in up["selector"][
+        "matchExpressions"
+    ]
+    assert {"key": kwok._GATES_MET, "operator": "In", "values": ["false"]} in down["selector"][
+        "matchExpressions"
+    ]
+    assert 'status: "True", type: Ready' in up["next"]["statusTemplate"]
+    assert 'status: "False", type: Ready' in down["next"]["statusTemplate"]
+    old = {"kind": "Stage", "metadata": {"name": "pod-ready"}, "spec": {}}
+    import yaml
+
+    assert "readiness gates" in kwok.stage_changes(yaml.safe_dump(old))
 
 
 def test_stages_name_a_missing_file(tmp_path: Path) -> None:

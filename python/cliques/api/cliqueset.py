@@ -79,6 +79,16 @@ class StartupType(enum.StrEnum):
     EXPLICIT = "Explicit"
 
 
+class PodReadiness(enum.StrEnum):
+    """`spec.podReadiness`: what a pod's Ready condition says (docs/gangs.md)."""
+
+    #: its containers are ready (the kubelet's own judgement)
+    POD = "Pod"
+    #: its containers are ready and its gang is whole: every pod carries the readiness gate
+    #: `cliques.dev/gang-ready`, which the operator sets (`controllers.features.gang_ready`)
+    GANG = "Gang"
+
+
 class SubdomainPolicy(enum.StrEnum):
     """`spec.subdomainPolicy`: the layout of the headless Services (also recorded on a
     gang's Cliques, `labels.ANNOTATION_SUBDOMAIN_POLICY`)."""
@@ -396,6 +406,19 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             )
         ),
     ] = StartupType.ANY_ORDER
+    pod_readiness: Annotated[
+        PodReadiness,
+        crd(
+            description=(
+                "What a pod's Ready condition says. Pod: its containers are ready. Gang: its "
+                "containers are ready and its gang is whole (every pod of every clique of the "
+                "gang present with its containers ready, in the gang's current template and "
+                "restart): every pod carries the readiness gate cliques.dev/gang-ready, which "
+                "the operator sets, so Services route only to whole gangs. Changing it rolls "
+                "the set's pods (a readiness gate cannot be added to a running pod)."
+            )
+        ),
+    ] = PodReadiness.POD
     update_strategy: Annotated[
         UpdateStrategy, crd(description="How a template change rolls out, gang by gang.")
     ] = msgspec.field(default_factory=UpdateStrategy)

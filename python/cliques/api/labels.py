@@ -70,7 +70,7 @@ class Name:
     writes the table of them in docs/operator.md."""
 
     key: str
-    kind: Literal["label", "annotation"]
+    kind: Literal["label", "annotation", "condition"]
     #: the kinds of object that carry it
     on: tuple[str, ...]
     meaning: str
@@ -82,7 +82,7 @@ _NAMES: list[Name] = []
 
 
 def _name(
-    kind: Literal["label", "annotation"],
+    kind: Literal["label", "annotation", "condition"],
     suffix: str,
     *,
     on: tuple[str, ...],
@@ -101,6 +101,10 @@ def _label(suffix: str, **entry: Any) -> str:
 
 def _annotation(suffix: str, **entry: Any) -> str:
     return _name("annotation", suffix, **entry)
+
+
+def _condition(suffix: str, **entry: Any) -> str:
+    return _name("condition", suffix, **entry)
 
 
 _OWNED: Final = ("Clique", "Pod", "Service")
@@ -408,7 +412,7 @@ ANNOTATION_GANG_RESTARTS: Final = _annotation(
         "controllers.cliqueset.planner",
         "controllers.features.gang_failures",
     ),
-    readers=("controllers.clique.planner",),
+    readers=("controllers.clique.controller", "controllers.clique.planner"),
 )
 ANNOTATION_LAST_RESTART: Final = _annotation(
     "last-restart",
@@ -480,7 +484,19 @@ ANNOTATION_KUEUE_REVISION: Final = _annotation(
     writers=("controllers.features.kueue",),
 )
 
-#: Every label and annotation key of the operator's, in the order declared.
+# Pod condition types the operator sets (and the readiness gates that name them).
+CONDITION_GANG_READY: Final = _condition(
+    "gang-ready",
+    on=("Pod",),
+    meaning="A pod condition and readiness gate (spec.podReadiness: Gang): True while the "
+    "pod's gang is whole (every pod of every clique present with its containers ready, in "
+    "the gang's current epoch), so the pod is Ready only then.",
+    writers=("controllers.features.gang_ready",),
+    readers=("api.pod",),
+)
+
+#: Every label and annotation key (and pod condition type) of the operator's, in the order
+#: declared.
 NAMES: Final[tuple[Name, ...]] = tuple(_NAMES)
 
 #: Label and annotation keys under this prefix, or under a subdomain of it

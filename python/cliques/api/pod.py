@@ -12,6 +12,7 @@ from typing import Final
 
 import msgspec
 
+from cliques.api import labels
 from cliques.api.meta import ListMeta, ObjectMeta
 
 PHASE_PENDING: Final = "Pending"
@@ -51,6 +52,10 @@ class SchedulingGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     name: str = ""
 
 
+class ReadinessGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    condition_type: str = ""
+
+
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The PodSpec fields the operator reads."""
 
@@ -62,6 +67,9 @@ class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     #: What holds the pod back from scheduling (Kueue's admission gate, until its gang
     #: is admitted).
     scheduling_gates: list[SchedulingGate] = msgspec.field(default_factory=list)
+    #: The conditions besides its containers' readiness that its Ready waits for (the
+    #: operator's `cliques.dev/gang-ready`, with `podReadiness: Gang`).
+    readiness_gates: list[ReadinessGate] = msgspec.field(default_factory=list)
 
 
 class Waiting(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -109,6 +117,41 @@ class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
         if self.metadata.deletion_timestamp is not None:
             return False
         return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+    @property
+    def gang_gated(self) -> bool:
+        """The pod carries the readiness gate `cliques.dev/gang-ready` (`podReadiness:
+        Gang`): its Ready waits for its gang to be whole."""
+        return any(
+            g.condition_type == labels.CONDITION_GANG_READY for g in self.spec.readiness_gates
+        )
+
+    @property
+    def containers_ready(self) -> bool:
+        """The pod is ready by its own containers, as the operator judges it (start order,
+        availability, breaches): condition ContainersReady=True for a pod with the gang
+        gate, whose Ready also waits for its gang to be whole (`gang_gated`), else Ready
+        (the kubelet's judgement, the same thing for a pod without readiness gates). Never
+        for a pod being deleted."""
+        if not self.gang_gated:
+            return self.is_ready
+        if self.metadata.deletion_timestamp is not None:
+            return False
+        return self.condition("ContainersReady") == "True"
+
+    def condition(self, type_: str) -> str:
+        """The status ("True", "False", "Unknown") of the pod's condition `type_`, "" if it
+        has none."""
+        for c in self.status.conditions:
+            if c.type == type_:
+                return c.status
+        return ""
+
+    @property
+    def gang_ready(self) -> str:
+        """The status of the pod's `cliques.dev/gang-ready` condition ("" if it has none,
+        which a readiness gate reads as False)."""
+        return self.condition(labels.CONDITION_GANG_READY)
 
     @property
     def is_unschedulable(self) -> bool:

@@ -67,6 +67,7 @@ WORKLOAD: Final = (
     Rule("apps", "controllerrevisions", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "pods/resize", ("patch",)),
+    Rule("", "pods/status", ("patch",)),
     Rule("", "services", ("get", "list", "watch", "create", "patch", "delete")),
     Rule("", "events", ("create",)),
     Rule("scheduling.k8s.io", "workloads", ("get", "list", "watch", "create", "patch", "delete")),

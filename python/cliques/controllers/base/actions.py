@@ -42,14 +42,17 @@ class Patch:
     resource: Resource
     name: str
     patch: Any
-    patch_type: Literal["merge", "json"] = "merge"
+    patch_type: Literal["merge", "json", "strategic"] = "merge"
     reason: str = ""
     #: An expectation token (`name@hash`) that the watch must show before the owner's next
     #: rollout decision; empty when the patch needs no expectation.
     expect: str = ""
     owner_uid: str = ""
-    #: A subresource to patch (`resize`), "" for the object itself.
+    #: A subresource to patch (`resize`, `status`), "" for the object itself.
     sub: str = ""
+    #: The owner's status does not depend on this write (a pod's gang readiness condition,
+    #: `gang_ready`): the status is written in the same reconcile (`Plan.awaited_writes`).
+    status_neutral: bool = False
 
 
 def pointer_key(key: str) -> str:
@@ -79,3 +82,9 @@ class Plan:
     @property
     def writes(self) -> int:
         return len(self.creates) + len(self.deletes) + len(self.patches)
+
+    @property
+    def awaited_writes(self) -> int:
+        """The writes whose outcome the owner's status waits to see (`plan_runner`): all but
+        the status-neutral patches."""
+        return self.writes - sum(1 for p in self.patches if p.status_neutral)

@@ -111,9 +111,11 @@ class PlanRunner(Generic[Owner]):
             gen = owner.metadata.generation
             await self.failures.report(key, gen, exc, lambda: self.publish(key, owner))
             raise
-        if plan.writes:
+        if plan.awaited_writes:
             # The status is left to the reconcile that the watch events of these writes
-            # bring (or the hold's timer they armed): that one sees their outcome.
+            # bring (or the hold's timer they armed): that one sees their outcome. (A plan
+            # whose only writes are status-neutral, pods' gang readiness conditions, has no
+            # outcome to wait for.)
             self.failures.clear(key)
         elif plan.status is None:
             self.hold.release(key)

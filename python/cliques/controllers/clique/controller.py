@@ -2,8 +2,10 @@
 
 It owns one work queue of Clique keys. Events that enqueue a Clique: the Clique itself, its
 pods (by controller owner reference), and a change of a Clique it starts after (its siblings
-in the gang are looked up through the `gang` index). Pod watch events satisfy its
-expectations.
+in the gang are looked up through the `gang` index); with `podReadiness: Gang`, for the
+Clique that keeps its gang's gates (`clique_planner.keeper`), a change of any Clique of the
+gang or of their pods' readiness (`gang_ready`: pods are Ready only while their gang is
+whole). Pod watch events satisfy its expectations.
 
 Status writes: a status that only reports progress towards Ready (pods created, not Ready
 yet; `clique_planner.progress_only`) is held back for up to `status_hold` seconds, since
@@ -31,7 +33,7 @@ from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
 from cliques.controllers.base.wiring import Clock, Wiring
 from cliques.controllers.clique import planner as clique_planner
-from cliques.controllers.features import kueue
+from cliques.controllers.features import gang_ready, kueue
 from cliques.kube import store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -87,6 +89,23 @@ WATCHES: tuple[Watch, ...] = (
     ),
     Watch("pods", Pod, PODS, indexers={"controller": store.by_controller}, faults=True),
 )
+
+
+def _may_change_whole(kind: EventKind, old: Clique | None, new: Clique) -> bool:
+    """Whether a Clique's event may change whether its gang is whole, beyond its pods'
+    events: it goes, or its spec (replicas), template hash or gang restart count changes.
+    (One that joins a gang can only break a whole one: `CliqueController._gates_up`.)"""
+    if kind == "DELETED":
+        return True
+    if kind != "MODIFIED" or old is None:
+        return False
+    o, n = old.metadata, new.metadata
+    key, restarts = labels.LABEL_TEMPLATE_HASH, labels.ANNOTATION_GANG_RESTARTS
+    return (
+        o.generation != n.generation
+        or o.labels.get(key) != n.labels.get(key)
+        or o.annotations.get(restarts) != n.annotations.get(restarts)
+    )
 
 
 class CliqueController:
@@ -187,6 +206,10 @@ class CliqueController:
         # A dependency's readiness may have changed: wake the Cliques that wait for it.
         if old is None or old.status != new.status or kind == "DELETED":
             self._wake_dependents(new)
+        # A Clique that leaves a gang, joins a whole one or changes its spec or epoch may
+        # change whether the gang is whole: the Clique that keeps its gates looks again.
+        if _may_change_whole(kind, old, new) or (kind == "ADDED" and self._gates_up(new)):
+            self._wake_keeper(new)
 
     def _wake_dependents(self, clique: Clique) -> None:
         """Enqueue the Cliques of `clique`'s gang that start after it."""
@@ -194,6 +217,29 @@ class CliqueController:
             for sib in self.cliques.store.by_index("gang", key):
                 if clique.metadata.name in sib.spec.starts_after:
                     self.queue.add(key_of(sib))
+
+    def _gang(self, clique: Clique) -> list[Clique]:
+        """The Cliques of `clique`'s gang in the cache (itself included)."""
+        return [c for key in gang_key(clique) for c in self.cliques.store.by_index("gang", key)]
+
+    def _gates_up(self, clique: Clique) -> bool:
+        """Whether some pod of `clique`'s gang has its gang readiness condition True."""
+        ns = clique.metadata.namespace
+        return any(
+            p.gang_ready == "True"
+            for c in self._gang(clique)
+            for p in self.pods.store.by_index("controller", store.owner_key(ns, c.metadata.uid))
+        )
+
+    def _wake_keeper(self, clique: Clique) -> None:
+        """With `podReadiness: Gang`, enqueue (debounced) the Clique that keeps the gates of
+        `clique`'s gang (`clique_planner.keeper`), if another: whether the gang is whole may
+        have changed."""
+        if not gang_ready.enabled(clique):
+            return
+        name = clique_planner.keeper(self._gang(clique))
+        if name and name != clique.metadata.name:
+            self.queue.add_after(f"{clique.metadata.namespace}/{name}", self.pod_debounce)
 
     def _on_pod(self, kind: EventKind, old: Any, new: Pod) -> None:
         meta = new.metadata
@@ -222,11 +268,17 @@ class CliqueController:
                 if going and mine and kueue.release_of(new, meta.uid, ref.uid) is not None:
                     self.queue.add(release_key(new, ref.uid))
                 return
-            if kind == "DELETED" or old is None or old.is_ready != new.is_ready:
+            if kind == "DELETED" or old is None or old.containers_ready != new.containers_ready:
                 # The Cliques that start after this one judge it by its pods too
                 # (`clique_planner.waiting_for`): a Ready pod lost or back wakes them, even
                 # where this Clique's status is the same before and after.
                 self._wake_dependents(clique)
+            if kind == "DELETED" or (
+                old is not None and old.containers_ready != new.containers_ready
+            ):
+                # A gang whose pods are Ready only while it is whole: the Clique that keeps
+                # its gates looks again (a new pod, not ready, makes no gang whole).
+                self._wake_keeper(clique)
             if own_create and self._only_progress(key, clique, new):
                 return
             # Debounced: a pod goes through several updates in quick succession (created,
@@ -242,7 +294,7 @@ class CliqueController:
         be seen, and the Clique has no status yet or a current one that says Started and
         not Ready (a Ready one turns not Ready when its pods are replaced, and a waiting one
         starts: news, written at once)."""
-        if self.held.base <= 0 or key in self._blocked or pod.is_ready or pod.is_terminal:
+        if self.held.base <= 0 or key in self._blocked or pod.containers_ready or pod.is_terminal:
             return False
         if clique.status is not None and not clique_planner.clique_starting(clique):
             return False
@@ -261,6 +313,25 @@ class CliqueController:
         }
         return clique_planner.waiting_for(clique, deps, pods)
 
+    def _gang_view(self, clique: Clique) -> clique_planner.GangView | None:
+        """With `podReadiness: Gang`, for the Clique that keeps its gang's gates
+        (`clique_planner.keeper`): the gang's Cliques and their pods in the cache; None for
+        any other."""
+        if not gang_ready.enabled(clique):
+            return None
+        gang = self._gang(clique)
+        if clique_planner.keeper(gang) != clique.metadata.name:
+            return None
+        ns = clique.metadata.namespace
+        live = tuple(c for c in gang if c.metadata.deletion_timestamp is None)
+        pods = {
+            c.metadata.name: self.pods.store.by_index(
+                "controller", store.owner_key(ns, c.metadata.uid)
+            )
+            for c in live
+        }
+        return clique_planner.GangView(live, pods)
+
     def snapshot(self, clique: Clique) -> clique_planner.CliqueSnapshot:
         uid, ns = clique.metadata.uid, clique.metadata.namespace
         desired = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) or (
@@ -277,6 +348,7 @@ class CliqueController:
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
             deleting=self.expectations.pending(uid)[1],
+            gang=self._gang_view(clique),
         )
 
     def _plan(self, clique: Clique) -> Plan:

@@ -38,6 +38,10 @@ phases before it decided:
 6. `_open_start_gates`: a Clique with start gates opens them (a pod patch) once it no
    longer waits (`start_gate`).
 7. `_changed_status`: the new status (`_status`), unless it is the one the Clique has.
+8. `_gang_gates`: with `podReadiness: Gang`, the Clique that keeps its gang's gates
+   (`keeper`, one per gang) sets each pod's `cliques.dev/gang-ready` condition where it is
+   not what the gang says (`gang_ready`: True while the gang is whole, `gang_whole`, read
+   across the gang's Cliques, `snap.gang`).
 
 Status: replicas, readyReplicas, updatedReplicas, templateHash, gangRestarts (the gang
 restart count it reports for) and the conditions `Started` and `Ready`, `ReplicaFailure`
@@ -45,6 +49,9 @@ while the API server refuses the Clique's pod writes (`snap.failure`, see `failu
 `PodBackOff` while finished pods wait for their back-off,
 `PodsUnschedulable` while some of its pods wait for a node, `ContainersWaiting` while
 containers of its pods wait for what does not come by itself (ImagePullBackOff, ...).
+
+A pod counts as ready by its containers (`Pod.containers_ready`): with `podReadiness:
+Gang`, its Ready waits for its gang to be whole, and the Clique's own judgement must not.
 
 A status speaks for one *epoch* of the Clique: its template hash and its gang restart
 count. Only the pods of that epoch count as ready, and Ready=False says why:
@@ -77,7 +84,7 @@ from cliques.api.pod import Pod
 from cliques.controllers.base import conditions, failures
 from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.clique import bodies
-from cliques.controllers.features import inplace, kueue, pod_backoff, start_gate
+from cliques.controllers.features import gang_ready, inplace, kueue, pod_backoff, start_gate
 from cliques.kube.resources import CLIQUES, PODS
 
 REASON_BELOW_MIN = "BelowMinAvailable"
@@ -106,15 +113,29 @@ class CliqueSnapshot:
     #: the pods whose deletes were sent and are not in the cache yet (expectations): going,
     #: though the cache may still show them as they were
     deleting: frozenset[str] = frozenset()
+    #: with `podReadiness: Gang`, for the Clique that keeps its gang's gates (`keeper`): the
+    #: gang's Cliques and their pods (`gang_ready`); None for any other
+    gang: GangView | None = None
+
+
+@dataclass(frozen=True)
+class GangView:
+    """A gang as the Clique that keeps its gates (`keeper`) sees it: its Cliques and each
+    one's pods, by the Clique's name (`gang_whole`, `_gang_gates`)."""
+
+    cliques: tuple[Clique, ...]
+    pods: Mapping[str, Sequence[Pod]]
 
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
     """Whether `plan` would see no difference between two versions of a pod: the same
-    metadata marks (`same_marks`), readiness and terminal state, containers (a resize goes
-    on to the image patch once the cache shows it) and scheduling gates (Kueue admits).
+    metadata marks (`same_marks`), readiness of its containers (`Pod.containers_ready`: not
+    its Ready, nor its gang readiness condition, which the operator itself sets: `gang_ready`)
+    and terminal state, containers (a resize goes on to the image patch once the cache shows
+    it) and scheduling gates (Kueue admits).
     (A scheduler binding or a container status detail changes none of these.)"""
     return (
-        old.is_ready == new.is_ready
+        old.containers_ready == new.containers_ready
         and old.spec.containers == new.spec.containers
         and old.spec.scheduling_gates == new.spec.scheduling_gates
         and old.is_terminal == new.is_terminal
@@ -207,6 +228,8 @@ def plan(snap: CliqueSnapshot) -> Plan:
     going = snap.deleting | {d.name for d in out.deletes}
     left = {i: p for i, p in pods.items() if p.metadata.name not in going} if going else pods
     out.status = _changed_status(snap, left, order, backoff)
+    # 8. Gang readiness gates set (`podReadiness: Gang`), but on the pods it deletes.
+    out.patches += _gang_gates(snap, going)
     return out
 
 
@@ -411,8 +434,73 @@ def _of_epoch(pods: Iterable[Pod], template_hash: str, restarts: str) -> list[Po
 
 
 def _serving(pod: Pod) -> bool:
-    """Ready, and done with any in-place update (`inplace.settled`)."""
-    return pod.is_ready and inplace.settled(pod)
+    """Ready by its containers (`Pod.containers_ready`: not its Ready, which with
+    `podReadiness: Gang` waits for the gang to be whole), and done with any in-place update
+    (`inplace.settled`)."""
+    return pod.containers_ready and inplace.settled(pod)
+
+
+def keeper(gang: Iterable[Clique]) -> str:
+    """The name of the Clique that keeps a gang's gates (`_gang_gates`): the first by name
+    of its Cliques not being deleted ("" for none). One Clique writes every pod's gate, so
+    that no two reconciles of the gang write the same condition."""
+    return min((c.metadata.name for c in gang if c.metadata.deletion_timestamp is None), default="")
+
+
+def gang_whole(
+    gang: Sequence[Clique],
+    pods: Mapping[str, Sequence[Pod]],
+    going: frozenset[str] | set[str] = frozenset(),
+) -> bool:
+    """Whether a gang is whole (`gang_ready`): it has Cliques, all recording the same gang
+    restart count, and each (`gang`, not being deleted) has, in the cache (`pods`: each
+    Clique's pods by its name; `going`: names of pods deleted meanwhile), `replicas` pods of
+    its epoch (its template hash and restart count) ready by their containers, at indices
+    below `replicas`. A Clique without a template-hash label is never whole."""
+    live = [c for c in gang if c.metadata.deletion_timestamp is None]
+    if not live or len({restart_count(c) for c in live}) > 1:
+        return False
+    for clique in live:
+        want = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH)
+        if not want:
+            return False
+        replicas = clique.spec.replicas
+        own = pods.get(clique.metadata.name, ())
+        epoch = _of_epoch(own, want, _restarts(clique.metadata.annotations))
+        ready = {
+            i
+            for p in epoch
+            if _serving(p)
+            and p.metadata.name not in going
+            and (i := pod_index(p.metadata.name, p.metadata.labels)) is not None
+            and i < replicas
+        }
+        if len(ready) < replicas:
+            return False
+    return True
+
+
+def _gang_gates(snap: CliqueSnapshot, going: frozenset[str] | set[str]) -> list[Patch]:
+    """Phase 8: with `podReadiness: Gang`, for the Clique that keeps its gang's gates
+    (`snap.gang`, `keeper`): the status patches of the gang's pods whose
+    `cliques.dev/gang-ready` condition is not what the gang says (`gang_ready`; True only
+    for a pod of its Clique's current epoch while the gang is whole, `gang_whole`). None for
+    a pod this plan deletes."""
+    view = snap.gang
+    if view is None:
+        return []
+    whole = gang_whole(view.cliques, view.pods, going)
+    pods: list[tuple[Pod, bool]] = []
+    for clique in view.cliques:
+        want = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
+        own = view.pods.get(clique.metadata.name, ())
+        epoch = {
+            p.metadata.name for p in _of_epoch(own, want, _restarts(clique.metadata.annotations))
+        }
+        pods += [(p, p.metadata.name in epoch) for p in own if p.metadata.name not in going]
+    clique = snap.clique
+    gang = f"{clique.metadata.labels.get(labels.LABEL_CLIQUESET, '')}/{clique.spec.gang_index}"
+    return gang_ready.gate_patches(pods, whole, snap.now, gang)
 
 
 def _deletes(snap: CliqueSnapshot, verdicts: list[_Verdict]) -> list[Delete]:

@@ -6,8 +6,8 @@ what the gang features add to it (`CliqueParts`): its gang's DNS layout annotati
 (`subdomains`), the Workload or PodGroup its gang uses (`gang_scheduling`), a scaling group
 member's labels (`scaling`), `startGate` where start order is kept after placement
 (`start_gate`), and its pod template for that gang (`gang_template`: the user's without the
-operator's keys, with the affinity of `spec.placement`, the gang's DRA claim entries and,
-for a set Kueue queues, the gang's pod group).
+operator's keys, with the affinity of `spec.placement`, the gang's DRA claim entries, the
+readiness gate of `podReadiness: Gang` and, for a set Kueue queues, the gang's pod group).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base import bounds
 from cliques.controllers.base.builders import gang_labels, owner_reference
-from cliques.controllers.features import claims, kueue, placement
+from cliques.controllers.features import claims, gang_ready, kueue, placement
 
 
 @dataclass
@@ -97,7 +97,8 @@ def gang_template(
     constraint). The template hash is still taken of the user's template as stored
     (`placement.hash_basis`), so a set stored with such keys keeps its hash: leaving them
     out never rolls its gangs. With `spec.resourceClaims`, the claim entries of the
-    clique's pods in that gang (`claims.resolve`). For a set queued by Kueue
+    clique's pods in that gang (`claims.resolve`). With `podReadiness: Gang`, the readiness
+    gate `cliques.dev/gang-ready` (`gang_ready.add_gate`). For a set queued by Kueue
     (`kueue_revision`), the gang's pod group (`kueue.resolve`)."""
     where = cqs.spec.placement
     if scheduler_packs and where is not None:
@@ -105,7 +106,9 @@ def gang_template(
     placed = placement.gang_template(
         bounds.tenant_template(tmpl.template), where, cqs.metadata.name, gang
     )
-    resolved = claims.resolve(placed, cqs, tmpl.name, gang, claims_via_group)
+    resolved = gang_ready.add_gate(
+        claims.resolve(placed, cqs, tmpl.name, gang, claims_via_group), cqs.spec.pod_readiness
+    )
     if not kueue_revision:
         return resolved
     return kueue.resolve(resolved, cqs, tmpl.name, gang, kueue_revision)

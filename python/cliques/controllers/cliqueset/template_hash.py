@@ -4,12 +4,14 @@ the hash basis; `NOT_INPUTS`, what is declared not to count.
 
 The basis starts from the clique's pod template as the user wrote it, then gets gang 0's
 placement terms (`placement.hash_basis`), then the claims annotation (`claims.hash_basis`),
-then, for a set Kueue queues, the gangs' revision (`kueue.hash_basis`): a hash of the
-queue, the priority class and each clique's name, replicas and hash without the revision
-(`kueue.revision`), so a queued gang is what Kueue admitted and any change of it replaces
-it whole. Every step leaves a basis it has nothing to add to as it was, so a set without
-placement, claims or queue hashes as it always did. `hashes` computes every clique's hash
-from these steps; tests/unit/test_template_hash_inputs.py changes each input, and each
+then, for `podReadiness: Gang`, the readiness gate (`gang_ready.hash_basis`: a pod's
+readiness gates cannot change, so switching rolls the set), then, for a set Kueue queues,
+the gangs' revision (`kueue.hash_basis`): a hash of the queue, the priority class and each
+clique's name, replicas and hash without the revision (`kueue.revision`), so a queued gang
+is what Kueue admitted and any change of it replaces it whole. Every step leaves a basis it
+has nothing to add to as it was, so a set without placement, claims, gate or queue hashes
+as it always did. `hashes` computes every clique's hash from these steps;
+tests/unit/test_template_hash_inputs.py changes each input, and each
 thing declared not to count, and checks the hash follows.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Final
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.controllers.base.revision import Hasher
-from cliques.controllers.features import claims, kueue, placement
+from cliques.controllers.features import claims, gang_ready, kueue, placement
 
 #: (the basis so far, the set, the clique, the gangs' Kueue revision or "") -> the basis
 Step = Callable[[Mapping[str, Any], CliqueSet, CliqueTemplate, str], Mapping[str, Any]]
@@ -54,6 +56,12 @@ def _claims(
     return claims.hash_basis(basis, cqs, clique.name)
 
 
+def _readiness(
+    basis: Mapping[str, Any], cqs: CliqueSet, _: CliqueTemplate, __: str
+) -> Mapping[str, Any]:
+    return gang_ready.hash_basis(basis, cqs)
+
+
 def _kueue(
     basis: Mapping[str, Any], _: CliqueSet, __: CliqueTemplate, rev: str
 ) -> Mapping[str, Any]:
@@ -68,6 +76,11 @@ INPUTS: Final[tuple[Input, ...]] = (
         "spec.resourceClaims: those the clique's pods get and every Gang-scope one "
         "(name, scope, a hash of scope and template)",
         _claims,
+    ),
+    Input(
+        "podReadiness",
+        "spec.podReadiness Gang: the readiness gate cliques.dev/gang-ready in the pod spec",
+        _readiness,
     ),
     Input(
         "kueue",
@@ -87,6 +100,7 @@ NOT_INPUTS: Final[tuple[str, ...]] = (
     "spec.template.cliques[].autoscaling",
     "spec.template.scalingGroups",
     "spec.startupType",
+    "spec.podReadiness Pod (the default)",
     "spec.updateStrategy",
     "spec.failurePolicy",
     "spec.gangScheduling",
