@@ -10,11 +10,14 @@ the user's `replicas` (and the surge gangs apart, `status.surgeReplicas`).
   rounded up (as a Deployment rounds its maxSurge), anything else 0. Under Recreate, 0.
 - `kept`: how many surge gangs (at indices `replicas`, `replicas + 1`, ...) a plan keeps.
   While outdated gangs from the partition on remain: maxSurge, or fewer when fewer gangs
-  are left to roll and to come back. Once none remains: those still standing in for a
-  gang below `replicas` that is not available, so the last surge gangs go (highest index
-  first: the planner deletes every gang at or above the width it plans) once every gang
-  below `replicas` is available again. Indices are dense again at the end because surge
-  gangs only ever take the indices right above `replicas`.
+  are left to roll and to come back. Never fewer than those standing in for a gang below
+  `replicas` that is not available (as many as such gangs, at most those made): so the
+  last surge gangs go (highest index first: the planner deletes every gang at or above
+  the width it plans) once every gang below `replicas` is available again, and a maxSurge
+  lowered mid-roll takes effect as they go. The same holds for the gangs a scale-down
+  removes while maxSurge is above 0: they are the indices right above `replicas`.
+  Indices are dense again at the end because surge gangs only ever take the indices
+  right above `replicas`.
 - `Surge.allowance`: the gangs the operator may have down at once: `maxUnavailable` (at
   least 1 without surge, so that a roll moves) plus the surge gangs kept. A surge gang not
   yet available is down, so it pays for itself; once available, it lets one more outdated
@@ -86,9 +89,11 @@ def kept(surge: Surge, facts: Sequence[GangFacts], rollable: Sequence[int], made
     if surge.most <= 0:
         return 0
     missing = sum(1 for f in facts[: surge.replicas] if not f.available)
+    # (never fewer than stand in now: a maxSurge lowered mid-roll takes effect as they go)
+    standing = min(made, missing)
     if rollable:
-        return min(surge.most, len(rollable) + missing)
-    return min(surge.most, made, missing)
+        return max(standing, min(surge.most, len(rollable) + missing))
+    return standing
 
 
 def made(gangs: Sequence[int], replicas: int) -> int:
