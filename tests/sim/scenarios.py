@@ -402,6 +402,37 @@ def roll_with_surge(max_unavailable: int = 0, latency: int = 60) -> Scenario:
     )
 
 
+def surge_gangs_broken_while_standing_in() -> Scenario:
+    """Found by the random scenarios: 3 gangs of leader 1 + worker 3, maxUnavailable 1,
+    maxSurge 2, on nodes with room for 13 pods. The new image at t=449 makes the two surge
+    gangs, which come up and stand in while gangs 1 and 2 roll; the rolled gangs then find
+    no room. At t=745 a node loss breaks both surge gangs: they stand in for nothing any
+    more, so gangs 1 and 2 already take the whole budget, and the broken surge gang must
+    wait for its restart (a restart is a disruption the operator causes)."""
+    return Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 3)),
+        startup="InOrder",
+        max_unavailable=1,
+        max_surge=2,
+        policy=Policy(breach=0, max_restarts=4, initial=0, max_backoff=0),
+        nodes=(5, 5, 3),
+        latency=Latency("fixed", 1),
+        grace=0,
+        gang_scheduling=True,
+        events=(
+            Event(181, "crash", 0, 299),
+            Event(449, "image", "*"),
+            Event(745, "node-loss", 0, 1),
+            Event(903, "node-loss", 0, 4),
+            Event(1205, "node-loss", 0, 1),
+            Event(1509, "max-unavailable", value=0),
+            Event(1510, "operator-restart"),
+        ),
+        settle=1200,
+    )
+
+
 def scale_down_of_a_starting_gang_under_watch_lag() -> Scenario:
     """Found by `python -m tests.sim --examples 5000 --seed 2026`: 3 gangs of leader 1 +
     worker 3, AnyOrder, RecreateGang, watch events one round late. Gang 0 has never been

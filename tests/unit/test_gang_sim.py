@@ -401,6 +401,12 @@ def _whole(sim: Simulation) -> list[int]:
     return sorted(g for g in sim.checker.gangs if sim.checker.available(g))
 
 
+def test_surge_gangs_the_world_broke_stand_in_for_nothing() -> None:
+    """A restart of a broken surge gang waits while the gangs rolled under its cover are
+    still down (I1): the scenario the random runs found."""
+    run_scenario(sc.surge_gangs_broken_while_standing_in())
+
+
 @pytest.mark.parametrize(("max_unavailable", "floor"), [(0, 4), (1, 3)])
 @pytest.mark.parametrize("latency", [60, 5])
 def test_a_roll_with_surge_keeps_replicas_minus_max_unavailable_whole_gangs(

@@ -51,7 +51,15 @@ def restarts_and_rolls(
     # Gangs below the partition keep their template: restarted as they are, never rolled.
     rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, strategy.partition)
     outdated = set(rollable)
-    allowed = setup.surge.allowance(strategy.max_unavailable)
+    # A surge gang the world broke after it was available stands in for no gang any more:
+    # it no longer adds to what may be down (one that is starting is down, and pays for
+    # itself).
+    broken_surge = sum(
+        1
+        for f in gangs.facts[setup.surge.replicas :]
+        if not f.available and not f.starting and not (f.degraded and not f.was_available)
+    )
+    allowed = setup.surge.allowance(strategy.max_unavailable) - broken_surge
     budget = cliqueset_rollout.restart_budget(
         strategy.max_unavailable, gangs.facts, allowed=allowed
     )
