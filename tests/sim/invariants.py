@@ -36,7 +36,15 @@ I6  once the operator is quiet (nothing queued or due), the ControllerRevision t
     the set's, and the set keeps at most `revisionHistoryLimit` others;
 I7  no gang below `updateStrategy.partition` is rolled (the partition as it was over the
     last `PARTITION_LAG` seconds: a roll the operator decided just before the user raised
-    it is not one it held).
+    it is not one it held);
+I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: surge gangs
+    count) never fall below replicas - maxUnavailable (replicas when maxUnavailable is 0)
+    by the operator's hand: the gangs below replicas that are not available and that the
+    operator did not take down (broken by the world, new) are excused. Checked whenever
+    the operator rolls a serving gang and whenever it deletes a surge gang (one it made at
+    an index at or above replicas) that is available.
+
+In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
 The view of the operator lags the world by a status write (a pod turns Ready, its Clique
 says so a moment later): a gang that recovers, or a Clique that loses a pod or has its
@@ -108,7 +116,20 @@ class PartitionRolled(InvariantViolation):
     invariant = "I7 no gang below the partition rolled"
 
 
-ALL = (GangsDown, ReadyPodDeleted, BadRestart, StartOrder, Churn, History, PartitionRolled)
+class TooFewWhole(InvariantViolation):
+    invariant = "I8 whole gangs >= replicas - maxUnavailable with maxSurge"
+
+
+ALL = (
+    GangsDown,
+    ReadyPodDeleted,
+    BadRestart,
+    StartOrder,
+    Churn,
+    History,
+    PartitionRolled,
+    TooFewWhole,
+)
 
 #: Seconds a raised partition takes to hold in I7 (the operator may act on the lower one it
 #: had read until then).
@@ -173,6 +194,8 @@ class Checker:
         self.rolls: set[tuple[int, str]] = set()
         #: updateStrategy.partition: now, before its last change, and when that was
         self._partition = (0, 0, -PARTITION_LAG)
+        #: gangs the operator made at an index at or above replicas (surge gangs, I8)
+        self.surge_born: set[int] = set()
 
     # -- the truth ----------------------------------------------------------------------------
 
@@ -301,6 +324,7 @@ class Checker:
         for gang in list(self.gangs):
             if gang not in live:
                 del self.gangs[gang]
+                self.surge_born.discard(gang)
         by_owner = self._pods_by_owner()
         reset = _reset_after(self.cliqueset())
         for gang, count in live.items():
@@ -349,6 +373,9 @@ class Checker:
             return
         if kind == "Clique":
             gang = int(obj["spec"]["gangIndex"])
+            cqs = self.cliqueset()
+            if cqs is not None and gang >= cqs.spec.replicas:
+                self.surge_born.add(gang)
             st = self.gangs.get(gang)
             if st is None:
                 self.gangs[gang] = GangState(since=self.cluster.now, restarts=restarts(obj))
@@ -380,6 +407,9 @@ class Checker:
         elif kind == "Clique":
             cqs = self.cliqueset()
             gang, role = int(obj["spec"]["gangIndex"]), obj["spec"]["cliqueName"]
+            surge = cqs is not None and gang >= cqs.spec.replicas and gang in self.surge_born
+            if surge and self.available(gang):
+                self._whole(f"deleting surge gang {gang}", without=gang)
             kept = cqs is not None and gang < cqs.spec.replicas and cqs.spec.clique(role)
             ready = [p for p in self.cluster.pods_of(meta(obj)["uid"]) if pod_ready(p)]
             if kept and ready:
@@ -433,16 +463,43 @@ class Checker:
         cqs = self.cliqueset()
         if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
             return
-        budget = max(1, cqs.spec.update_strategy.max_unavailable)
-        down = {
-            g: s.down for g, s in sorted(self.gangs.items()) if s.down and g < cqs.spec.replicas
-        }
+        replicas = cqs.spec.replicas
+        surge = sum(1 for g in self.gangs if g >= replicas and g != gang and self.available(g))
+        budget = max(1, cqs.spec.update_strategy.max_unavailable) + surge
+        down = {g: s.down for g, s in sorted(self.gangs.items()) if s.down and g < replicas}
         if len(down) > budget:
             listed = "; ".join(f"gang {g}: {d}" for g, d in down.items())
             self._find(
                 GangsDown,
                 f"{len(down)} gangs down by the operator, maxUnavailable "
                 f"{cqs.spec.update_strategy.max_unavailable} ({listed})",
+            )
+
+    def _whole(self, act: str, *, without: int) -> None:
+        """I8: the whole gangs (any index, but `without`) plus the gangs below replicas
+        that are not available and that the operator did not take down, against
+        replicas - maxUnavailable, under RollingUpdate with maxSurge >= 1."""
+        cqs = self.cliqueset()
+        if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
+            return
+        strategy = cqs.spec.update_strategy
+        if not isinstance(strategy.max_surge, int) or strategy.max_surge < 1:
+            return
+        replicas = cqs.spec.replicas
+        by_owner = self._pods_by_owner()
+        whole = [g for g in self.gangs if g != without and self.available(g, by_owner)]
+        excused = [
+            g
+            for g in range(replicas)
+            if g not in whole and g != without and not self.gangs.get(g, GangState()).down
+        ]
+        need = replicas - strategy.max_unavailable
+        if len(whole) + len(excused) < need:
+            self._find(
+                TooFewWhole,
+                f"{act} leaves {len(whole)} whole gang(s) {sorted(whole)} (excused: "
+                f"{sorted(excused)}), replicas {replicas}, maxUnavailable "
+                f"{strategy.max_unavailable}, maxSurge {strategy.max_surge}",
             )
 
     def _clique_changed(self, old: Obj, new: Obj) -> None:
@@ -460,6 +517,7 @@ class Checker:
             self.rolls.add((gang, template_hash(new)))
             if st.state == SERVING:
                 self._take_down(gang, st, "rolled")
+                self._whole(f"rolling gang {gang}", without=gang)
             st.state, st.since, st.why = STARTING, now, "rolled"
         if old["spec"].get("replicas") != new["spec"].get("replicas"):
             self.justify_all[uid] += 1

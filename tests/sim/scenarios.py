@@ -13,6 +13,7 @@ gives the CliqueSet the user creates at t=0; `Event`s happen at given seconds:
     image                     the user changes the image of clique `target` ("*": all)
     gangs                     the user sets the gang count to `value`
     max-unavailable           the user sets updateStrategy.maxUnavailable to `value`
+    max-surge                 the user sets updateStrategy.maxSurge to `value`
     partition                 the user sets updateStrategy.partition to `value`
     operator-restart          the operator restarts (everything in memory is lost)
 
@@ -31,7 +32,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 WORLD = frozenset({"crash", "evict", "unready", "node-loss", "node-add", "fill", "free"})
-USER = frozenset({"resize", "image", "gangs", "max-unavailable", "partition"})
+USER = frozenset({"resize", "image", "gangs", "max-unavailable", "max-surge", "partition"})
 KINDS = WORLD | USER | {"operator-restart"}
 
 
@@ -100,6 +101,7 @@ class Event:
             "image": f"of {self.target}",
             "gangs": f"to {self.value}",
             "max-unavailable": f"to {self.value}",
+            "max-surge": f"to {self.value}",
             "partition": f"to {self.value}",
         }.get(self.kind, "")
         return f"t={self.at}s {self.kind} {args}".rstrip()
@@ -112,6 +114,8 @@ class Scenario:
     startup: str = "InOrder"
     strategy: str = "RollingUpdate"
     max_unavailable: int = 1
+    #: updateStrategy.maxSurge (0: none, left out of the CliqueSet)
+    max_surge: int = 0
     policy: Policy | None = field(default_factory=Policy)
     #: node capacities, in pods
     nodes: tuple[int, ...] = (8, 8)
@@ -148,7 +152,9 @@ class Scenario:
         )
         lines = [
             f"{self.gangs} gang(s) of {roles}, {self.startup}, {self.strategy} maxUnavailable "
-            f"{self.max_unavailable}, {policy}",
+            f"{self.max_unavailable}"
+            + (f" maxSurge {self.max_surge}" if self.max_surge else "")
+            + f", {policy}",
             f"nodes {list(self.nodes)}"
             + (f" (used by others {list(self.used)})" if any(self.used) else "")
             + f", start latency {self.latency}, grace {self.grace}s, "
@@ -186,6 +192,8 @@ def cliqueset_body(s: Scenario) -> dict[str, Any]:
             ]
         },
     }
+    if s.max_surge:
+        spec["updateStrategy"]["maxSurge"] = s.max_surge
     if s.policy is not None:
         spec["failurePolicy"] = s.policy.body()
     return {
@@ -377,6 +385,54 @@ def gate_opened_as_its_dependency_crashes() -> Scenario:
     )
 
 
+def roll_with_surge(max_unavailable: int = 0, latency: int = 60) -> Scenario:
+    """4 gangs of leader 1 + worker 1 on nodes with room for 10 pods (one gang more),
+    maxSurge 1, pods Ready `latency` seconds after they start: a new image at t=300 rolls
+    the set through surge gang 4."""
+    return Scenario(
+        gangs=4,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="AnyOrder",
+        max_unavailable=max_unavailable,
+        max_surge=1,
+        nodes=(2, 2, 2, 2, 2),
+        latency=Latency("fixed", latency),
+        events=(Event(300, "image", "*"),),
+        settle=1500,
+    )
+
+
+def surge_gangs_broken_while_standing_in() -> Scenario:
+    """Found by the random scenarios: 3 gangs of leader 1 + worker 3, maxUnavailable 1,
+    maxSurge 2, on nodes with room for 13 pods. The new image at t=449 makes the two surge
+    gangs, which come up and stand in while gangs 1 and 2 roll; the rolled gangs then find
+    no room. At t=745 a node loss breaks both surge gangs: they stand in for nothing any
+    more, so gangs 1 and 2 already take the whole budget, and the broken surge gang must
+    wait for its restart (a restart is a disruption the operator causes)."""
+    return Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 3)),
+        startup="InOrder",
+        max_unavailable=1,
+        max_surge=2,
+        policy=Policy(breach=0, max_restarts=4, initial=0, max_backoff=0),
+        nodes=(5, 5, 3),
+        latency=Latency("fixed", 1),
+        grace=0,
+        gang_scheduling=True,
+        events=(
+            Event(181, "crash", 0, 299),
+            Event(449, "image", "*"),
+            Event(745, "node-loss", 0, 1),
+            Event(903, "node-loss", 0, 4),
+            Event(1205, "node-loss", 0, 1),
+            Event(1509, "max-unavailable", value=0),
+            Event(1510, "operator-restart"),
+        ),
+        settle=1200,
+    )
+
+
 def scale_down_of_a_starting_gang_under_watch_lag() -> Scenario:
     """Found by `python -m tests.sim --examples 5000 --seed 2026`: 3 gangs of leader 1 +
     worker 3, AnyOrder, RecreateGang, watch events one round late. Gang 0 has never been
@@ -430,6 +486,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
                 "image",
                 "gangs",
                 "max-unavailable",
+                "max-surge",
                 "partition",
                 "operator-restart",
             ]
@@ -448,7 +505,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
         return Event(0, kind, draw(st.sampled_from([*roles, "*"])))
     if kind == "gangs":
         return Event(0, kind, value=draw(st.integers(1, 4)))
-    if kind == "max-unavailable":
+    if kind in ("max-unavailable", "max-surge"):
         return Event(0, kind, value=draw(st.integers(0, 2)))
     if kind == "partition":
         return Event(0, kind, value=draw(st.integers(0, 4)))
@@ -474,9 +531,9 @@ LATENCIES = st.one_of(
 @st.composite
 def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
     """Random scenarios with failurePolicy RecreateGang: 1-3 gangs of a leader and 1-3
-    workers, nodes with room to spare, exactly enough or too little, start latencies of
-    1-300 s, crashes, evictions, readiness failures, node changes, user edits and operator
-    restarts."""
+    workers, maxSurge 0-2, nodes with room to spare, exactly enough or too little, start
+    latencies of 1-300 s, crashes, evictions, readiness failures, node changes, user edits
+    and operator restarts."""
     gangs = draw(st.integers(1, 3))
     workers = draw(st.integers(1, 3))
     roles = (("leader", 1), ("worker", workers))
@@ -509,6 +566,7 @@ def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
             st.sampled_from(["RollingUpdate", "RollingUpdate", "RollingUpdate", "Recreate"])
         ),
         max_unavailable=draw(st.integers(0, 2)),
+        max_surge=draw(st.sampled_from([0, 0, 1, 2])),
         policy=policy,
         nodes=nodes,
         latency=draw(LATENCIES),

@@ -224,6 +224,8 @@ class Simulation:
             patch = {"spec": {"replicas": ev.value}}
         elif ev.kind == "max-unavailable":
             patch = {"spec": {"updateStrategy": {"maxUnavailable": ev.value}}}
+        elif ev.kind == "max-surge":
+            patch = {"spec": {"updateStrategy": {"maxSurge": ev.value}}}
         elif ev.kind == "partition":
             patch = {"spec": {"updateStrategy": {"partition": ev.value}}}
         else:

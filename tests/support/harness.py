@@ -262,6 +262,8 @@ class PodTracker:
         self.uids_seen: dict[str, set[str]] = {}
         self.ready: dict[str, set[str]] = {}  # gang -> ready pod names
         self.max_disrupted = 0
+        #: the fewest gangs (any index) with all their pods Ready while counting
+        self.min_whole: int | None = None
         self.counting = False
         self._task: asyncio.Task[None] | None = None
         self.informer.add_handler(self._on)
@@ -281,13 +283,19 @@ class PodTracker:
             ready.discard(name)
         if self.counting:
             self.max_disrupted = max(self.max_disrupted, self.disrupted())
+            self.min_whole = min(self.min_whole, self.whole()) if self.min_whole else self.whole()
 
     def disrupted(self) -> int:
         return sum(1 for names in self.ready.values() if len(names) < self.pods_per_gang)
 
+    def whole(self) -> int:
+        """Gangs (any index) with all their pods Ready."""
+        return sum(1 for names in self.ready.values() if len(names) >= self.pods_per_gang)
+
     def start_counting(self) -> None:
         self.counting = True
         self.max_disrupted = self.disrupted()
+        self.min_whole = self.whole()
 
     async def __aenter__(self) -> PodTracker:
         self._task = asyncio.create_task(self.informer.run())

@@ -38,6 +38,7 @@ def cliqueset(
     subdomain_policy: str | None = None,
     headless_service: bool = True,
     partition: int = 0,
+    max_surge: int | str = 0,
 ) -> CliqueSet:
     return CliqueSet(
         metadata=ObjectMeta(
@@ -54,6 +55,7 @@ def cliqueset(
                 type=strategy,  # type: ignore[arg-type]
                 max_unavailable=max_unavailable,
                 partition=partition,
+                max_surge=max_surge,
             ),
             subdomain_policy=subdomain_policy,  # type: ignore[arg-type]
             headless_service=headless_service,

@@ -67,6 +67,7 @@ CLIQUESET_JSON: dict[str, Any] = {
     "status": {
         "observedGeneration": 3,
         "replicas": 2,
+        "surgeReplicas": 0,
         "readyReplicas": 1,
         "availableReplicas": 1,
         "updatedReplicas": 2,

@@ -178,7 +178,7 @@ class Floaty(msgspec.Struct):
 
 
 class Either(msgspec.Struct):
-    x: int | str
+    x: int | bool
 
 
 class Exclusive(msgspec.Struct):
@@ -187,6 +187,23 @@ class Exclusive(msgspec.Struct):
 
 class Misnamed(msgspec.Struct):
     inner: Annotated[Inner, crd(properties={"c": crd(maximum=1)})]
+
+
+class IntOrString(msgspec.Struct, omit_defaults=True):
+    x: int | str = 0
+
+
+def test_int_or_string_is_an_int_or_string_node() -> None:
+    resource = schema.Resource(
+        root=IntOrString, kind="X", plural="xs", short_names=(), description="", columns=()
+    )
+    (version,) = crdgen.build(resource)["spec"]["versions"]
+    node = version["schema"]["openAPIV3Schema"]["properties"]["x"]
+    assert node == {
+        "default": 0,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
 
 
 @pytest.mark.parametrize("cls", [Floaty, Either, Exclusive, Misnamed])

@@ -394,6 +394,60 @@ def test_a_scale_down_under_watch_lag_restarts_no_starting_gang(interleave: bool
     assert not [t for t in restarts if t < 7], "gang 0 restarted before it ever broke"
 
 
+# ---- maxSurge -------------------------------------------------------------------------------
+
+
+def _whole(sim: Simulation) -> list[int]:
+    return sorted(g for g in sim.checker.gangs if sim.checker.available(g))
+
+
+def test_surge_gangs_the_world_broke_stand_in_for_nothing() -> None:
+    """A restart of a broken surge gang waits while the gangs rolled under its cover are
+    still down (I1): the scenario the random runs found."""
+    run_scenario(sc.surge_gangs_broken_while_standing_in())
+
+
+@pytest.mark.parametrize(("max_unavailable", "floor"), [(0, 4), (1, 3)])
+@pytest.mark.parametrize("latency", [60, 5])
+def test_a_roll_with_surge_keeps_replicas_minus_max_unavailable_whole_gangs(
+    max_unavailable: int, floor: int, latency: int
+) -> None:
+    """4 gangs, maxSurge 1: through the roll, sampled every simulated second, never fewer
+    than 4 - maxUnavailable whole gangs (surge gang 4 counted); surge gang 4 is made and
+    gone at the end, gangs 0-3 run the new image (the run checks I1 and I8 throughout)."""
+    sim = Simulation(sc.roll_with_surge(max_unavailable, latency))
+    sim.run(until=299)
+    assert _whole(sim) == [0, 1, 2, 3]
+    fewest = 4
+    for t in range(300, sim.scenario.end, 1):
+        sim.run(until=t)
+        fewest = min(fewest, len(_whole(sim)))
+    assert fewest >= floor
+    assert sim.outcome.available and sim.outcome.findings == []
+    assert _first(sim, r"create Clique llama-4-leader", 300) >= 300
+    assert sorted(sim.checker.gangs) == [0, 1, 2, 3]
+    images = {p["spec"]["containers"][0]["image"] for p in sim.pods()}
+    assert len(images) == 1 and images != {"vllm:1"}
+    assert {sim.checker.cluster.get("Clique", f"llama-4-{r}") for r in ("leader", "worker")} == {
+        None
+    }
+
+
+def test_the_checker_catches_too_few_whole_gangs_with_surge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A planted bug: the surge budget one gang too generous (a gang rolls beside each surge
+    gang with maxUnavailable 0) is caught (I8)."""
+    from cliques.controllers.cliqueset import surge
+
+    generous = surge.Surge.allowance
+    monkeypatch.setattr(surge.Surge, "allowance", lambda self, mu: generous(self, mu) + 1)
+    sim = Simulation(sc.roll_with_surge(0), strict=False)
+    sim.run()
+    kinds = {f.kind for f in sim.outcome.findings}
+    assert invariants.TooFewWhole in kinds
+
+
 # ---- random scenarios -----------------------------------------------------------------------
 
 

@@ -79,6 +79,16 @@ class CliqueSetStatus(msgspec.Struct, kw_only=True, rename="camel"):
 
     observed_generation: Count64 = 0
     replicas: Count = 0
+    surge_replicas: Annotated[
+        Count,
+        crd(
+            description=(
+                "Surge gangs a rolling update keeps above spec.replicas (updateStrategy."
+                "maxSurge); not counted in replicas, readyReplicas, availableReplicas or "
+                "updatedReplicas."
+            )
+        ),
+    ] = 0
     ready_replicas: Count = 0
     available_replicas: Count = 0
     updated_replicas: Count = 0

@@ -8,7 +8,8 @@ Struct becomes a structural schema as follows:
 
 - property names are the Struct's encoded (camelCase) field names;
 - `int` is an int32 `integer` (unless declared `int64`), `str` a `string`, `bool` a
-  `boolean`, a `StrEnum` (or a `Literal`) a `string` with its values as `enum` in the
+  `boolean`, `int | str` an int-or-string (`x-kubernetes-int-or-string`, as Kubernetes'
+  IntOrString), a `StrEnum` (or a `Literal`) a `string` with its values as `enum` in the
   order declared, `list[T]` an `array`,
   `dict[str, str]` an `object` of strings, `dict[str, Any]` an `object` whose fields are
   kept as written (`x-kubernetes-preserve-unknown-fields`), a Struct an `object` with
@@ -95,6 +96,8 @@ def _unwrap(t: mi.Type) -> tuple[mi.Type, Schema, dict[str, Any], bool]:
             t = t.type
         elif isinstance(t, mi.UnionType):
             rest = [u for u in t.types if not isinstance(u, mi.NoneType)]
+            if _int_or_string(rest):
+                return t, keywords, extra, len(rest) != len(t.types)
             if len(rest) != 1 or len(rest) == len(t.types):
                 raise SchemaError(f"only `T | None` unions have a schema, not {t}")
             optional = True
@@ -103,8 +106,22 @@ def _unwrap(t: mi.Type) -> tuple[mi.Type, Schema, dict[str, Any], bool]:
             return t, keywords, extra, optional
 
 
+def _int_or_string(types: Sequence[mi.Type]) -> bool:
+    """Whether `types` (a union without None) are a plain `int | str`."""
+    kinds = sorted(type(u).__name__ for u in types)
+    plain = all(
+        getattr(u, "ge", None) is None and getattr(u, "pattern", None) is None for u in types
+    )
+    return kinds == ["IntType", "StrType"] and plain
+
+
 def _type_schema(t: mi.Type) -> Schema:
     """The schema a type gives by itself, msgspec constraints (`Meta(ge=...)`) included."""
+    if isinstance(t, mi.UnionType):  # `int | str` only (`_unwrap`)
+        return {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "x-kubernetes-int-or-string": True,
+        }
     if isinstance(t, mi.IntType):
         return _bounds({"type": "integer", "format": "int32"}, t, minimum="ge", maximum="le")
     if isinstance(t, mi.StrType):

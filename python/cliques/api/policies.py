@@ -75,15 +75,58 @@ MAX_PARTITION: Final = 2**31 - 1
 
 
 class UpdateStrategy(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once;
-    with `in_place` IfPossible, a gang whose change is only container images keeps its pods
+    """How a template change rolls out: gang by gang, at most `max_unavailable` down at once
+    beyond the `max_surge` extra gangs made first (`controllers.cliqueset.surge`); with
+    `in_place` IfPossible, a gang whose change is only container images keeps its pods
     (`cliques.hashing.in_place`); gangs below `partition` keep the template they run."""
+
+    __crd__: ClassVar[msgspec.Meta] = crd(
+        rules=[
+            Rule(
+                rule=(
+                    "!has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge >= 0 "
+                    ": string(self.maxSurge).matches('^[0-9]{1,10}%$'))"
+                ),
+                message="updateStrategy.maxSurge must be a number of gangs or a percent (25%)",
+                field_path=".maxSurge",
+                reason=INVALID,
+            ),
+            Rule(
+                rule=(
+                    "!has(self.maxUnavailable) || self.maxUnavailable > 0 || "
+                    "(has(self.maxSurge) && (type(self.maxSurge) == int ? self.maxSurge > 0 "
+                    ": !string(self.maxSurge).matches('^0+%$')))"
+                ),
+                message="updateStrategy.maxUnavailable may be 0 only with a maxSurge above 0",
+                field_path=".maxUnavailable",
+                reason=INVALID,
+            ),
+        ]
+    )
 
     type: UpdateStrategyType = UpdateStrategyType.ROLLING_UPDATE
     max_unavailable: Annotated[
         int,
-        crd(minimum=1, description="Gangs that may be down at once during a rolling update."),
+        crd(
+            minimum=0,
+            description=(
+                "Gangs that may be down at once during a rolling update (0 only with a "
+                "maxSurge above 0: then a roll never leaves fewer than replicas whole gangs)."
+            ),
+        ),
     ] = 1
+    max_surge: Annotated[
+        int | str,
+        crd(
+            description=(
+                "Extra gangs a rolling update may make above replicas (a number, or a percent "
+                "of replicas rounded up): each is made on the new template at the next index "
+                "and, once available, stands in for an outdated gang the roll takes down; "
+                "they are removed, highest index first, once every gang is updated and "
+                "available (docs/operator.md)."
+            )
+        ),
+    ] = 0
     in_place: Annotated[
         InPlacePolicy,
         crd(

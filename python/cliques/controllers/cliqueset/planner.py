@@ -69,6 +69,7 @@ from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event
 from cliques.controllers.cliqueset import bodies, restarts
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset import surge as surge_gangs
 from cliques.controllers.cliqueset.snapshot import CliqueSetPlan, CliqueSetSnapshot, Setup
 from cliques.controllers.features import (
     autoscaling,
@@ -122,6 +123,8 @@ class Step:
     out: CliqueSetPlan
     members: _Members
     gangs: cliqueset_rollout.Gangs
+    #: the set as the user wrote it (`snap.cliqueset` has the surge gangs in its replicas)
+    user: CliqueSet
     creates: list[Create] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
     #: what the restarts and rolls phase decided (read by the status)
@@ -145,23 +148,51 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     setup = _setup(snap)
     if isinstance(setup, str):
         return _invalid(snap, setup)
+    user = snap.cliqueset
+    out = CliqueSetPlan(events=_reserved_keys_events(user))
+    members, gangs = _judged(snap, setup, snap.previous)
+    # While a roll with maxSurge is under way, the set is planned with its surge gangs:
+    # `replicas + kept` gangs (`surge`); the status counts the user's `replicas`.
+    rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, user.spec.update_strategy.partition)
+    made = surge_gangs.made(
+        [g for g, m in members.by_gang.items() if _live(m)], setup.surge.replicas
+    )
+    kept = surge_gangs.kept(setup.surge, gangs.facts, rollable, made)
+    if kept:
+        wide = dataclasses.replace(
+            snap, cliqueset=surge_gangs.widened(user, setup.surge.keeping(kept))
+        )
+        wide_setup = _setup(wide, setup.surge.keeping(kept))
+        if not isinstance(wide_setup, str):  # (beyond the set's bounds: no surge)
+            snap, setup = wide, wide_setup
+            members, gangs = _judged(snap, setup, gangs.judgement)
+    out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
+    step = Step(snap, setup, out, members, gangs, user, deletes=list(members.removed))
+    for phase in PHASES:
+        phase(step)
+    return out
+
+
+def _judged(
+    snap: CliqueSetSnapshot, setup: Setup, previous: cliqueset_rollout.Judgement | None
+) -> tuple[_Members, cliqueset_rollout.Gangs]:
+    """The Cliques by gang (and those of removed gangs, cliques and instances), and the
+    verdicts on the gangs (kept between plans with the gang trees, for the gangs whose
+    Cliques are the same)."""
     cqs = snap.cliqueset
-    out = CliqueSetPlan(events=_reserved_keys_events(cqs))
-    # The Cliques by gang, and those of removed gangs, cliques and instances.
     members = _members_by_gang(snap, setup)
-    # The verdicts on the gangs (kept between plans with the gang trees, for the gangs
-    # whose Cliques are the same).
     ctx = cliqueset_rollout.context(
         cqs, snap.hashes, setup.deps, snap.algorithm, start_gates=setup.start_gates
     )
     gangs = cliqueset_rollout.judge_gangs(
-        members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, snap.previous, setup.counts
+        members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, previous, setup.counts
     )
-    out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
-    step = Step(snap, setup, out, members, gangs, deletes=list(members.removed))
-    for phase in PHASES:
-        phase(step)
-    return out
+    return members, gangs
+
+
+def _live(members: Mapping[str, Clique]) -> bool:
+    """Whether a gang has a Clique that is not being deleted."""
+    return any(c.metadata.deletion_timestamp is None for c in members.values())
 
 
 def _revisions(step: Step) -> None:
@@ -249,9 +280,7 @@ def _expectations(step: Step) -> None:
 
 def _status_phase(step: Step) -> None:
     """The failure policy's marks, the status and its conditions."""
-    _status(
-        step.snap, step.setup, step.members.by_gang, step.gangs, step.rolls, step.missing, step.out
-    )
+    _status(step, step.members.by_gang, step.gangs, step.rolls)
 
 
 #: The phases of a plan, in order: a feature that adds to the plan is one line here.
@@ -268,8 +297,9 @@ PHASES: tuple[Phase, ...] = (
 )
 
 
-def _setup(snap: CliqueSetSnapshot) -> Setup | str:
-    """What the phases read, or why the spec cannot be planned (an InvalidSpec)."""
+def _setup(snap: CliqueSetSnapshot, surge: surge_gangs.Surge | None = None) -> Setup | str:
+    """What the phases read, or why the spec cannot be planned (an InvalidSpec); `surge`:
+    the surge gangs kept (planned in `snap.cliqueset`'s replicas), if any."""
     cqs = snap.cliqueset
     spec, meta = cqs.spec, cqs.metadata
     if snap.invalid:
@@ -338,6 +368,7 @@ def _setup(snap: CliqueSetSnapshot) -> Setup | str:
         wanted_of=wanted_of,
         policy=subdomains.policy(cqs, snap.cliques),
         set_hash=cliqueset_status.set_hash(spec, snap.hashes),
+        surge=surge if surge is not None else surge_gangs.of(cqs),
     )
 
 
@@ -545,38 +576,43 @@ def _services(
 
 
 def _status(
-    snap: CliqueSetSnapshot,
-    setup: Setup,
+    step: Step,
     by_gang: dict[int, dict[str, Clique]],
     gangs: cliqueset_rollout.Gangs,
     rolls: restarts.Rolls,
-    missing: list[str],
-    out: CliqueSetPlan,
 ) -> None:
     """The failure policy carried out (`failure_policy`), and the set's status with its
-    conditions (None when it would not change); the GangScheduling Event when it changes."""
+    conditions (None when it would not change); the GangScheduling Event when it changes.
+    The counts are of gangs `0..replicas-1` as the user wrote them; the surge gangs this
+    plan keeps are `surgeReplicas` (`surge`)."""
+    snap, setup, out = step.snap, step.setup, step.out
     cqs = snap.cliqueset
     spec = cqs.spec
+    replicas = step.user.spec.replicas
     facts = gangs.facts
-    rollable, held = cliqueset_rollout.partitioned(gangs.outdated, spec.update_strategy.partition)
+    below = [g for g in gangs.outdated if g < replicas]
+    rollable, held = cliqueset_rollout.partitioned(below, spec.update_strategy.partition)
+    surge = sum(1 for g in by_gang if by_gang[g] and replicas <= g < spec.replicas)
     out.status = cliqueset_status.status(
-        cqs,
-        facts,
+        step.user,
+        facts[:replicas],
         rollable,
         held=held,
-        existing=sum(1 for g in by_gang if by_gang[g]),
+        existing=sum(1 for g in by_gang if by_gang[g]) - surge,
         template_hash=setup.set_hash,
         algorithm=snap.algorithm,
         failure=snap.failure,
         now=snap.now,
+        surge=surge,
     )
     restart_now = set(rolls.restart_now)
     moves = setup.sched.wanted
     out.status.gang_restarts = restarts.failure_policy(
         snap, rolls.failing, facts, rolls.touched, restart_now, out, moves
     )
-    out.status.updated_in_place = sum(1 for f in facts if f.update_kind == "in-place")
-    out.status.updated_by_replacement = sum(1 for f in facts if f.update_kind == "replaced")
+    kinds = [f.update_kind for f in facts[:replicas]]
+    out.status.updated_in_place = kinds.count("in-place")
+    out.status.updated_by_replacement = kinds.count("replaced")
     old_conditions = cqs.status.conditions if cqs.status is not None else []
     setter = conditions.Setter(old_conditions, snap.now, cqs.metadata.generation)
     ordered = spec.startup_type != StartupType.ANY_ORDER
@@ -584,7 +620,7 @@ def _status(
     out.status.conditions.append(gang_condition)
     if spec.resource_claims:
         waiting = [(g, why) for g, f in enumerate(facts) for why in f.waiting_why]
-        status, reason, message = claims.condition(cqs, waiting, missing)
+        status, reason, message = claims.condition(cqs, waiting, step.missing)
         out.status.conditions.append(setter.set(claims.CONDITION_CLAIMS, status, reason, message))
     if setup.queue is not None:
         out.status.queue, verdict = _admission(snap, setup.queue, by_gang, setup.queue_problem)

@@ -1,6 +1,7 @@
 """Restarts and rolls of the CliqueSet planner (pure): the failure policy's decisions over
 the gangs (`gang_failures`), the gangs it restarts now within the rollout budget, the
-outdated gangs rolled in what budget is left (`rollout.pick`), each as JSON patches of its
+outdated gangs rolled in what budget is left (`rollout.pick`; surge gangs add to it,
+`surge`), each as JSON patches of its
 Cliques' templates or merge patches of what changes in place, and the failure policy
 carried out (annotations, Events, requeues)."""
 
@@ -50,7 +51,18 @@ def restarts_and_rolls(
     # Gangs below the partition keep their template: restarted as they are, never rolled.
     rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, strategy.partition)
     outdated = set(rollable)
-    budget = cliqueset_rollout.restart_budget(strategy.max_unavailable, gangs.facts)
+    # A surge gang the world broke after it was available stands in for no gang any more:
+    # it no longer adds to what may be down (one that is starting is down, and pays for
+    # itself).
+    broken_surge = sum(
+        1
+        for f in gangs.facts[setup.surge.replicas :]
+        if not f.available and not f.starting and not (f.degraded and not f.was_available)
+    )
+    allowed = setup.surge.allowance(strategy.max_unavailable) - broken_surge
+    budget = cliqueset_rollout.restart_budget(
+        strategy.max_unavailable, gangs.facts, allowed=allowed
+    )
     changed = {gang for gang, _ in gangs.changes.values()}
     for index, (_, decision) in sorted(out.failing.items()):
         # An outdated gang rolls instead; one changed in place now is restarted next pass.
@@ -66,6 +78,7 @@ def restarts_and_rolls(
             rollable,
             cliqueset_rollout.down(gangs.facts),
             spent=len(out.restart_now),
+            allowed=allowed,
         )
         if snap.expectations_satisfied
         else []

@@ -16,7 +16,8 @@
   first, then available ones, every pick spending one unit of the budget: a gang that only
   looks unavailable because a resize in the same edit is still adding its pods is not
   "already down" and rolled for free, so a template change and a resize together still
-  roll `maxUnavailable` gangs at a time. With Recreate, all at once. Everything the
+  roll `maxUnavailable` gangs at a time. With Recreate, all at once. Surge gangs
+  (`surge`) add to the budget what they stand in for. Everything the
   decision needs is read from the API objects, so an operator restarted in the middle of a
   rollout continues it without exceeding the budget.
 
@@ -532,6 +533,7 @@ def pick(
     down: set[int],
     *,
     spent: int = 0,
+    allowed: int | None = None,
 ) -> list[int]:
     """The outdated gangs to update now, in order; `down` as `down()` gives it.
 
@@ -542,27 +544,34 @@ def pick(
     is only taken once every outdated gang that is down has been (a gang still down from
     an earlier roll or a restart when the template changes again is rolled again, never
     left down beside a new one), and each pick is paid for. `spent`: the budget the same
-    plan already used (gang restarts, `restart_budget`).
+    plan already used (gang restarts, `restart_budget`). `allowed`: the gangs that may be
+    down at once, where surge gangs stand in for some (`surge.Surge.allowance`; by default
+    `max_unavailable`, at least 1).
     """
     if strategy == UpdateStrategyType.RECREATE:
         return list(outdated)
     stale = set(outdated)
-    budget = max(1, max_unavailable) - spent - sum(1 for g in down if g not in stale)
+    most = max(1, max_unavailable) if allowed is None else allowed
+    budget = most - spent - sum(1 for g in down if g not in stale)
     if budget <= 0:
         return []
     order = sorted(outdated, key=lambda g: (g not in down, g))
     return sorted(order[:budget])
 
 
-def restart_budget(max_unavailable: int, facts: list[GangFacts]) -> int:
+def restart_budget(
+    max_unavailable: int, facts: list[GangFacts], *, allowed: int | None = None
+) -> int:
     """How many gangs a plan may restart (`gang_failures`): a restart is a disruption the
     operator causes, so it is paid from `maxUnavailable` (at least 1), like a roll. Spent
     already: the gangs the operator took down that are not available again: on their way
     up (`GangFacts.starting`: restarted, rolled or new), or short of pods without having
     been available whole since (a restarted gang whose leader was lost before its workers
     came up is still the operator's). Gangs that broke after being available are down by
-    the world's hand, not the operator's, and do not count; nor do gangs that only grow."""
+    the world's hand, not the operator's, and do not count; nor do gangs that only grow.
+    `allowed`: as in `pick`."""
     down = sum(
         1 for f in facts if not f.available and (f.starting or (f.degraded and not f.was_available))
     )
-    return max(0, max(1, max_unavailable) - down)
+    most = max(1, max_unavailable) if allowed is None else allowed
+    return max(0, most - down)

@@ -13,6 +13,7 @@ from cliques.api.cliquetemplate import CliqueTemplate
 from cliques.api.service import Service
 from cliques.controllers.base import failures
 from cliques.controllers.base.actions import Plan
+from cliques.controllers.cliqueset import surge as surge_gangs
 from cliques.controllers.cliqueset.rollout import Judgement
 from cliques.controllers.features import (
     claims,
@@ -89,3 +90,5 @@ class Setup:
     wanted_of: Callable[[int], Mapping[str, scaling.Member]]
     policy: str
     set_hash: str
+    #: maxSurge resolved and the surge gangs this plan keeps (`surge`)
+    surge: surge_gangs.Surge = field(default_factory=surge_gangs.Surge)

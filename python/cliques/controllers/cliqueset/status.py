@@ -1,6 +1,7 @@
 """The status of a CliqueSet (pure): gang counts and conditions, from the gangs' verdicts.
 
-- Counts: `replicas` (gangs with at least one Clique), `readyReplicas` (every clique has
+- Counts: `replicas` (gangs with at least one Clique, not counting the surge gangs of a
+  roll, which are `surgeReplicas`), `readyReplicas` (every clique has
   minAvailable ready pods), `availableReplicas` (every clique Ready for its current
   template), `updatedReplicas` (up to date and every pod on its template).
 - `Available`: every gang available (the message names the Cliques whose pods wait for a
@@ -56,10 +57,12 @@ def status(
     algorithm: int,
     failure: failures.Failure | None,
     now: str,
+    surge: int = 0,
 ) -> CliqueSetStatus:
     """The status of `cqs` from the facts of gangs `0..replicas-1`, the outdated ones a roll
     takes, the outdated ones the partition `held`, the number of gangs that have
-    Cliques, and the CliqueSet's own refused write, if any."""
+    Cliques (besides the `surge` gangs a roll keeps above `replicas`), and the
+    CliqueSet's own refused write, if any."""
     spec = cqs.spec
     gen = cqs.metadata.generation
     old = cqs.status or CliqueSetStatus()
@@ -85,6 +88,11 @@ def status(
     if outdated:
         to_update = f"{len(outdated)} gang(s) to update to {template_hash}"
         prog_c = conds.set(CONDITION_PROGRESSING, "True", "RollingUpdate", to_update)
+    elif surge:
+        standing = (
+            f"{surge} surge gang(s) stand in until every gang is available; {gangs_available}"
+        )
+        prog_c = conds.set(CONDITION_PROGRESSING, "True", "RollingUpdate", standing)
     elif available != spec.replicas or existing != spec.replicas:
         prog_c = conds.set(CONDITION_PROGRESSING, "True", "Scaling", gangs_available)
     elif held:
@@ -105,6 +113,7 @@ def status(
     return CliqueSetStatus(
         observed_generation=gen,
         replicas=existing,
+        surge_replicas=surge,
         ready_replicas=ready,
         available_replicas=available,
         updated_replicas=updated,
