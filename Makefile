@@ -100,7 +100,7 @@ test-compat: dev
 # takes many minutes cold on two cores; see docs/devcluster.md).
 test-monitoring: dev
 	$(VENV)/bin/cliques dev-cluster build --with prometheus
-	$(PY) -m pytest -q -m monitoring tests/e2e/test_monitoring.py lab/tests/e2e/test_devcluster_prometheus.py
+	$(PY) -m pytest -q -m monitoring tests/e2e/test_monitoring.py lab/tests/e2e/test_prometheus_addon.py
 
 demo: dev
 	$(VENV)/bin/cliques demo
