@@ -6,8 +6,8 @@ own (`python -m cliques.kubectl`, what the `kubectl-cliques` script runs) with `
   KWOK nodes have 32) quotes the scheduler's reason, fits 100 columns, and says the same
   as JSON; `status` of a set that does not exist is one line and exit code 4.
 - `diff` of a set whose spec changed while no operator ran (its Cliques still run the old
-  template) names the changed image, and exits 1; the same set once the operator rolled it
-  compares the same, and exits 0.
+  template) names the changed image, and exits 1; once the operator rolled it, `diff` says
+  why it rolled: its two ControllerRevisions differ in that image (exit 1).
 """
 
 from __future__ import annotations
@@ -134,15 +134,19 @@ async def test_diff_names_what_changed_until_the_gangs_run_it(cluster: Cluster, 
     code, out, err = await plugin("diff", "rolled", kubeconfig=crds, namespace=ns)
     assert code == exits.DIFFERENT, (out, err)
     lines = out.splitlines()
-    assert "no ControllerRevisions recorded" in " ".join(out.split())
+    assert "a change not rolled out" in " ".join(out.split())
     assert any(line.startswith("clique leader (gang 0): same") for line in lines), out
     assert any(line.startswith("clique worker (gang 0): different") for line in lines), out
     assert "  first difference at spec.containers[name=main].image" in lines, out
     assert '"busybox:1.36"' in out and '"busybox:1.37"' in out
     assert "in place: yes" in out
 
+    # Once the gangs run it, diff says why the set rolled: its last two revisions.
     async with running_operator(crds, ns):
         await cluster.wait_available("rolled", timeout=120)
     code, out, err = await plugin("diff", "rolled", "-o", "json", kubeconfig=crds, namespace=ns)
-    assert code == exits.OK, (out, err)
-    assert json.loads(out)["same"] is True
+    assert code == exits.DIFFERENT, (out, err)
+    doc = json.loads(out)
+    assert doc["same"] is False and "ControllerRevision" in doc["compared"], doc
+    worker_diff = next(c for c in doc["cliques"] if c["clique"] == "worker")
+    assert not worker_diff["same"], doc

@@ -33,7 +33,7 @@ import yaml
 from cliques import _core
 from cliques.api.pod import Pod
 from cliques.kube import errors
-from cliques.kube.resources import LEASES, PODS
+from cliques.kube.resources import CLIQUESETS, LEASES, PODS
 from cliques.operator.shard_leases import Lease
 from tests.support.harness import Cluster, cliqueset, wait_for
 
@@ -388,8 +388,12 @@ async def test_a_frozen_replica_writes_nothing_after_its_renew_deadline(
     guard_client = cluster.client
     guard_client.write_guard = lambda: "test fence"
     try:
+        body = cliqueset(name="fenced")
+        body["metadata"]["namespace"] = cluster.namespace
         with pytest.raises(errors.Fenced, match="test fence"):
-            await cluster.apply(cliqueset(name="fenced"))
+            await guard_client.patch(
+                CLIQUESETS, cluster.namespace, "fenced", body, dict, patch_type="apply", force=True
+            )
     finally:
         guard_client.write_guard = None
     with pytest.raises(errors.NotFound):

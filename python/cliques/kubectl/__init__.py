@@ -78,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="why the set rolled: the first real differences between two revisions",
         description=(
             "The first differences, on the canonical form, between two of the set's "
-            "templates: revision N and the newest where the set has ControllerRevisions, "
-            "else the template its live Cliques run and its spec.template."
+            "templates: while its gangs do not all run spec.template (a roll under way or "
+            "pending), what they run against it; else revision N and the newest, where the "
+            "set has ControllerRevisions."
         ),
     )
     diff.add_argument("name", metavar="SET", help="the CliqueSet")
@@ -183,7 +184,12 @@ async def _run(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         return exits.OK
     revisions = diff.owned_revisions(objects.cliqueset, objects.revisions or ())
-    if revisions:
+    pending = diff.against_live(objects.cliqueset, objects.cliques, "a change not rolled out")
+    if revisions and args.revision is None and not pending.same:
+        # The gangs do not all run spec.template yet (a roll under way, or a change the
+        # operator has not seen): what they run against what they are asked to.
+        report = pending
+    elif revisions:
         try:
             report = diff.between_revisions(objects.cliqueset, revisions, args.revision)
         except diff.RevisionError as exc:
