@@ -201,7 +201,9 @@ def test_examples_apply_and_read_back_defaulted(
     assert spec["updateStrategy"] == {
         "type": "RollingUpdate",
         "maxUnavailable": 1,
+        "maxSurge": 0,
         "inPlace": "Never",
+        "partition": 0,
     }
     assert spec["gangScheduling"] == {"backend": "Auto", "disruption": "Gang"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
@@ -266,9 +268,9 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.template.cliques[0].minAvailable", "greater than or equal to 0"],
     ),
     (
-        "maxUnavailable of 0",
+        "maxUnavailable of 0 without maxSurge",
         cliqueset(updateStrategy={"maxUnavailable": 0}),
-        ["spec.updateStrategy.maxUnavailable", "greater than or equal to 1"],
+        ["spec.updateStrategy.maxUnavailable", "may be 0 only with a maxSurge above 0"],
     ),
     (
         "startsAfter without Explicit (default AnyOrder)",
