@@ -140,6 +140,14 @@ def _controller_args(p: argparse.ArgumentParser) -> None:
         "they start after are Ready, with gang scheduling (it runs `cliques start-gate`; "
         "default: $CLIQUES_START_GATE_IMAGE, else the operator's own published image)",
     )
+    p.add_argument(
+        "--restart-placement",
+        choices=("same-nodes", "anywhere"),
+        default="same-nodes",
+        help="where the pods of a gang made again after a crash go: same-nodes prefers the "
+        "nodes its pods ran on (images and caches are there; a preference, never a "
+        "requirement), anywhere leaves it to the scheduler (default: same-nodes)",
+    )
     # Emulates an operator upgrade whose hash algorithm differs (tests of the relabel path).
     p.add_argument("--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -198,6 +206,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         expectations_ttl=args.expectations_ttl,
         status_hold=args.status_hold,
         start_gate_image=gate_image(args.start_gate_image),
+        same_nodes=args.restart_placement == "same-nodes",
         request_timeout=args.request_timeout,
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
@@ -281,6 +290,8 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         str(args.status_hold),
         "--start-gate-image",
         gate_image(args.start_gate_image),
+        "--restart-placement",
+        args.restart_placement,
         "--request-timeout",
         str(args.request_timeout),
     ]
