@@ -520,6 +520,7 @@ class KubeClient:
         label_selector: str = "",
         timeout_seconds: int = 300,
         read_timeout: float = WATCH_READ_TIMEOUT,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events (with bookmarks) from `resource_version`.
 
@@ -559,7 +560,9 @@ class KubeClient:
 
         watchdog = loop.call_later(read_timeout / 4, check)
         try:
-            async for event in self._watch_stream(path, query, headers, timeout, resource.plural):
+            async for event in self._watch_stream(
+                path, query, headers, timeout, resource.plural, on_open
+            ):
                 last_read = loop.time()
                 yield event
         except asyncio.CancelledError:
@@ -578,6 +581,7 @@ class KubeClient:
         headers: dict[str, str],
         timeout: aiohttp.ClientTimeout,
         plural: str,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """The events of one watch response (bookmarks included, ERROR events raised)."""
         async with self._session.get(
@@ -593,6 +597,8 @@ class KubeClient:
             if resp.status >= 300:
                 self._refused(resp.status, headers)
                 raise errors.from_response(resp.status, await resp.read(), verb="watch", path=path)
+            if on_open is not None:
+                on_open()
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk
