@@ -60,7 +60,7 @@ def add_parser(benchmarks: Any) -> None:
     p.add_argument(
         "--shapes",
         type=shapes,
-        default=shapes(DEFAULT_SHAPES),
+        default=[DEFAULT_SHAPES],
         metavar="LIST",
         help="comma list of SETSxGANGSxPODS shapes, run in turn (default "
         f"{DEFAULT_SHAPES}; the 100,000-pod runs: 1x5000x2,1000x50x2,1x5000x20)",
