@@ -270,6 +270,10 @@ class SimServer:
     def stored_bytes(self) -> int:
         return sum(len(raw) for objs in self.objects.values() for raw in objs.values())
 
+    def backlog(self) -> float:
+        """Seconds of requests the API server has yet to answer."""
+        return max(0.0, self._free_at - self.loop.time())
+
     def turn(self) -> float:
         """Seconds until a request sent now is answered (requests are served one by one)."""
         now = self.loop.time()
@@ -673,6 +677,7 @@ async def _deploy(
                 f"  t={loop.time() - t0:7.0f}s simulated  pods Ready {ready:>7}/{total}"
                 f"  sets waiting {len(judge.waiting):>5}"
                 f"  set plans {set_plans[0]:>7}  reconciles {sum(reconciles.values()):>8}"
+                f"  API backlog {server.backlog():5.0f}s"
                 f"  cpu {time.process_time() - cpu0:7.1f}s"
             )
 
