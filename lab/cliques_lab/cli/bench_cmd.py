@@ -5,6 +5,7 @@
     cliques bench report FILE...
     cliques bench chaos [--seed N] [--duration S] [--faults kill-worker,...] [--results DIR]
     cliques bench scale-events [--cluster NAME] [--gangs N] [--events N] [--down] [--backend B]
+    cliques bench sim-scale [--shapes 1x5000x2,1000x50x2] [--repeat N] [--rate R]
 
 Each benchmark is one entry of `BENCHMARKS`: its name, help, the module that runs it
 (imported only when it runs) and a function adding its options. Adding one (`bench scale`)
@@ -97,10 +98,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from cliques_lab.bench import scale_cli
 
     scale_cli.add_parsers(benchmarks)
-    from cliques_lab.bench import chaos_cli, scale_events_cli
+    from cliques_lab.bench import chaos_cli, scale_events_cli, simscale_cli
 
     chaos_cli.add_parser(benchmarks)
     scale_events_cli.add_parser(benchmarks)
+    simscale_cli.add_parser(benchmarks)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 

@@ -8,7 +8,7 @@ The operator never writes a Pod from this Struct: it creates pods from the Cliqu
 template (a dict) with its labels and env added.
 """
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -181,3 +181,44 @@ class PodList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[Pod] = msgspec.field(default_factory=list)
+
+
+class SharedParts:
+    """Makes Pods decoded for a cache share one copy of each distinct container list and
+    condition list.
+
+    The pods of a clique have the same containers (images, CPU and memory), and pods in
+    the same state the same conditions, yet each decoded Pod held its own lists of
+    Structs: about 1.6 of a cached Pod's 4.1 KB (a pod of two containers, three
+    conditions). Called on each decoded Pod (an informer's `transform`), this swaps both
+    lists for equal ones already seen, keyed by their JSON, so two lists share only when
+    they are equal. Cached Pods are read-only to the operator (it never writes a Pod from
+    this Struct), which is what makes sharing safe. At most `limit` distinct lists are
+    remembered; past it the table starts over, which costs sharing, never correctness.
+    """
+
+    def __init__(self, limit: int = 65536) -> None:
+        self.limit = limit
+        self._by_json: dict[bytes, Any] = {}
+        self._encode = msgspec.json.Encoder().encode
+
+    def _shared(self, value: Any) -> Any:
+        key = self._encode(value)
+        seen = self._by_json.get(key)
+        if seen is not None:
+            return seen
+        if len(self._by_json) >= self.limit:
+            self._by_json.clear()
+        self._by_json[key] = value
+        return value
+
+    def __call__(self, pod: Pod) -> Pod:
+        spec, status = pod.spec, pod.status
+        if spec.containers:
+            spec.containers = self._shared(spec.containers)
+        if status.conditions:
+            status.conditions = self._shared(status.conditions)
+        return pod
+
+    def __len__(self) -> int:
+        return len(self._by_json)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.meta import format_now, only_status_changed
-from cliques.api.pod import Pod
+from cliques.api.pod import Pod, SharedParts
 from cliques.controllers.base.actions import Patch, Plan
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
@@ -87,7 +87,14 @@ WATCHES: tuple[Watch, ...] = (
         faults=True,
         transform=SharedTemplates,
     ),
-    Watch("pods", Pod, PODS, indexers={"controller": store.by_controller}, faults=True),
+    Watch(
+        "pods",
+        Pod,
+        PODS,
+        indexers={"controller": store.by_controller},
+        faults=True,
+        transform=SharedParts,
+    ),
 )
 
 

@@ -430,6 +430,13 @@ class CliqueSetController:
         in `claims.hash_basis`."""
         algorithm = self.hasher.algorithm
         where, name = cqs.spec.placement, cqs.metadata.name
+        label = labels.LABEL_TEMPLATE_HASH
+        # (most Cliques carry the desired hash: one lookup each, before `needs_rehash`)
+        stale = [
+            c
+            for c in cliques
+            if hashes.get(c.spec.clique_name, "") not in ("", c.metadata.labels.get(label, ""))
+        ]
         return {
             c.metadata.name: self.hasher.template_hash(
                 dict(
@@ -441,7 +448,7 @@ class CliqueSetController:
                     )
                 )
             )
-            for c in cliques
+            for c in stale
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
 

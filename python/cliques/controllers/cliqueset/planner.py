@@ -154,8 +154,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     # While a roll with maxSurge is under way, the set is planned with its surge gangs:
     # `replicas + kept` gangs (`surge`); the status counts the user's `replicas`.
     rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, user.spec.update_strategy.partition)
+    above = setup.surge.replicas  # (only gangs at or above it count: `surge.made`)
     made = surge_gangs.made(
-        [g for g, m in members.by_gang.items() if _live(m)], setup.surge.replicas
+        [g for g, m in members.by_gang.items() if g >= above and _live(m)], above
     )
     kept = surge_gangs.kept(setup.surge, gangs.facts, rollable, made)
     if kept:
@@ -425,15 +426,20 @@ def _members_by_gang(snap: CliqueSetSnapshot, setup: Setup) -> _Members:
     cqs = snap.cliqueset
     by_gang: dict[int, dict[str, Clique]] = {}
     removed: list[tuple[int, int, str, Clique, str]] = []
+    replicas, roles, wanted_of = cqs.spec.replicas, setup.roles, setup.wanted_of
+    # Without scaling groups every gang wants the same members (`_members`): looked up once.
+    same = wanted_of(0) if not setup.lay.groups else None
+    member_of = scaling.member_of
     for clique in snap.cliques:
-        gang, role = clique.spec.gang_index, clique.spec.clique_name
-        key = scaling.member_of(clique)
+        spec = clique.spec
+        gang, role = spec.gang_index, spec.clique_name
+        key = member_of(clique)
         why = ""
-        if gang >= cqs.spec.replicas:
+        if gang >= replicas:
             why = "ScaleDown"
-        elif role not in setup.roles:
+        elif role not in roles:
             why = "CliqueRemoved"
-        elif key not in setup.wanted_of(gang):
+        elif key not in (same if same is not None else wanted_of(gang)):
             why = "InstanceRemoved" if role in setup.lay.group_of else "CliqueRegrouped"
         if why in ("InstanceRemoved", "CliqueRegrouped"):
             if clique.metadata.deletion_timestamp is None:
@@ -459,12 +465,16 @@ def _new_cliques(
     cqs = snap.cliqueset
     sched = setup.sched
     creates: list[Create] = []
+    # Without scaling groups every gang wants the same members (`_members`).
+    same = setup.wanted_of(0).keys() if not setup.lay.groups else None
     for index in range(cqs.spec.replicas):
         if len(creates) >= room:
             break
         have = by_gang.get(index)
-        want = setup.wanted_of(index)
-        if have is not None and want.keys() <= have.keys():
+        if (
+            have is not None
+            and (same if same is not None else setup.wanted_of(index).keys()) <= have.keys()
+        ):
             continue
         have = have or {}
         uses = gang_scheduling.gang_workload(have, sched.current)

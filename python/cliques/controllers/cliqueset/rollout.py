@@ -243,15 +243,23 @@ def judge_gangs(
     outdated: list[int] = []
     judged: dict[int, tuple[tuple[Clique, ...], Verdict]] = {}
     counts = counts or {}
+    # The context is compared once per plan, not once per gang (`Judgement.verdict`): a
+    # plan of a set of thousands of gangs mostly reuses verdicts.
+    known = previous.gangs if previous is not None and previous.context == ctx else {}
+    known_counts = previous.counts if previous is not None else {}
+    empty: Mapping[str, int] = {}
     for gang in range(replicas):
         members = by_gang.get(gang)
         if not members:
             facts.append(GangFacts(starting=True))  # to be created: on its way up
             continue
         key = tuple(members.values())
-        have = counts.get(gang, {})
-        verdict = previous.verdict(ctx, gang, key, have) if previous is not None else None
-        if verdict is None:
+        have = counts.get(gang, empty)
+        entry = known.get(gang)
+        # Identical objects compare equal without reading a field.
+        if entry is not None and entry[0] == key and have == known_counts.get(gang, empty):
+            verdict = entry[1]
+        else:
             verdict = judge(gang, members, ctx, rehashes, have)
         judged[gang] = (key, verdict)
         facts.append(verdict.facts)

@@ -224,12 +224,17 @@ def plan(
         used, named, wanted = found.used, found.named, found.wanted
         current, ready = "", True
     else:
-        used = {
-            c.metadata.annotations[labels.ANNOTATION_WORKLOAD]
-            for c in cliques
-            if c.metadata.deletion_timestamp is None
-            and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
-        }
+        # (only the set's Workloads can be unused: with none, no Clique is asked)
+        used = (
+            {
+                c.metadata.annotations[labels.ANNOTATION_WORKLOAD]
+                for c in cliques
+                if c.metadata.deletion_timestamp is None
+                and labels.ANNOTATION_WORKLOAD in c.metadata.annotations
+            }
+            if have
+            else set()
+        )
         current, ready = latest, not latest or latest in have
     deletes = _unused_workloads(cqs, have, latest, used, api)
     return GangPlan(
