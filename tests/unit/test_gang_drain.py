@@ -470,21 +470,21 @@ def test_the_moving_gauge_counts_the_gangs_on_drained_nodes(
 # -- the new pods wait a little -------------------------------------------------------------
 
 
-def test_a_moved_gang_makes_its_pods_again_10_seconds_after_the_move() -> None:
+def test_a_moved_gang_makes_its_pods_again_15_seconds_after_the_move() -> None:
     from cliques.controllers.clique import planner as clique_planner
     from cliques.controllers.clique.planner import CliqueSnapshot
 
     moved_at = {labels.ANNOTATION_MOVED_AT: NOW, labels.ANNOTATION_GANG_RESTARTS: "1"}
     cq = clique(0, "worker", replicas=2, annotations=moved_at)
     assert drain.hold(cq, NOW) == drain.MOVE_HOLD
-    assert drain.hold(cq, "2026-11-22T08:00:04Z") == 6.0
-    assert drain.hold(cq, "2026-11-22T08:00:10Z") == 0.0
+    assert drain.hold(cq, "2026-11-22T08:00:04Z") == 11.0
+    assert drain.hold(cq, "2026-11-22T08:00:15Z") == 0.0
     assert drain.hold(clique(0, "worker"), NOW) == 0.0
 
     def at(now: str) -> Any:
         return clique_planner.plan(CliqueSnapshot(clique=cq, pods=[], template_hash="h1", now=now))
 
     held = at("2026-11-22T08:00:04Z")
-    assert held.creates == [] and held.requeue_after == 6.0
-    made = at("2026-11-22T08:00:11Z")
+    assert held.creates == [] and held.requeue_after == 11.0
+    made = at("2026-11-22T08:00:16Z")
     assert sorted(c.name for c in made.creates) == ["llama-0-worker-0", "llama-0-worker-1"]

@@ -72,9 +72,10 @@ BUDGET_SUFFIX: Final = "-gangs"
 #: Seconds before a plan looks again while stuck gangs wait for the budget (the gangs they
 #: wait for also wake the set when they turn available).
 WAIT_REQUEUE: Final = 5.0
-#: Seconds a moved gang's new pods are held back after the move (`hold`): twice the 5 s
-#: `kubectl drain` waits between two evictions of a pod.
-MOVE_HOLD: Final = 10.0
+#: Seconds a moved gang's new pods are held back after the move (`hold`): more than the
+#: longest `kubectl drain` waits between two evictions of a pod (5 s after a plain 429, 10 s
+#: where the API server's 429 says Retry-After: 10, which client-go waits out itself).
+MOVE_HOLD: Final = 15.0
 #: At most this many nodes and gangs are named in the condition's message.
 MAX_NAMED: Final = 20
 
@@ -357,7 +358,7 @@ def move_annotations(
 
 def hold(clique: Clique, now: str) -> float:
     """Seconds the Clique of a gang moved at `cliques.dev/moved-at` still holds its new pods
-    back (0: none). `kubectl drain` evicts pods by name and tries again every 5 s; a pod made
+    back (0: none). `kubectl drain` evicts pods by name and tries again every 5 or 10 s; a pod made
     again at once under the same name, Ready elsewhere, would be the one each try meets,
     refused by the set's budget for good. For `MOVE_HOLD` seconds after the move the name
     is free (the old pod goes at once, or is terminating, which an eviction lets through),
