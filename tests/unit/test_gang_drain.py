@@ -488,3 +488,54 @@ def test_a_moved_gang_makes_its_pods_again_15_seconds_after_the_move() -> None:
     assert held.creates == [] and held.requeue_after == 11.0
     made = at("2026-11-22T08:00:16Z")
     assert sorted(c.name for c in made.creates) == ["llama-0-worker-0", "llama-0-worker-1"]
+
+
+# -- the controller's wake-ups -------------------------------------------------------------
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, key: str) -> None:
+        self.keys.append(key)
+
+
+def test_a_cordon_wakes_only_the_sets_with_pods_on_the_node() -> None:
+    from cliques.controllers.base.revision import Hasher
+    from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
+    from cliques.kube import store
+    from cliques.kube.expectations import Expectations
+    from cliques.kube.informer import Informer
+    from cliques.kube.resources import CLIQUES, CLIQUESETS, NODES, PODS, SERVICES
+
+    from .test_controller_forget import Quiet
+
+    client: Any = None
+    owned = {"controller": store.by_controller}
+    pods: Informer[Pod] = Informer(client, PODS, Pod, indexers={**owned, "node": drain.by_node})
+    nodes: Informer[Node] = Informer(client, NODES, Node)
+    budgets: Informer[PodDisruptionBudget] = Informer(
+        client, PDBS, PodDisruptionBudget, indexers=owned
+    )
+    feature = drain.Informers(nodes, pods, budgets)
+    informers = SetInformers(
+        Informer(client, CLIQUESETS, CliqueSet),
+        Informer(client, CLIQUES, Any, indexers=owned),  # type: ignore[arg-type]
+        Informer(client, SERVICES, Any, indexers=owned),  # type: ignore[arg-type]
+        drain=feature,
+    )
+    exp = Expectations("cliqueset")
+    ctl = CliqueSetController(informers, Quiet(client, exp, None), exp, Hasher())
+    queue = Recorded()
+    ctl.queue = queue  # type: ignore[assignment]
+    pods.store.upsert(a_pod("llama-0-leader-0", "n1"))
+    pods.store.upsert(a_pod("other-0-leader-0", "n2", cliqueset_="other"))
+
+    ctl._on_node("MODIFIED", node("n1"), node("n1", cordoned=True))
+    assert queue.keys == ["ns/llama"]
+    ctl._on_node("MODIFIED", node("n1", cordoned=True), node("n1", cordoned=True))
+    ctl._on_node("MODIFIED", node("n3"), node("n3", cordoned=True))  # none of our pods there
+    assert queue.keys == ["ns/llama"]  # a heartbeat or an empty node wakes no set
+    ctl._on_node("MODIFIED", node("n2"), node("n2", taints=[GONE]))
+    assert queue.keys == ["ns/llama", "ns/other"]
