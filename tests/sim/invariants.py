@@ -37,16 +37,16 @@ I6  once the operator is quiet (nothing queued or due), the ControllerRevision t
 I7  no gang below `updateStrategy.partition` is rolled (the partition as it was over the
     last `PARTITION_LAG` seconds: a roll the operator decided just before the user raised
     it is not one it held);
-I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
-    has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
-    with surge); and once the operator is quiet no pod of its Clique's current restart
-    count is left on a cordoned node;
 I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: surge gangs
     count) never fall below replicas - maxUnavailable (replicas when maxUnavailable is 0)
     by the operator's hand: the gangs below replicas that are not available and that the
     operator did not take down (broken by the world, new) are excused. Checked whenever
     the operator rolls a serving gang and whenever it deletes a surge gang (one it made at
-    an index at or above replicas) that is available.
+    an index at or above replicas) that is available;
+I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
+    has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
+    with surge); and once the operator is quiet no pod of its Clique's current restart
+    count is left on a cordoned node.
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
