@@ -600,6 +600,7 @@ class Cluster:
                     continue
                 self.history.add(self.now, "drain", f"evict pod {meta(pod)['name']}")
                 self.evict(pod)
+                self.observer.after_world()
 
     def used(self, node: str) -> int:
         return sum(

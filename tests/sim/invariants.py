@@ -183,6 +183,8 @@ class Checker:
     def __init__(self, cluster: Cluster, cliqueset: str = "llama") -> None:
         self.cluster = cluster
         self.name = cliqueset
+        #: the operator moves gangs off drained nodes (I9 applies)
+        self.drains = False
         self.gangs: dict[int, GangState] = {}
         self.findings: list[Finding] = []
         self.creates: Counter[tuple[str, int]] = Counter()
@@ -556,9 +558,10 @@ class Checker:
         return False
 
     def drained_node_left(self) -> None:
-        """I9, once quiet: no pod of its Clique's current restart count on a cordoned node."""
+        """I9, once quiet: no pod of its Clique's current restart count on a cordoned node
+        (where the operator moves gangs at all: `drains`)."""
         cordoned = {n for n, node in self.cluster.nodes.items() if node.unschedulable}
-        if not cordoned:
+        if not cordoned or not self.drains:
             return
         for clique in self.live_cliques():
             for pod in self.cluster.pods_of(meta(clique)["uid"]):

@@ -514,6 +514,8 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
                 "node-add",
                 "fill",
                 "free",
+                "cordon",
+                "drain",
                 "resize",
                 "image",
                 "image",
@@ -528,7 +530,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
     if kind == "pod":
         kind = draw(_POD_EVENTS)
         return Event(0, kind, draw(st.integers(0, 30)), draw(st.integers(5, 300)))
-    if kind in ("node-loss", "fill", "free"):
+    if kind in ("node-loss", "fill", "free", "cordon", "drain"):
         return Event(0, kind, draw(st.integers(0, 5)), draw(st.integers(1, 4)))
     if kind == "node-add":
         return Event(0, kind, value=draw(st.integers(1, 8)))
@@ -605,6 +607,7 @@ def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
         latency=draw(LATENCIES),
         grace=draw(st.sampled_from([0, 1, 5, 30])),
         gang_scheduling=draw(st.sampled_from([False, False, False, True])),
+        drains=draw(st.booleans()),
         interleave=draw(st.booleans()),
         lag=draw(st.booleans()),
         events=tuple(events),

@@ -61,6 +61,7 @@ class Simulation:
             history=self.history,
         )
         self.checker = Checker(self.cluster)
+        self.checker.drains = scenario.drains
         self.cluster.observer = self.checker
         for i, capacity in enumerate(scenario.nodes):
             node = self.cluster.add_node(capacity)

@@ -532,7 +532,7 @@ def test_the_checker_catches_moves_beyond_the_budget_and_off_no_cordoned_node(
     from cliques.controllers.features import drain
 
     # A planner that moves every stuck gang at once, whatever the budget says:
-    monkeypatch.setattr(drain, "pick", lambda stuck, down, budget, exclude=(): (sorted(stuck), []))
+    monkeypatch.setattr(drain, "pick", lambda stuck, allowed, **kw: (sorted(stuck), []))
     sim = Simulation(sc.drain_a_node(1, 0, drained=1), strict=False)
     outcome = sim.run()
     assert invariants.GangsDown in {f.kind for f in outcome.findings}

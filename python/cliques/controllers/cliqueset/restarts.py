@@ -80,18 +80,23 @@ def restarts_and_rolls(
     down = cliqueset_rollout.down(gangs.facts)
     paid = 0
     if stuck is not None and stuck.gangs:
-        not_available = {g for g, f in enumerate(gangs.facts) if not f.available}
-        taken = down | set(out.restart_now)
+        ours = {
+            g
+            for g, f in enumerate(gangs.facts)
+            if not f.available and (f.starting or (f.degraded and not f.was_available))
+        }
         out.moved, out.move_waiting = drain.pick(
             stuck.gangs,
-            not_available,
-            allowed - len(taken),
+            allowed,
+            down=down,
+            ours=ours,
+            spent=out.restart_now,
             exclude=set(out.restart_now) | changed,
         )
         if not snap.expectations_satisfied:
             out.move_waiting = sorted(out.moved + out.move_waiting)
             out.moved = []
-        paid = sum(1 for g in out.moved if g not in not_available)
+        paid = sum(1 for g in out.moved if g not in down)
         out.patches += _move_patches(snap, by_gang, out.moved, setup)
         out.events += [drain.move_event(g, stuck.gangs[g], stuck.why) for g in out.moved]
     moving = set(out.moved) | set(out.move_waiting)

@@ -20,12 +20,14 @@ evictions wait for them (docs/gangs.md#nodedrain-gangs-move-whole-off-drained-no
   `cliques.dev/forgiven-restarts` by one: a move is no failure, and counts neither
   towards `maxGangRestarts` nor the backoff (`status.gangRestarts` counts it, as a pod's
   restartCount counts every restart).
-- **Paced** (`pick`): a gang that is not available anyway moves at once (it costs nothing);
-  an available one only within what the rollout budget leaves, counted against every gang
-  that is down, whoever took it down (`rollout.down`), and against the restarts of the same
-  plan. The surge gangs `maxSurge` allows are made first (the planner keeps them while
-  gangs are stuck, `surge.kept`), and add to the budget once available. A gang that is
-  also outdated moves first and rolls later.
+- **Paced** (`pick`): a move makes the gang the operator's, so the gangs it has down (starting:
+  made, rolled, restarted or moved, not available since), the restarts of the same plan
+  and this one may not exceed the budget, as for a restart; a gang that is available may
+  move only if, besides, every gang down, whoever took it down (`rollout.down`), and this
+  one do not exceed it either. The surge gangs
+  `maxSurge` allows are made first (the planner keeps them while gangs are stuck,
+  `surge.kept`), and add to the budget once available. A gang that is also outdated
+  moves first and rolls later.
 - **Evictions held** (`budget_plan`): with `nodeDrain.holdEvictions: PodDisruptionBudget`
   the set owns one policy/v1 PodDisruptionBudget, `<set>-gangs`, selecting its pods with
   `maxUnavailable: 0` and `unhealthyPodEvictionPolicy: AlwaysAllow`: the Eviction API
@@ -282,27 +284,38 @@ def stuck(view: View, cqs: CliqueSet, cliques: Sequence[Clique]) -> Stuck:
 
 def pick(
     stuck_gangs: Iterable[int],
-    not_available: Iterable[int],
-    budget: int,
+    allowed: int,
     *,
+    down: Iterable[int] = (),
+    ours: Iterable[int] = (),
+    spent: Iterable[int] = (),
     exclude: Iterable[int] = (),
 ) -> tuple[list[int], list[int]]:
-    """The stuck gangs to move now, and those that wait for the budget. A gang that is not
-    available (down already) moves at once at no cost; the available ones, lowest index
-    first, while `budget` lasts (the gangs the operator may still take down). `exclude`:
-    gangs another rule of the same plan makes again (they are left for the next plan)."""
-    skip = set(exclude)
-    down = set(not_available)
+    """The stuck gangs to move now, and those that wait for the budget, lowest index first.
+    `allowed`: the gangs the operator may have down at once (`surge.Surge.allowance`);
+    `down`: every gang that is down, whoever took it down (`rollout.down`); `ours`: those
+    the operator took down and that are not back (starting, as `rollout.restart_budget`
+    counts them); `spent`: the gangs the same plan restarts. A move makes the gang the
+    operator's: the gangs it has down, this one included, may not exceed `allowed` (as for
+    a restart); a gang that is serving may move only if, besides, the gangs down whoever
+    took them down, this one included, do not either, so that the whole gangs never fall
+    below `replicas - maxUnavailable`. `exclude`: gangs another rule of the same plan
+    makes again (left for the next plan)."""
+    skip, down_all = set(exclude), set(down)
+    taken_all = down_all | set(spent)
+    taken_ours = set(ours) | set(spent)
     now: list[int] = []
     waiting: list[int] = []
     for gang in sorted(stuck_gangs):
         if gang in skip:
             continue
-        if gang in down:
+        fits = len(taken_ours | {gang}) <= allowed
+        if gang not in down_all:
+            fits = fits and len(taken_all | {gang}) <= allowed
+        if fits:
             now.append(gang)
-        elif budget > 0:
-            now.append(gang)
-            budget -= 1
+            taken_ours.add(gang)
+            taken_all.add(gang)
         else:
             waiting.append(gang)
     return now, waiting
