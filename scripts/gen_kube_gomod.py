@@ -16,6 +16,13 @@ its gates in `GANG_FEATURE_GATES` and `GANG_RUNTIME_CONFIG` (cliques_lab/devclus
     python scripts/gen_kube_gomod.py v1.37.2 --out /tmp/kube  # elsewhere (to compare)
 
 Only the Go toolchain is used (`go mod download`, `go mod tidy`), through the Go proxy.
+
+A release the proxy here does not serve whole (1.38.0-beta.0) has, in
+cliques_lab/devcluster/gomodules.py, the Go toolchain it needs (`GoModule.toolchain`, set
+as GOTOOLCHAIN for the go commands run here), stand-ins for its unserved modules
+(`GoModule.standins`: left out of the replace list, made in a temporary directory and
+named by a temporary modfile for `go mod tidy -e`, as the build does) and, in `PINS`
+below, modules pinned to the newest version served where the release asks for a newer.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GOMOD_DIR = ROOT / "lab" / "cliques_lab" / "devcluster" / "gomod"
@@ -46,7 +55,16 @@ HEADER = (
 _STAGING = re.compile(r"^\s*(?:replace\s+)?(\S+)\s+=>\s+\./staging/src/(\S+)\s*$", re.MULTILINE)
 _GO = re.compile(r"^go\s+(\S+)\s*$", re.MULTILINE)
 _GODEBUG = re.compile(r"^godebug\s+.*$", re.MULTILINE)
-_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+#: a release (v1.37.2) or a pre-release (v1.38.0-beta.0), whose staging modules carry the
+#: same suffix (v0.38.0-beta.0)
+_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)(-[0-9A-Za-z.]+)?$")
+
+
+#: Per minor release: modules pinned below what the release asks for, because the Go module
+#: proxy here serves no such version (1.38.0-beta.0 asks for structured-merge-diff v7.0.1).
+PINS: dict[str, dict[str, str]] = {
+    "1.38": {"sigs.k8s.io/structured-merge-diff/v7": "v7.0.0"},
+}
 
 
 def staging_modules(upstream: str) -> list[str]:
@@ -55,16 +73,18 @@ def staging_modules(upstream: str) -> list[str]:
 
 
 def staging_version(version: str) -> str:
-    """v1.35.4 -> v0.35.4 (staging modules are published with major version 0)."""
+    """v1.35.4 -> v0.35.4, v1.38.0-beta.0 -> v0.38.0-beta.0 (staging modules are published
+    with major version 0)."""
     match = _VERSION.match(version)
     if match is None:
         raise ValueError(f"expected a Kubernetes release like v1.35.4, not {version!r}")
-    return f"v0.{match.group(1)}.{match.group(2)}"
+    return f"v0.{match.group(1)}.{match.group(2)}{match.group(3) or ''}"
 
 
-def render_gomod(upstream: str, version: str) -> str:
-    """The go.mod before `go mod tidy`: module, go/godebug as upstream, pins, tools."""
-    staged = staging_modules(upstream)
+def render_gomod(upstream: str, version: str, standins: frozenset[str] = frozenset()) -> str:
+    """The go.mod before `go mod tidy`: module, go/godebug as upstream, pins, tools;
+    `standins`: staging modules the build replaces by a stand-in (not pinned here)."""
+    staged = [m for m in staging_modules(upstream) if m not in standins]
     if not staged:
         raise ValueError("the upstream go.mod replaces no ./staging/src module")
     go = _GO.search(upstream)
@@ -77,6 +97,8 @@ def render_gomod(upstream: str, version: str) -> str:
         lines += [*godebug, ""]
     lines += [f"require k8s.io/kubernetes {version}", "", "replace ("]
     lines += [f"\t{name} => {name} {pinned}" for name in staged]
+    minor = ".".join(version.removeprefix("v").split(".")[:2])
+    lines += [f"\t{name} => {name} {v}" for name, v in sorted(PINS.get(minor, {}).items())]
     lines += [")", "", "tool ("]
     lines += [f"\t{tool}" for tool in TOOLS]
     lines += [")", ""]
@@ -90,12 +112,13 @@ def module_dir(version: str) -> Path:
     return GOMOD_DIR / f"kube-{'.'.join(version.removeprefix('v').split('.')[:2])}"
 
 
-def upstream_gomod(go: str, version: str) -> str:
+def upstream_gomod(go: str, version: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         [go, "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"go mod download k8s.io/kubernetes@{version} failed:\n{done.stdout}")
@@ -118,13 +141,68 @@ def main(argv: list[str] | None = None) -> int:
     if go is None:
         print("gen_kube_gomod: needs Go on PATH (https://go.dev/dl/)", file=sys.stderr)
         return 1
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "go.mod").write_text(render_gomod(upstream_gomod(go, version), version))
-    (out / "go.sum").unlink(missing_ok=True)
+    module = _lab_module(version)
     env = {**os.environ, "GOWORK": "off", "GOFLAGS": "-mod=mod"}
-    subprocess.run([go, "mod", "tidy"], cwd=out, check=True, env=env)
+    if module is not None and module.toolchain:
+        env["GOTOOLCHAIN"] = module.toolchain
+    standins = tuple(module.standins) if module is not None else ()
+    out.mkdir(parents=True, exist_ok=True)
+    names = frozenset(s.module for s in standins)
+    (out / "go.mod").write_text(render_gomod(upstream_gomod(go, version, env), version, names))
+    (out / "go.sum").unlink(missing_ok=True)
+    if not standins:
+        subprocess.run([go, "mod", "tidy"], cwd=out, check=True, env=env)
+    else:
+        _tidy_with_standins(go, out, standins, env)
     print(f"wrote {out / 'go.mod'} and go.sum for k8s.io/kubernetes {version}")
     return 0
+
+
+def _lab_module(version: str) -> Any:
+    """The `GoModule` cliques_lab.devcluster.gomodules has for `version`, if any."""
+    sys.path.insert(0, str(ROOT / "lab"))
+    try:
+        from cliques_lab.devcluster import gomodules
+    except ImportError:
+        return None
+    finally:
+        sys.path.pop(0)
+    return gomodules.KUBE_VERSIONS.get(version.removeprefix("v"))
+
+
+def _tidy_with_standins(go: str, out: Path, standins: tuple[Any, ...], env: dict[str, str]) -> None:
+    """`go mod tidy -e` with each stand-in made in a temporary directory and named by a
+    temporary modfile (as the build does); go.mod and go.sum are then written back without
+    the temporary replacements."""
+    from cliques_lab.devcluster import build
+
+    with tempfile.TemporaryDirectory(prefix="gen-kube-") as tmp:
+        made: dict[str, Path] = {}
+        for standin in standins:
+            source = None
+            if standin.source:
+                done = subprocess.run(
+                    [go, "mod", "download", "-json", standin.source],
+                    cwd=out,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                source = Path(json.loads(done.stdout)["Dir"])
+            target = Path(tmp) / standin.module.replace("/", "_")
+            build.make_standin(standin, source, target)
+            made[standin.module] = target
+        modfile = Path(tmp) / "go.mod"
+        modfile.write_text(build.standin_gomod((out / "go.mod").read_text(), made))
+        # -e and no check: the test-only packages of the empty stand-ins are not found
+        tidy = [go, "mod", "tidy", "-e", f"-modfile={modfile}"]
+        subprocess.run(tidy, cwd=out, env=env, check=False)
+        kept = [line for line in modfile.read_text().splitlines() if tmp not in line]
+        text = "\n".join(kept).rstrip() + "\n"
+        text = re.sub(r"\n\nreplace \(\n\)\n?", "\n", text)
+        (out / "go.mod").write_text(text)
+        shutil.copyfile(modfile.with_suffix(".sum"), out / "go.sum")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Gang scheduling of scaling groups as CompositePodGroup trees, with the operator on the
 dev cluster (Kubernetes 1.37, whose dev cluster serves scheduling.k8s.io/v1alpha3
-CompositePodGroups; docs/scaling.md, "Gang scheduling of instances"): a set whose gangs
+CompositePodGroups, or 1.38, whose serves them in v1beta1: the tests read them in the
+version discovery found, the one the operator writes in; docs/scaling.md, "Gang scheduling
+of instances"): a set whose gangs
 are one scaling group comes up with one CompositePodGroup per gang (`minGroupCount`: the
 group's `minAvailable`) and one child PodGroup per instance, which every pod of the
 instance names; `kubectl scale` of a gang's CliqueScalingGroup adds a child for the new
@@ -23,7 +25,6 @@ from tests.support.harness import Cluster, running_operator, wait_for
 
 NAME = "flat"
 PODGROUPS = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
-COMPOSITES = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
 #: pods of one instance: a leader and 2 workers
 INSTANCE_PODS = 3
 
@@ -126,10 +127,12 @@ def index(obj: dict[str, Any], key: str) -> int:
     return int(obj["metadata"]["labels"][key])
 
 
-async def trees(cluster: Cluster) -> dict[int, tuple[dict[str, Any], dict[int, dict[str, Any]]]]:
+async def trees(
+    cluster: Cluster, api: gangapi.GangAPI
+) -> dict[int, tuple[dict[str, Any], dict[int, dict[str, Any]]]]:
     """Gang -> (its one CompositePodGroup, instance -> its child PodGroup); asserts the
     flat shape: one composite per gang, each PodGroup a child of its gang's."""
-    composites = await objects(cluster, COMPOSITES)
+    composites = await objects(cluster, api.composite_resource)
     out: dict[int, tuple[dict[str, Any], dict[int, dict[str, Any]]]] = {}
     for c in composites.values():
         gang = index(c, labels.LABEL_GANG_INDEX)
@@ -151,7 +154,7 @@ async def test_each_gang_is_a_composite_with_a_child_per_instance_that_scales(
     async with running_operator(kubeconfig, namespace):
         await cluster.apply(flat_set(replicas=2))
         before = await running(cluster, 2 * 2 * INSTANCE_PODS)
-        found = await trees(cluster)
+        found = await trees(cluster, composite_api)
         assert sorted(found) == [0, 1]
         for root, children in found.values():
             assert root["spec"]["schedulingPolicy"] == {"gang": {"minGroupCount": 1}}
@@ -164,6 +167,8 @@ async def test_each_gang_is_a_composite_with_a_child_per_instance_that_scales(
             assert group_of(pod) == found[gang][1][inst]["metadata"]["name"], name
         cond = await cluster.condition(NAME, "GangScheduling")
         assert cond.status == "True" and "CompositePodGroups" in cond.message, cond.message
+        # the version discovery found: v1beta1 on 1.38, v1alpha3 on 1.37
+        assert f"scheduling.k8s.io/{composite_api.composite_version} Comp" in cond.message
 
         # kubectl scale cqsg/flat-0-prefill --replicas 3: a child for instance 2 only
         await scale(cluster, f"{NAME}-0-prefill", 3)
@@ -171,7 +176,7 @@ async def test_each_gang_is_a_composite_with_a_child_per_instance_that_scales(
         added = set(grown) - set(before)
         assert added == {f"{NAME}-0-leader-2-0", f"{NAME}-0-worker-2-0", f"{NAME}-0-worker-2-1"}
         assert {n: uid(grown[n]) for n in before} == {n: uid(p) for n, p in before.items()}
-        after = await trees(cluster)
+        after = await trees(cluster, composite_api)
         assert sorted(after[0][1]) == [0, 1, 2] and sorted(after[1][1]) == [0, 1]
         assert uid(after[0][0]) == uid(found[0][0])
         for gang, (_, children) in found.items():
@@ -195,7 +200,7 @@ async def test_each_gang_is_a_composite_with_a_child_per_instance_that_scales(
             return not names & gone
 
         await wait_for(deleted, timeout=60, what=f"PodGroups {sorted(gone)} deleted")
-        final = await trees(cluster)
+        final = await trees(cluster, composite_api)
         assert sorted(final[0][1]) == [0] and sorted(final[1][1]) == [0, 1]
         assert {g: uid(r) for g, (r, _) in final.items()} == {
             g: uid(r) for g, (r, _) in found.items()
@@ -208,7 +213,7 @@ async def test_a_gang_with_cliques_outside_its_group_is_a_nested_tree(
     async with running_operator(kubeconfig, namespace):
         await cluster.apply(example(replicas=1))
         pods = await running(cluster, GANG_PODS, name="disagg")
-        composites = await objects(cluster, COMPOSITES)
+        composites = await objects(cluster, composite_api.composite_resource)
         pgs = await objects(cluster, PODGROUPS)
         (root,) = [c for c in composites.values() if "parentCompositePodGroupName" not in c["spec"]]
         (prefill,) = [c for c in composites.values() if c is not root]

@@ -195,7 +195,9 @@ class SimClient:
         sub: str = "",
         name: str | None = None,
     ) -> T:
-        return self._as(self.cluster.create(self.actor, resource.kind, obj), type_)
+        # Over the wire as JSON, as the real client sends it (a body may hold raw bytes).
+        body = msgspec.json.decode(msgspec.json.encode(obj))
+        return self._as(self.cluster.create(self.actor, resource.kind, body), type_)
 
     async def patch(
         self,

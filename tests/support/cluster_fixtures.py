@@ -32,7 +32,8 @@ Environment:
   `cliques_lab.devcluster.gomodules.KUBE_VERSIONS` (default 1.37.2; only that version is
   built). A running cluster of that name with another version (or other gates) is not
   reused: the tests fail, naming the command that removes it. `make test-compat` runs the
-  gang tests on each older version, each in a cluster of its own name.
+  gang tests on each other supported version (1.38.0-beta.0 too), each in a cluster of its
+  own name.
 - `CLIQUES_KEEP_CLUSTER=1`: leave the dev cluster running after the session (the next
   session reuses it in a second or so).
 - `CLIQUES_HELM`: the helm binary to use (nothing is built for it).

@@ -57,6 +57,8 @@ class World:
     targets, PodGroups, CompositePodGroups and Workloads."""
 
     features: frozenset[str] = ON
+    #: where CompositePodGroups are served ("": the default, 1.37's v1alpha3)
+    composite_version: str = ""
     cliques: list[Clique] = field(default_factory=list)
     scaling_groups: list[CliqueScalingGroup] = field(default_factory=list)
     hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
@@ -75,7 +77,9 @@ class World:
             cqs,
             list(self.cliques),
             hashes=dict(HASHES),
-            gang_api=gang_apis.of("v1beta1", self.features),
+            gang_api=gang_apis.of(
+                "v1beta1", self.features, composite_version=self.composite_version
+            ),
             scaling_groups=list(self.scaling_groups),
             hpas=list(self.hpas),
             services=list(self.services),
@@ -98,7 +102,13 @@ class World:
     def trees(self, cqs: CliqueSet, memo: gang_trees.Memo | None) -> dict[str, Any]:
         """What `gang_trees.plan` makes of the world with `memo` (all but the memo)."""
         made = gang_trees.plan(
-            cqs, self.cliques, self.groups, bucket="0", features=self.features, memo=memo
+            cqs,
+            self.cliques,
+            self.groups,
+            bucket="0",
+            features=self.features,
+            memo=memo,
+            composite_version=self.composite_version or gangapi.COMPOSITE_VERSION,
         )
         return {f.name: getattr(made, f.name) for f in dataclasses.fields(made) if f.name != "memo"}
 
@@ -284,6 +294,31 @@ def test_a_new_set_makes_a_tree_per_gang_before_its_cliques_name_their_parts() -
     assert status is not None
     cond = next(c for c in status.conditions if c.type == "GangScheduling")
     assert cond.status == "True" and "CompositePodGroups" in cond.message
+
+
+@pytest.mark.parametrize("version", ["v1alpha3", "v1beta1"])
+def test_composites_are_written_in_the_version_discovery_found(version: str) -> None:
+    """1.37 serves CompositePodGroups in v1alpha3 only, 1.38 in v1beta1: every composite
+    is made and deleted there, the PodGroups stay v1beta1, and the condition says which."""
+    cqs = with_backend(prefill_set(replicas=1))
+    world = World(composite_version=version)
+    plan = world.apply(world.plan(cqs))
+    composites = [c for c in plan.creates if c.resource.kind == "CompositePodGroup"]
+    assert composites
+    for c in composites:
+        assert c.resource.version == version
+        assert c.body["apiVersion"] == f"scheduling.k8s.io/{version}"
+    groups = [c for c in plan.creates if c.resource.kind == "PodGroup"]
+    assert groups and {c.resource.version for c in groups} == {"v1beta1"}
+    status = plan.status
+    assert status is not None
+    cond = next(c for c in status.conditions if c.type == "GangScheduling")
+    assert f"scheduling.k8s.io/{version} CompositePodGroups" in cond.message
+    # once no PodGroup names them, its composites are deleted in the same version
+    world.settle(cqs)
+    cpgs = [g for g in world.groups if isinstance(g, CompositePodGroup)]
+    stale = gang_trees.stale_composites(cqs, cpgs, (), version=version)
+    assert stale and {d.resource.version for d in stale} == {version}
 
 
 def test_a_settled_set_plans_no_write() -> None:

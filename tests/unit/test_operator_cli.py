@@ -129,7 +129,7 @@ def test_a_missing_kubeconfig_stops_the_operator_before_any_worker_starts(
     args = build_parser().parse_args(
         ["operator", "--workers", "2", "--kubeconfig", str(tmp_path / "nope.yaml")]
     )
-    assert args.func(args) == 1
+    assert args.func(args) == 3
     assert capsys.readouterr().err == (
         f"cliques operator: kubeconfig {tmp_path / 'nope.yaml'}: no such readable file\n"
     )

@@ -286,6 +286,50 @@ def test_a_pod_of_another_owner_of_the_same_name_is_waited_for_not_deleted() -> 
         assert client.deletes == [] and client.patches == []
 
 
+class Vanishing:
+    """A client whose name is held by a foreign object that is deleted between the 409 and
+    the read of it, `times` times (then the create goes through)."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.creates = 0
+
+    async def create(self, *a: Any, **kw: Any) -> Any:
+        self.creates += 1
+        if self.creates <= self.times:
+            raise errors.from_response(
+                409, msgspec.json.encode({"reason": "AlreadyExists", "message": "exists"})
+            )
+
+    async def get(self, *a: Any, **kw: Any) -> Any:
+        raise errors.from_response(404, msgspec.json.encode({"reason": "NotFound"}))
+
+
+def test_a_name_freed_between_the_conflict_and_the_read_is_created_at_once() -> None:
+    """The holder (a foreign Service, say) is outside the operator's watches: its deletion
+    brings no event, so the create is sent again in the same reconcile, not left to one
+    that never comes."""
+    client = Vanishing(times=1)
+    expectations = Expectations("test")
+    executor = Executor(client, expectations, None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
+    assert client.creates == 2
+    assert not expectations.satisfied("uid")  # the second create awaits its watch event
+
+
+def test_a_name_that_keeps_changing_hands_is_retried_with_backoff() -> None:
+    client = Vanishing(times=10)
+    expectations = Expectations("test")
+    executor = Executor(client, expectations, None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(Plan(creates=[Create(PODS, "c-0", WANT, "uid")]), ref))
+    assert isinstance(err.value.first, NameInTransition) and not err.value.reportable
+    assert client.creates == 3
+    assert expectations.satisfied("uid")  # nothing is left awaited
+
+
 class RefusingPatches:
     """A client that answers every patch with `error` and records the creates it takes."""
 

@@ -132,7 +132,9 @@ def test_the_first_revision_is_made_with_number_1_and_named_in_the_status() -> N
     }
     (owner,) = body["metadata"]["ownerReferences"]
     assert owner["uid"] == "cqs-uid" and owner["kind"] == "CliqueSet" and owner["controller"]
-    assert body["data"] == {"spec": {"template": msgspec.to_builtins(V1.spec.template)}}
+    assert msgspec.json.decode(body["data"]) == {
+        "spec": {"template": msgspec.to_builtins(V1.spec.template)}
+    }
     assert made.owner_uid == "cqs-uid"
     assert plan.status is not None and plan.status.current_revision == name
 
@@ -270,7 +272,7 @@ def stored(cqs: CliqueSet, number: int, **notes: str) -> ControllerRevisionData:
     return ControllerRevisionData(
         metadata=ObjectMeta(name=body["metadata"]["name"], annotations=notes),
         revision=number,
-        data=body["data"],
+        data=msgspec.json.decode(body["data"]),
     )
 
 

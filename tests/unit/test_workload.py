@@ -269,7 +269,32 @@ def test_detect_finds_composite_pod_groups_in_v1alpha3() -> None:
         "/apis/scheduling.k8s.io/v1alpha3/namespaces/ns/compositepodgroups/g"
     )
     assert found.composite_resource.kind == "CompositePodGroup"
-    assert "composite on" in found.describe()
+    assert "composite on in scheduling.k8s.io/v1alpha3" in found.describe()
+    # the log says the beta was looked for and what was taken instead
+    assert "(v1beta1 serves none: the alpha)" in found.describe()
+
+
+def test_detect_finds_composite_pod_groups_in_v1beta1() -> None:
+    """1.38 (CompositePodGroup beta): Workloads, PodGroups and composites all in v1beta1;
+    v1alpha3, where turned on too, serves the same composites and is not taken."""
+    fake = FakeDiscovery(
+        {
+            "/apis/scheduling.k8s.io": group("v1", "v1beta1", "v1alpha3"),
+            "/apis/scheduling.k8s.io/v1beta1": resource_list(
+                "compositepodgroups", "podgroups", "workloads"
+            ),
+            "/apis/scheduling.k8s.io/v1alpha3": resource_list(
+                "compositepodgroups", "podgroups", "workloads"
+            ),
+        }
+    )
+    found = asyncio.run(gangapi.detect(fake))
+    assert found.version == "v1beta1" and found.composite
+    assert found.composite_version == "v1beta1"
+    assert found.composite_resource.path("ns", "g") == (
+        "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/compositepodgroups/g"
+    )
+    assert found.describe().endswith("composite on in scheduling.k8s.io/v1beta1)")
 
 
 @pytest.mark.parametrize(
@@ -281,8 +306,27 @@ def test_detect_finds_composite_pod_groups_in_v1alpha3() -> None:
             {"v1beta1": ["podgroups", "workloads"], "v1alpha3": ["podgroups", "workloads"]},
             "",
         ),
-        # served in v1beta1 only (a later release): not the version the operator writes
-        (["v1beta1"], {"v1beta1": ["compositepodgroups", "podgroups", "workloads"]}, ""),
+        # served in v1beta1 only (1.38 with only v1beta1 turned on): the beta
+        (
+            ["v1beta1"],
+            {"v1beta1": ["compositepodgroups", "podgroups", "workloads"]},
+            "v1beta1",
+        ),
+        # 1.38 with v1alpha3 turned on too: the beta is preferred
+        (
+            ["v1beta1", "v1alpha3"],
+            {
+                "v1beta1": ["compositepodgroups", "podgroups", "workloads"],
+                "v1alpha3": ["compositepodgroups", "podgroups", "workloads"],
+            },
+            "v1beta1",
+        ),
+        # 1.37: the alpha only
+        (
+            ["v1beta1", "v1alpha3"],
+            {"v1beta1": ["podgroups", "workloads"], "v1alpha3": ["compositepodgroups"]},
+            "v1alpha3",
+        ),
         # v1alpha2 PodGroups cannot name a parent
         (
             ["v1alpha2", "v1alpha3"],

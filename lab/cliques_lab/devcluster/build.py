@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,7 @@ from typing import IO
 
 from cliques_lab.devcluster import gomodules
 from cliques_lab.devcluster.errors import BuildError, DevClusterError, GoNotFoundError
-from cliques_lab.devcluster.gomodules import GoModule
+from cliques_lab.devcluster.gomodules import GoModule, StandIn
 from cliques_lab.devcluster.progress import QuietReporter, Reporter, format_seconds
 
 # Go that can switch to a newer toolchain by itself (GOTOOLCHAIN=auto) when a go.mod asks.
@@ -251,7 +251,7 @@ def find_go(locations: Sequence[Path] | None = None) -> Path:
 
 
 def go_missing_message() -> str:
-    modules = gomodules.all_modules()
+    modules = [m for m in gomodules.all_modules() if not m.toolchain]
     needed = max(modules, key=lambda m: parse_go_version(m.go_version())).go_version()
     return (
         "The dev cluster's binaries are built from source with Go, and no Go toolchain was "
@@ -287,7 +287,10 @@ def check_go_version(go: Path, modules: Sequence[GoModule] | None = None) -> str
     version = out[0] if out else "unknown"
     toolchain = out[1] if len(out) > 1 else "auto"
     wanted = gomodules.all_modules() if modules is None else modules
-    needed = max(parse_go_version(m.go_version()) for m in wanted)
+    # a module that names its toolchain (`GoModule.toolchain`) is built with that one, which
+    # the go command fetches as a module whatever the machine's Go: only Go 1.21+ counts
+    own = [m for m in wanted if not m.toolchain]
+    needed = max((parse_go_version(m.go_version()) for m in own), default=_MIN_GO)
     have = parse_go_version(version) if version.startswith("go") else (0,)
     needed_text = ".".join(map(str, needed))
     if have < _MIN_GO or (have < needed and toolchain == "local"):
@@ -299,11 +302,15 @@ def check_go_version(go: Path, modules: Sequence[GoModule] | None = None) -> str
     return version
 
 
-def go_environment() -> dict[str, str]:
-    """The caller's environment, minus what would redirect our pinned modules."""
+def go_environment(module: GoModule | None = None) -> dict[str, str]:
+    """The caller's environment, minus what would redirect our pinned modules; for a
+    `module` that names a toolchain (Kubernetes 1.38: `GOTOOLCHAIN=go1.27.3`), that one,
+    for its build only."""
     env = dict(os.environ)
     env["GO111MODULE"] = "on"
     env["GOWORK"] = "off"  # a go.work around the checkout must not take over
+    if module is not None and module.toolchain:
+        env["GOTOOLCHAIN"] = module.toolchain
     return env
 
 
@@ -318,7 +325,7 @@ def module_source(module: GoModule, go: Path | None = None) -> Path:
             [str(go), "mod", "download", "-json", target],
             check=False,
             cwd=module.directory,
-            env=go_environment(),
+            env=go_environment(module),
             capture_output=True,
             text=True,
             timeout=600,
@@ -393,13 +400,17 @@ def build_module(build: ModuleBuild, go: Path, report: Reporter, *, force: bool 
 
 def _run_build(build: ModuleBuild, go: Path, staging: Path, log: IO[str], report: Reporter) -> None:
     packages = list(build.module.binaries().values())
-    env = go_environment()
+    env = go_environment(build.module)
+    if build.module.toolchain:
+        log.write(f"# GOTOOLCHAIN={build.module.toolchain} (this module's build only)\n")
     cwd = build.module.directory
     mod_flags = ["-mod=readonly"]
     if build.module.tags:
         mod_flags.append("-tags=" + ",".join(build.module.tags))
     if build.module.patches:
         mod_flags.append(f"-modfile={_patched_source(build, go, staging.parent, env, log)}")
+    elif build.module.standins:
+        mod_flags.append(f"-modfile={_standin_modfile(build, go, staging.parent, env, log)}")
 
     report.step(build.label, "resolving modules and packages (downloads through the Go proxy)")
     listed: list[str] = []
@@ -503,6 +514,81 @@ def _patched_source(
         log.write(f"patched {patch.file}: {patch.why}\n")
     modfile = workdir / f"go-{module.key}-patched.mod"
     modfile.write_text(module.gomod_text() + f"\nreplace {module.version_module} => {patched}\n")
+    shutil.copyfile(module.directory / "go.sum", modfile.with_suffix(".sum"))
+    return modfile
+
+
+def _download(build: ModuleBuild, go: Path, target: str, env: dict[str, str], log: IO[str]) -> Path:
+    """`go mod download` of `target` (`module@version`): its directory in the module cache."""
+    out = subprocess.run(
+        [str(go), "mod", "download", "-json", target],
+        cwd=build.module.directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    log.write(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise BuildError(build.label, f"download {target}", build.log_path, out.stderr)
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def make_standin(standin: StandIn, source: Path | None, target: Path) -> None:
+    """Write `standin`'s module into `target` (made anew) from `source`, the directory of
+    `standin.source` (None for an empty module)."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    (target / "go.mod").write_text(f"module {standin.module}\n\ngo {standin.go}\n")
+    if source is None:
+        return
+    for directory in standin.directories:
+        shutil.copytree(source / directory, target / directory)
+    for path in sorted(target.rglob("*")):
+        if path.is_dir():
+            path.chmod(path.stat().st_mode | 0o700)
+            continue
+        path.chmod(path.stat().st_mode | 0o200)
+        relative = path.relative_to(target).as_posix()
+        if relative.endswith("_test.go") or relative in standin.drop:
+            path.unlink()
+        elif path.suffix == ".go":
+            text = path.read_text(encoding="utf-8")
+            for old, new in standin.rewrites:
+                text = text.replace(f'"{old}', f'"{new}')
+            path.write_text(text, encoding="utf-8")
+    for relative, text in standin.extra:
+        (target / relative).write_text(text, encoding="utf-8")
+
+
+def standin_gomod(gomod: str, replacements: Mapping[str, Path]) -> str:
+    """`gomod` with each module of `replacements` replaced by its directory instead of what
+    the go.mod replaced it by (two replacements of one module are an error)."""
+    kept = []
+    for line in gomod.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[1] == "=>" and words[0] in replacements:
+            continue
+        kept.append(line)
+    lines = [f"\t{module} => {path}" for module, path in sorted(replacements.items())]
+    return "\n".join(kept) + "\n\nreplace (\n" + "\n".join(lines) + "\n)\n"
+
+
+def _standin_modfile(
+    build: ModuleBuild, go: Path, workdir: Path, env: dict[str, str], log: IO[str]
+) -> Path:
+    """Make the module's stand-ins (`GoModule.standins`) under `workdir` and return a go.mod
+    (next to them) that replaces each module by its stand-in."""
+    module = build.module
+    made: dict[str, Path] = {}
+    for standin in module.standins:
+        source = _download(build, go, standin.source, env, log) if standin.source else None
+        target = workdir / f"standin-{standin.module.replace('/', '_')}"
+        make_standin(standin, source, target)
+        log.write(f"stand-in {standin.module} from {standin.source or 'nothing'}: {standin.why}\n")
+        made[standin.module] = target
+    modfile = workdir / f"go-{module.key}-standins.mod"
+    modfile.write_text(standin_gomod(module.gomod_text(), made))
     shutil.copyfile(module.directory / "go.sum", modfile.with_suffix(".sum"))
     return modfile
 

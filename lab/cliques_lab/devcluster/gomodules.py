@@ -41,6 +41,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 GOMOD_ROOT = Path(__file__).resolve().parent / "gomod"
 
@@ -64,6 +65,28 @@ class SourcePatch:
 
 
 @dataclass(frozen=True)
+class StandIn:
+    """A module a build needs that the Go module proxy here does not serve, made before the
+    build from one it does serve (`source`, a `module@version`: `directories` of it copied,
+    their `_test.go` files and `drop` left out, import paths changed as `rewrites` say), or
+    empty (no `source`: a go.mod only, for a module only tests import); `extra` files are
+    written in after the copy. The build replaces
+    the module by that directory (`go build -modfile`); the fingerprint covers all of it.
+    """
+
+    module: str
+    go: str
+    why: str
+    source: str = ""
+    directories: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    rewrites: tuple[tuple[str, str], ...] = ()
+    #: files written into it besides (path, text): what a dropped file held that the
+    #: others need
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class GoModule:
     """One module directory under gomod/ and the binaries it builds.
 
@@ -80,6 +103,12 @@ class GoModule:
     subdir: str = ""
     #: build tags (`go build -tags`)
     tags: tuple[str, ...] = ()
+    #: modules made before the build (the proxy does not serve them)
+    standins: tuple[StandIn, ...] = ()
+    #: the Go toolchain to build with when the machine's Go is too old for the module
+    #: (`GOTOOLCHAIN=go1.27.3`, which the go command fetches from the Go module proxy as a
+    #: module); set for this module's build only, "" for the machine's own Go
+    toolchain: str = ""
 
     @property
     def directory(self) -> Path:
@@ -122,21 +151,88 @@ class GoModule:
         digest.update(ldflags.encode())
         if self.tags:
             digest.update(("\0tags=" + ",".join(self.tags)).encode())
+        if self.toolchain:
+            digest.update(("\0toolchain=" + self.toolchain).encode())
+        for standin in self.standins:
+            digest.update(repr(standin).encode())
         for patch in self.patches:
             digest.update(f"{patch.file}\0{patch.old}\0{patch.new}".encode())
         return digest.hexdigest()[:16]
 
 
 KUBE_KEY = "kube"
+#: Kubernetes 1.38's go.mod says `go 1.27.0`, newer than the machines' Go 1.26: its build
+#: (only its) runs with this toolchain, which the go command takes from the module proxy.
+GO_1_27: Final = "go1.27.3"
+#: Releases whose build needs a newer Go than the machine's: the toolchain to use.
+_KUBE_TOOLCHAINS: Mapping[str, str] = {"1.38.0-beta.0": GO_1_27}
+_APIEXT = "k8s.io/apiextensions-apiserver/pkg/"
+_NULL_LITERAL = (
+    "package {}\n\n// a JSON null (written by the cliques dev cluster)\n"
+    "var nullLiteral = []byte(`null`)\n"
+)
+#: Kubernetes 1.38 moved the apiextensions.k8s.io types and their client out of
+#: k8s.io/apiextensions-apiserver into a new staging module, k8s.io/apiextensions-api, and
+#: added k8s.io/ktesting; the Go module proxy here serves neither (403, "not available").
+#: The types are made from 1.37.2's apiextensions-apiserver, where they last lived: its
+#: v1 and v1beta1 API packages (less the conversions to the internal version, which 1.38
+#: keeps in apiextensions-apiserver) and its generated client, imports moved to the new
+#: path. That 1.38's apiextensions-apiserver compiles against them (its generated
+#: conversions name every field of both sides) shows the fields are the same.
+#: k8s.io/ktesting is imported by tests only: an empty module stands in.
+KUBE_1_38_STANDINS: tuple[StandIn, ...] = (
+    StandIn(
+        module="k8s.io/apiextensions-api",
+        go="1.27.0",
+        source="k8s.io/apiextensions-apiserver@v0.37.2",
+        directories=(
+            "pkg/apis/apiextensions/v1",
+            "pkg/apis/apiextensions/v1beta1",
+            "pkg/client/applyconfiguration",
+            "pkg/client/clientset",
+            "pkg/client/informers",
+            "pkg/client/listers",
+        ),
+        drop=(
+            "pkg/apis/apiextensions/v1/conversion.go",
+            "pkg/apis/apiextensions/v1/zz_generated.conversion.go",
+            "pkg/apis/apiextensions/v1beta1/conversion.go",
+            "pkg/apis/apiextensions/v1beta1/zz_generated.conversion.go",
+        ),
+        # marshal.go reads `nullLiteral`, which the dropped conversion.go declared
+        extra=tuple(
+            (f"pkg/apis/apiextensions/{v}/null_literal.go", _NULL_LITERAL.format(v))
+            for v in ("v1", "v1beta1")
+        ),
+        rewrites=(
+            (_APIEXT + "client", "k8s.io/apiextensions-api/pkg/client"),
+            (
+                _APIEXT + "apis/apiextensions/v1",
+                "k8s.io/apiextensions-api/pkg/apis/apiextensions/v1",
+            ),
+            # 1.38 moved to structured-merge-diff v7 (the client's apply configurations)
+            ("sigs.k8s.io/structured-merge-diff/v6", "sigs.k8s.io/structured-merge-diff/v7"),
+        ),
+        why="1.38's new staging module k8s.io/apiextensions-api is not served here",
+    ),
+    StandIn(
+        module="k8s.io/ktesting",
+        go="1.27.0",
+        why="1.38's new staging module k8s.io/ktesting is not served here (tests only)",
+    ),
+)
 #: The Kubernetes releases a dev cluster can run, each built from its own gomod/ directory
-#: into its own cache directory (`kube-v1.37.2`).
+#: into its own cache directory (`kube-v1.37.2`). 1.38.0-beta.0 is a pre-release: supported,
+#: not the default.
 KUBE_VERSIONS: Mapping[str, GoModule] = {
     version: GoModule(
         key=KUBE_KEY,
         version_module="k8s.io/kubernetes",
         subdir="kube-" + ".".join(version.split(".")[:2]),
+        toolchain=_KUBE_TOOLCHAINS.get(version, ""),
+        standins=KUBE_1_38_STANDINS if version.startswith("1.38.") else (),
     )
-    for version in ("1.35.4", "1.36.3", "1.37.2")
+    for version in ("1.35.4", "1.36.3", "1.37.2", "1.38.0-beta.0")
 }
 DEFAULT_KUBE_VERSION = "1.37.2"
 #: Picks the version for `cliques dev-cluster up` without --kube-version and for the tests.

@@ -76,6 +76,15 @@ GANG_FEATURE_GATES: Final[Mapping[str, tuple[str, ...]]] = {
         # TopologyAwareWorkloadScheduling (a component refuses to start without them)
         "CompositePodGroup",
     ),
+    "1.38.0-beta.0": (
+        "GenericWorkload",  # beta, still off by default: v1beta1 Workload and PodGroup
+        "TopologyAwareWorkloadScheduling",  # beta now, off by default
+        "DRAWorkloadResourceClaims",  # beta, off by default
+        # beta now, off by default: CompositePodGroups in v1beta1 (still in v1alpha3 too),
+        # needing GenericWorkload and TopologyAwareWorkloadScheduling as before.
+        # PodGroupPreemptionPolicy is gone: a PodGroup's preemptionPolicy is ungated.
+        "CompositePodGroup",
+    ),
 }
 #: The API versions those gates serve, off by default because they are not GA
 #: (`--runtime-config`, kwokctl's `kubeRuntimeConfig`, for the API server only). Every
@@ -87,6 +96,9 @@ GANG_RUNTIME_CONFIG: Final[Mapping[str, tuple[str, ...]]] = {
         "scheduling.k8s.io/v1beta1",  # Workload and PodGroup (new betas are off by default)
         "scheduling.k8s.io/v1alpha3",  # CompositePodGroup
     ),
+    # Workload, PodGroup and CompositePodGroup, all in the beta (v1alpha3 left off: the
+    # operator takes v1beta1's composites where served)
+    "1.38.0-beta.0": ("scheduling.k8s.io/v1beta1",),
 }
 #: The gates without which a cluster has no gang scheduling at all (where its release has
 #: them): what `status` reports as "gang scheduling on".

@@ -307,7 +307,10 @@ def test_no_go_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "no Go toolchain was found" in message
     assert "https://go.dev/dl/" in message
     assert "CLIQUES_GO" in message
-    needed = max(build.parse_go_version(m.go_version()) for m in gomodules.all_modules())
+    # a module that names its own toolchain (Kubernetes 1.38: Go 1.27) does not count: the
+    # go command fetches that one itself
+    own = [m for m in gomodules.all_modules() if not m.toolchain]
+    needed = max(build.parse_go_version(m.go_version()) for m in own)
     assert f"Go {'.'.join(map(str, needed))}" in message
 
 
@@ -348,6 +351,71 @@ def test_go_version_check_looks_at_the_modules_to_build(
     assert build.check_go_version(fake_go, [older]) == "go1.25.5"
     with pytest.raises(GoNotFoundError, match=r"needs Go 1\.26"):
         build.check_go_version(fake_go, [gomodules.kube_module("1.37.2")])
+
+
+def test_a_module_that_names_its_toolchain_gets_it_for_its_build_only(
+    fake_go: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kubernetes 1.38 needs Go 1.27: its build, and only its, runs with
+    GOTOOLCHAIN=go1.27.3, and the machine's Go 1.26 with GOTOOLCHAIN=local is enough."""
+    monkeypatch.setenv("FAKE_GO_VERSION", "go1.26.8")
+    monkeypatch.setenv("FAKE_GO_TOOLCHAIN", "local")
+    monkeypatch.setenv("GOTOOLCHAIN", "local")
+    beta = gomodules.kube_module("v1.38.0-beta.0")
+    assert beta.go_version() == "1.27.0" and beta.toolchain == "go1.27.3"
+    assert build.check_go_version(fake_go, [beta]) == "go1.26.8"
+    assert build.go_environment(beta)["GOTOOLCHAIN"] == "go1.27.3"
+    for other in (gomodules.kube_module("1.37.2"), gomodules.ETCD, gomodules.KWOK, None):
+        assert build.go_environment(other)["GOTOOLCHAIN"] == "local"
+    # the toolchain is part of what the build's stamp covers
+    assert beta.fingerprint("") != gomodules.GoModule(
+        key=beta.key, version_module=beta.version_module, subdir=beta.subdir
+    ).fingerprint("")
+
+
+def test_a_stand_in_is_made_from_the_module_it_names(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    api = source / "pkg/apis/x/v1"
+    api.mkdir(parents=True)
+    (api / "types.go").write_text('package v1\nimport "old.io/m/pkg/client/y"\n')
+    (api / "types_test.go").write_text("package v1\n")
+    (api / "conversion.go").write_text("package v1\n")
+    (source / "pkg/other").mkdir()
+    (source / "pkg/other/o.go").write_text("package other\n")
+    standin = gomodules.StandIn(
+        module="new.io/api",
+        go="1.27.0",
+        why="test",
+        source="old.io/m@v0.1.0",
+        directories=("pkg/apis/x/v1",),
+        drop=("pkg/apis/x/v1/conversion.go",),
+        rewrites=(("old.io/m/pkg/client", "new.io/api/pkg/client"),),
+    )
+    target = tmp_path / "out"
+    build.make_standin(standin, source, target)
+    assert (target / "go.mod").read_text() == "module new.io/api\n\ngo 1.27.0\n"
+    made = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.go"))
+    assert made == ["pkg/apis/x/v1/types.go"]
+    assert '"new.io/api/pkg/client/y"' in (target / "pkg/apis/x/v1/types.go").read_text()
+    empty = gomodules.StandIn(module="new.io/empty", go="1.27.0", why="tests only")
+    build.make_standin(empty, None, tmp_path / "empty")
+    assert [p.name for p in (tmp_path / "empty").iterdir()] == ["go.mod"]
+
+
+def test_a_stand_in_replaces_what_the_go_mod_pinned_it_to(tmp_path: Path) -> None:
+    gomod = (
+        "module m\n\nreplace (\n\tk8s.io/a => k8s.io/a v0.1.0\n\tk8s.io/b => k8s.io/b v0.1.0\n)\n"
+    )
+    out = build.standin_gomod(gomod, {"k8s.io/b": tmp_path / "b"})
+    assert "k8s.io/b => k8s.io/b v0.1.0" not in out
+    assert f"\tk8s.io/b => {tmp_path / 'b'}" in out
+    assert "\tk8s.io/a => k8s.io/a v0.1.0" in out
+    # 1.38's stand-ins are the two modules its release added that the proxy does not serve
+    beta = gomodules.kube_module("1.38.0-beta.0")
+    assert [s.module for s in beta.standins] == ["k8s.io/apiextensions-api", "k8s.io/ktesting"]
+    assert not gomodules.kube_module("1.37.2").standins
+    for standin in beta.standins:  # none of them is pinned to a version in its go.mod
+        assert f"\t{standin.module} =>" not in beta.gomod_text()
 
 
 def test_parse_go_version() -> None:

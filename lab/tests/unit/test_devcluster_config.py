@@ -78,11 +78,11 @@ def test_the_repository_modules_build_the_binaries_a_cluster_needs(version: str)
 
 
 def test_each_supported_version_has_its_own_module_pinning_it() -> None:
-    assert list(gomodules.KUBE_VERSIONS) == ["1.35.4", "1.36.3", "1.37.2"]
-    assert gomodules.DEFAULT_KUBE_VERSION == "1.37.2"
+    assert list(gomodules.KUBE_VERSIONS) == ["1.35.4", "1.36.3", "1.37.2", "1.38.0-beta.0"]
+    assert gomodules.DEFAULT_KUBE_VERSION == "1.37.2"  # 1.38 is a pre-release
     for version, module in gomodules.KUBE_VERSIONS.items():
         assert module.key == "kube"  # the cache directory is kube-v<version>
-        assert module.directory.name == "kube-" + version.rsplit(".", 1)[0]
+        assert module.directory.name == "kube-" + ".".join(version.split(".")[:2])
         assert module.version() == f"v{version}"
     assert not (gomodules.GOMOD_ROOT / "kube").exists()
 
@@ -99,8 +99,8 @@ def test_a_version_may_start_with_v_and_an_unknown_one_names_the_supported(
     with pytest.raises(ValueError) as caught:
         gomodules.kube_version("1.36")
     assert str(caught.value) == (
-        "unsupported Kubernetes version '1.36': supported are 1.35.4, 1.36.3, 1.37.2 "
-        "(default 1.37.2)"
+        "unsupported Kubernetes version '1.36': supported are 1.35.4, 1.36.3, 1.37.2, "
+        "1.38.0-beta.0 (default 1.37.2)"
     )
 
 
@@ -137,16 +137,24 @@ def test_pinned_versions_meet_the_issue() -> None:
     assert [int(p) for p in versions["kwok"].removeprefix("v").split(".")[:2]] >= [0, 8]
 
 
+#: Modules a kube go.mod pins below what its release asks for, because the Go module proxy
+#: serves no newer version (1.38.0-beta.0 asks for v7.0.1).
+PINNED_BELOW_UPSTREAM = {"sigs.k8s.io/structured-merge-diff/v7": "v7.0.0"}
+
+
 @pytest.mark.parametrize("module", list(gomodules.KUBE_VERSIONS.values()))
 def test_kube_module_replaces_every_staging_module_by_its_published_version(
     module: gomodules.GoModule,
 ) -> None:
     text = module.gomod_text()
-    version = module.version()  # v1.35.4 -> staging v0.35.4
+    version = module.version()  # v1.35.4 -> staging v0.35.4, v1.38.0-beta.0 -> v0.38.0-beta.0
     staging = "v0." + version.removeprefix("v1.")
     replaces = [line.split() for line in text.splitlines() if " => " in line]
     assert len(replaces) > 25
     for parts in replaces:
+        if parts[0] in PINNED_BELOW_UPSTREAM:  # a version the proxy serves, not upstream's
+            assert parts[-1] == PINNED_BELOW_UPSTREAM[parts[0]]
+            continue
         assert parts[0].startswith("k8s.io/")
         assert parts[-1] == staging
 
@@ -254,6 +262,11 @@ def test_every_version_has_gang_gates_and_runtime_config() -> None:
     # 1.37 removed GangScheduling (GenericWorkload turns gang scheduling on): naming it
     # there would stop the API server.
     assert "GangScheduling" not in kwok.GANG_FEATURE_GATES["1.37.2"]
+    # 1.38 removed PodGroupPreemptionPolicy (the field is ungated) and serves
+    # CompositePodGroups in v1beta1: no v1alpha3
+    assert "PodGroupPreemptionPolicy" not in kwok.GANG_FEATURE_GATES["1.38.0-beta.0"]
+    assert "CompositePodGroup" in kwok.GANG_FEATURE_GATES["1.38.0-beta.0"]
+    assert kwok.GANG_RUNTIME_CONFIG["1.38.0-beta.0"] == ("scheduling.k8s.io/v1beta1",)
     for version, gates in kwok.GANG_FEATURE_GATES.items():
         assert kwok.has_gang_scheduling(version, dict.fromkeys(gates, True))
         assert not kwok.has_gang_scheduling(version, {"GenericWorkload": False})
@@ -562,6 +575,18 @@ def test_generator_replaces_staging_modules_by_published_versions() -> None:
     assert "sigs.k8s.io/yaml" not in text
     assert gomodules.tool_packages(text) == list(gen.TOOLS)
     assert gomodules.required_version(text, "k8s.io/kubernetes") == "v1.35.4"
+
+
+def test_generator_takes_a_pre_release_its_stand_ins_and_pins() -> None:
+    gen = load_generator()
+    assert gen.staging_version("v1.38.0-beta.0") == "v0.38.0-beta.0"
+    assert gen.module_dir("v1.38.0-beta.0").name == "kube-1.38"
+    text = gen.render_gomod(UPSTREAM, "v1.38.0-beta.0", frozenset({"k8s.io/client-go"}))
+    assert "\tk8s.io/api => k8s.io/api v0.38.0-beta.0" in text
+    assert "k8s.io/client-go =>" not in text  # a stand-in: the build replaces it
+    pinned = "\tsigs.k8s.io/structured-merge-diff/v7 => sigs.k8s.io/structured-merge-diff/v7 v7.0.0"
+    assert pinned in text
+    assert pinned not in gen.render_gomod(UPSTREAM, "v1.37.2")
 
 
 @pytest.mark.parametrize("module", list(gomodules.KUBE_VERSIONS.values()))

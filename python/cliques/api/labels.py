@@ -465,6 +465,15 @@ ANNOTATION_FINISHED_PODS: Final = _annotation(
     meaning="How many pods finished in a row at each index (pod back-off).",
     writers=("controllers.clique.planner",),
 )
+ANNOTATION_RESTART_NODES: Final = _annotation(
+    "restart-nodes",
+    on=("Clique",),
+    meaning=(
+        "The gang restart count and the nodes its pods ran on before that restart: the "
+        "pods made again prefer those nodes (their images and caches are there)."
+    ),
+    writers=("controllers.features.same_nodes",),
+)
 ANNOTATION_START_GATE: Final = _annotation(
     "start-gate",
     on=("Pod",),

@@ -12,6 +12,10 @@ from typing import Any
 
 from cliques import argtypes
 
+#: The exit code of a configuration a restart cannot fix (the operator's workers exit with
+#: it too for what they find: CRDs not installed, credentials or RBAC refused).
+EXIT_BAD_CONFIG = 3
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -22,8 +26,11 @@ def register(sub: Any) -> None:
         "server serves the CRDs, that its RBAC lets it list CliqueSets, and which gang "
         "scheduling API the cluster has; it waits out an API server that answers 429 or 5xx "
         "or refuses connections (/readyz says not ready meanwhile). Exit codes: 0 stopped, "
-        "1 failed to start or kept crashing, 2 bad flag, 3 something a restart cannot fix "
-        "(CRDs not installed, credentials or RBAC refused; the log's last line says which).",
+        "1 failed to start or kept crashing, 2 bad flag, 3 something a restart cannot fix: "
+        "a kubeconfig or in-cluster configuration that cannot be used (a broken file, a "
+        "field of the wrong type, a CA or client certificate that is not PEM: one line on "
+        "stderr, before any worker starts), CRDs not installed, credentials or RBAC refused "
+        "(the log's last line says which).",
     )
     _cluster_args(p)
     _process_args(p)
@@ -39,7 +46,8 @@ def register(sub: Any) -> None:
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     """Which cluster, as whom, and which namespace."""
     p.add_argument(
-        "--kubeconfig", help="kubeconfig path (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
+        "--kubeconfig",
+        help="kubeconfig path (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)",
     )
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--namespace", help="watch only this namespace (default: all)")
@@ -132,6 +140,14 @@ def _controller_args(p: argparse.ArgumentParser) -> None:
         "they start after are Ready, with gang scheduling (it runs `cliques start-gate`; "
         "default: $CLIQUES_START_GATE_IMAGE, else the operator's own published image)",
     )
+    p.add_argument(
+        "--restart-placement",
+        choices=("same-nodes", "anywhere"),
+        default="same-nodes",
+        help="where the pods of a gang made again after a crash go: same-nodes prefers the "
+        "nodes its pods ran on (images and caches are there; a preference, never a "
+        "requirement), anywhere leaves it to the scheduler (default: same-nodes)",
+    )
     # Emulates an operator upgrade whose hash algorithm differs (tests of the relabel path).
     p.add_argument("--hash-algorithm", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -190,6 +206,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         expectations_ttl=args.expectations_ttl,
         status_hold=args.status_hold,
         start_gate_image=gate_image(args.start_gate_image),
+        same_nodes=args.restart_placement == "same-nodes",
         request_timeout=args.request_timeout,
         hash_algorithm=args.hash_algorithm or CORE_ALGORITHM,
         resync_period=args.resync_period,
@@ -221,13 +238,12 @@ def worker_identity(identity: str, worker_name: str) -> str:
 
 
 def check_cluster_config(kubeconfig: str | None, context: str | None) -> str:
-    """Why the cluster configuration cannot be loaded, or "" when it can (files only)."""
-    import asyncio
-
+    """Why the cluster configuration cannot be loaded, or "" when it can (files only: an
+    exec plugin is not run, a CA and client certificate are loaded)."""
     from cliques.kube import kubeconfig as kc
 
     try:
-        asyncio.run(kc.load(kubeconfig, context))
+        kc.find(kubeconfig, context)
     except kc.ConfigError as exc:
         return str(exc)
     return ""
@@ -274,6 +290,8 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
         str(args.status_hold),
         "--start-gate-image",
         gate_image(args.start_gate_image),
+        "--restart-placement",
+        args.restart_placement,
         "--request-timeout",
         str(args.request_timeout),
     ]
@@ -325,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         # Before any worker starts: a worker would only crash-loop on it.
         print(f"cliques operator: {problem}", file=sys.stderr)
-        return 1
+        return EXIT_BAD_CONFIG
     if args.workers == 1:
         from cliques.operator import process
 

@@ -1,8 +1,10 @@
 """The API client: aiohttp for the connections, msgspec for bodies.
 
 `kubeconfig` finds the cluster and its credentials (the kubeconfig or the in-cluster
-service account; tokens renewed as they expire or rotate); this module sends requests on
-an aiohttp session of its own, with the TLS context of that cluster, so that bodies are
+service account; tokens renewed as they expire or rotate, an exec plugin's client
+certificate used when it changes, everything renewed after a 401); this module sends
+requests on an aiohttp session of its own, with the TLS context and proxy of that
+cluster, so that bodies are
 decoded by msgspec straight from the response bytes into the slim Structs of
 `cliques.api` (no generated client or models).
 
@@ -18,9 +20,9 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, TypeVar
 
@@ -30,6 +32,7 @@ import msgspec
 from cliques import metrics
 from cliques.kube import errors, fair, ratelimit, rawjson
 from cliques.kube import kubeconfig as kubeconfig_
+from cliques.kube.cluster import Cluster
 from cliques.kube.resources import Resource
 from cliques.kube.stretches import Stretches
 
@@ -57,26 +60,6 @@ CONNECT_TIMEOUT = 30.0
 #: connection and restarted from its last resourceVersion: about twice the interval at
 #: which the API server sends bookmarks on a quiet watch (one a minute).
 WATCH_READ_TIMEOUT = 130.0
-
-
-def proxy_settings(
-    host: str, configured: str | None, configured_headers: Mapping[str, str] | None
-) -> dict[str, Any]:
-    """aiohttp proxy arguments for requests to `host`, decided once.
-
-    The kubeconfig's `proxy-url` wins; otherwise the standard environment (HTTPS_PROXY,
-    HTTP_PROXY, NO_PROXY, as urllib reads them) is honoured, as aiohttp's `trust_env` would.
-    """
-    if configured:
-        out: dict[str, Any] = {"proxy": configured}
-        if configured_headers:
-            out["proxy_headers"] = dict(configured_headers)
-        return out
-    url = urllib.parse.urlsplit(host)
-    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
-        return {}
-    proxy = urllib.request.getproxies().get(url.scheme)
-    return {"proxy": proxy} if proxy else {}
 
 
 class WatchEvent(msgspec.Struct):
@@ -155,7 +138,7 @@ class KubeClient:
 
     def __init__(
         self,
-        cluster: kubeconfig_.Cluster,
+        cluster: Cluster,
         *,
         qps: float = 50.0,
         burst: int = 100,
@@ -170,12 +153,10 @@ class KubeClient:
         # and re-resolves the proxy environment on *every* request (a fifth of the
         # operator's CPU at 1,000 pods). The proxy is resolved once here instead, the same
         # way. Requests have no aiohttp timeout (a timer per request): `Deadlines` enforces
-        # theirs.
-        ssl_context = cluster.ssl_context()
+        # theirs. Each request names its TLS context (`_ssl`): the pool keeps connections by
+        # context, so a client certificate rotated by an exec plugin is used by new ones.
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
-                limit=max_connections, ssl=ssl_context if ssl_context is not None else True
-            ),
+            connector=aiohttp.TCPConnector(limit=max_connections),
             trust_env=False,
             read_bufsize=2**21,  # watch events of large objects (up to etcd's 1.5 MiB)
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
@@ -186,7 +167,7 @@ class KubeClient:
         #: when the last 429 came (the stretch ends with a success a second after it)
         self._last_429 = 0.0
         self._server_hostname: str | None = cluster.server_hostname
-        self._proxy: dict[str, Any] = proxy_settings(self.host, cluster.proxy, None)
+        self._proxy: dict[str, Any] = {"proxy": cluster.proxy} if cluster.proxy else {}
         self.limiter = ratelimit.TokenBucket(qps, burst)
         self.field_manager = field_manager
         #: the query of every write, by `force` (encoded once: writes are most requests)
@@ -253,6 +234,12 @@ class KubeClient:
             headers["Authorization"] = auth
         return headers
 
+    def _ssl(self) -> ssl.SSLContext | bool:
+        """The TLS context of the request about to be sent (after its `_headers`: an exec
+        plugin's client certificate comes with its credentials)."""
+        ctx = self.cluster.ssl_context()
+        return ctx if ctx is not None else True
+
     async def request(
         self,
         verb: str,
@@ -293,6 +280,7 @@ class KubeClient:
                     url,
                     data=body,
                     headers=headers,
+                    ssl=self._ssl(),
                     server_hostname=self._server_hostname,
                     **self._proxy,
                 ) as resp:
@@ -328,8 +316,15 @@ class KubeClient:
                     log.debug("429 on %s %s: retrying after %.2fs", verb, path, delay)
                 await asyncio.sleep(delay)
                 continue
+            self._refused(status, headers)
             raise errors.from_response(status, data, verb=verb, path=path)
         raise AssertionError("unreachable")
+
+    def _refused(self, status: int, headers: Mapping[str, str]) -> None:
+        """A 401 tells the credentials that what they gave is refused (a token file is read
+        again, an exec plugin run again, before the next request)."""
+        if status == 401:
+            self.cluster.auth.refused(headers.get("Authorization"))
 
     def _throttling_over(self) -> None:
         stretch = self.throttled.ended(_THROTTLED)
@@ -370,11 +365,13 @@ class KubeClient:
             self.host + path,
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=self.deadlines.timeout),
+            ssl=self._ssl(),
             server_hostname=self._server_hostname,
             **self._proxy,
         ) as resp:
             data = await resp.read()
             if resp.status >= 300:
+                self._refused(resp.status, headers)
                 raise errors.from_response(resp.status, data, verb="get", path=path)
             return data
 
@@ -523,6 +520,7 @@ class KubeClient:
         label_selector: str = "",
         timeout_seconds: int = 300,
         read_timeout: float = WATCH_READ_TIMEOUT,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events (with bookmarks) from `resource_version`.
 
@@ -562,7 +560,9 @@ class KubeClient:
 
         watchdog = loop.call_later(read_timeout / 4, check)
         try:
-            async for event in self._watch_stream(path, query, headers, timeout, resource.plural):
+            async for event in self._watch_stream(
+                path, query, headers, timeout, resource.plural, on_open
+            ):
                 last_read = loop.time()
                 yield event
         except asyncio.CancelledError:
@@ -581,6 +581,7 @@ class KubeClient:
         headers: dict[str, str],
         timeout: aiohttp.ClientTimeout,
         plural: str,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """The events of one watch response (bookmarks included, ERROR events raised)."""
         async with self._session.get(
@@ -588,12 +589,16 @@ class KubeClient:
             params=query,
             headers=headers,
             timeout=timeout,
+            ssl=self._ssl(),
             server_hostname=self._server_hostname,
             **self._proxy,
         ) as resp:
             metrics.API_REQUESTS.labels("watch", plural, str(resp.status)).inc()
             if resp.status >= 300:
+                self._refused(resp.status, headers)
                 raise errors.from_response(resp.status, await resp.read(), verb="watch", path=path)
+            if on_open is not None:
+                on_open()
             buf = b""
             async for chunk in resp.content.iter_any():
                 buf += chunk

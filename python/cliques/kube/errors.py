@@ -11,6 +11,8 @@ import http
 import aiohttp
 import msgspec
 
+from cliques.kube.credentials import CredentialsUnavailable
+
 
 class Status(msgspec.Struct, omit_defaults=True):
     """The `Status` body the API server sends with a failure."""
@@ -93,14 +95,16 @@ class Fenced(Exception):
 
 
 #: What talking to an API server can fail with, bugs aside: an error answer, a dropped
-#: connection or truncated stream, a timeout. Retried (and logged as one line) by whoever
-#: talks to it; anything else is a bug.
+#: connection or truncated stream, a timeout, credentials that could not be had (an exec
+#: plugin that failed). Retried (and logged as one line) by whoever talks to it; anything
+#: else is a bug.
 API_FAILURES: tuple[type[Exception], ...] = (
     ApiError,
     OSError,
     TimeoutError,
     aiohttp.ClientError,
     Fenced,
+    CredentialsUnavailable,
 )
 
 

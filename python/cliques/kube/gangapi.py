@@ -11,10 +11,13 @@ The newest one served is used (`PREFERENCE`). Kubernetes 1.37 also serves, behin
 gate `CompositePodGroup` and only in `v1alpha3` (`--runtime-config
 scheduling.k8s.io/v1alpha3=true`), `compositepodgroups`: a gang may then be a
 CompositePodGroup whose children are v1beta1 PodGroups (`parentCompositePodGroupName`;
-`controllers.composite_groups`). Where the chosen version's PodGroups have that field,
-`detect` also reads the resource lists of `COMPOSITE_VERSIONS` and reports the feature
-`COMPOSITE` with the version that serves them (`GangAPI.composite_version`); the API
-server serves them only with the gate on, which also lets its PodGroups keep the parent
+`controllers.composite_groups`). Kubernetes 1.38 serves them in `v1beta1` too, beside its
+Workloads and PodGroups (the gate is beta there, still off by default), with the same
+fields. Where the chosen version's PodGroups have that field, `detect` also reads the
+resource lists of `COMPOSITE_VERSIONS` and reports the feature `COMPOSITE` with the newest
+version that serves them (`GangAPI.composite_version`: v1beta1 where served, else the
+v1alpha3 of 1.37); the API server serves them only with the gate on, which also lets its
+PodGroups keep the parent
 field. Some PodGroup fields sit behind feature gates
 of their own, which discovery does not show: `probe` asks the API server to create a
 PodGroup with each in a dry run (nothing is stored) and reads back which it kept
@@ -49,16 +52,19 @@ PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
-#: The CompositePodGroup resource (Kubernetes 1.37, alpha), and the feature name `detect`
-#: reports when it is served.
+#: The CompositePodGroup resource (Kubernetes 1.37 alpha, 1.38 beta), and the feature name
+#: `detect` reports when it is served.
 COMPOSITE_RESOURCE: Final = "compositepodgroups"
 COMPOSITE: Final = "composite"
-#: The version the operator makes CompositePodGroups in (`controllers.gang_trees`): 1.37
-#: serves them in v1alpha3 only (not in v1beta1, beside its Workloads and PodGroups). The
-#: versions read for them: only that one, since a version the planner does not write in
-#: is no use to it (a later release serving them in v1beta1 needs a look at its API).
-COMPOSITE_VERSION: Final = "v1alpha3"
-COMPOSITE_VERSIONS: Final = (COMPOSITE_VERSION,)
+#: The versions that serve CompositePodGroups, newest first: the order of preference.
+#: 1.38 serves them in v1beta1 (beta, beside its Workloads and PodGroups) and, where
+#: `--runtime-config` turns it on, still in v1alpha3; 1.37 in v1alpha3 only. The two have
+#: the same fields (`spec.parentCompositePodGroupName`, `workloadRef`, `schedulingPolicy
+#: .minGroupCount`, ...), so the planner writes the same body in either.
+COMPOSITE_VERSIONS: Final = ("v1beta1", "v1alpha3")
+#: The version the planner writes in when it is told none (`controllers.gang_trees`):
+#: 1.37's, the oldest that serves them.
+COMPOSITE_VERSION: Final = COMPOSITE_VERSIONS[-1]
 #: The `PREFERENCE` versions whose PodGroups can name a parent CompositePodGroup
 #: (`spec.parentCompositePodGroupName`): v1alpha2 (1.36) has no such field.
 PARENT_FIELD_VERSIONS: Final = frozenset({"v1beta1"})
@@ -87,6 +93,7 @@ FEATURES: Final[Mapping[str, tuple[str, dict[str, Any], str]]] = {
         {"schedulingConstraints": {"topology": [{"key": labels.LABEL_TOPOLOGY_PROBE}]}},
         "schedulingConstraints",
     ),
+    # gated up to 1.37; 1.38 removed the gate and the field is always kept
     "preemption-policy": (
         "PodGroupPreemptionPolicy",
         {"preemptionPolicy": "PreemptLowerPriority"},
@@ -168,6 +175,10 @@ class GangAPI:
                 f"{name} {'on' if name in self.features else 'off'}"
                 for name in (*FEATURES, COMPOSITE)
             )
+            if self.composite:
+                kept += f" in {GROUP}/{self.composite_version}"
+                if self.composite_version != COMPOSITE_VERSIONS[0]:
+                    kept += f" ({COMPOSITE_VERSIONS[0]} serves none: the alpha)"
             return f"{self.api_version} workloads and podgroups (a PodGroup per gang; {kept})"
         if self.version:
             return f"{self.api_version} workloads (a pod group replica per gang)"

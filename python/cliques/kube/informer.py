@@ -289,6 +289,12 @@ class Informer(Generic[T]):
                 with contextlib.suppress(asyncio.CancelledError):
                     await delayer
 
+    def _opened(self) -> None:
+        """The API server answered a watch: a stretch of failures ends now, not at the
+        first event, which on a quiet collection is the next bookmark, a minute later."""
+        if self._failing is not None or self._dropped:
+            self._recovered()
+
     def _recovered(self) -> None:
         """A list or watch answered: the end of a stretch of failures, if one was on."""
         self._dropped = False
@@ -374,6 +380,7 @@ class Informer(Generic[T]):
             label_selector=self.label_selector,
             timeout_seconds=timeout,
             read_timeout=self.watch_read_timeout,
+            on_open=self._opened,
         ):
             if self._failing is not None or self._dropped:
                 self._recovered()

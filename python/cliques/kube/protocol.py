@@ -10,7 +10,7 @@ handed to the executor (the operator's Manager; tests/sim is among mypy's files)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:  # the Protocols need not load aiohttp
@@ -105,6 +105,8 @@ class ListWatch(Protocol):
         label_selector: str = "",
         timeout_seconds: int = 300,
         read_timeout: float = ...,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
-        """The watch events from `resource_version` on, until the server ends the stream."""
+        """The watch events from `resource_version` on, until the server ends the stream;
+        `on_open()` once the server has answered the request (before any event)."""
         ...

@@ -28,6 +28,7 @@ from typing import TypeVar
 import aiohttp
 
 from cliques.kube import errors
+from cliques.kube.credentials import CredentialsUnavailable
 from cliques.kube.stretches import Stretch
 
 log = logging.getLogger(__name__)
@@ -35,13 +36,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Failures that waiting fixes: throttling, a server error (503 while it starts), a
-#: refused, reset or dropped connection, no answer in time.
+#: refused, reset or dropped connection, no answer in time, credentials that could not be
+#: had this time (an exec plugin that failed or timed out).
 TRANSIENT: tuple[type[BaseException], ...] = (
     errors.TooManyRequests,
     errors.ServerError,
     OSError,
     TimeoutError,
     aiohttp.ClientError,
+    CredentialsUnavailable,
 )
 FIRST_DELAY = 0.5
 MAX_DELAY = 30.0

@@ -67,6 +67,8 @@ class Config:
     events: bool = True
     #: the image of the start gate's init container (`controllers.start_gate`)
     start_gate_image: str = field(default_factory=start_gate.default_image)
+    #: the pods of a gang restart prefer the nodes it ran on (`controllers.same_nodes`)
+    same_nodes: bool = True
     # Sharding between replicas through Leases (off: this process owns `buckets`).
     leases: bool = False
     lease_namespace: str = "cliques-system"
@@ -272,6 +274,7 @@ class Manager:
                 gang_api=gang_api,
                 status_hold=cfg.status_hold,
                 gate_image=cfg.start_gate_image,
+                same_nodes=cfg.same_nodes,
             )
             mine = {w.name: informers[w.name] for w in cls.WATCHES if w.name in informers}
             ctl = cls.wired(mine, wiring)

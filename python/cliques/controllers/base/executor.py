@@ -16,6 +16,9 @@ that answers NotFound is done. A create that answers AlreadyExists is checked ag
 object that holds the name, as a ReplicaSet claims its pods:
 - controlled by the owner already (a stale cache, or a create that raced a restart):
   harmless, counts as observed;
+- gone by the time it is read (a foreign object deleted, an orphan collected): the create
+  is sent again at once, since no watch event of an object it does not own would bring
+  the owner back;
 - controlled by nobody and carrying the identity labels of the body (an orphan, e.g. left
   by `kubectl delete --cascade=orphan` of an earlier owner of the same name): adopted, by a
   resourceVersion-guarded patch that adds the owner as its controller, once a fresh read
@@ -92,6 +95,9 @@ class NameInTransition(Exception):
 
 #: The longest a create blocked by a name conflict waits before it is tried again (s).
 NAME_CONFLICT_RETRY = 30.0
+#: Creates sent for one name in one reconcile while its holder vanishes between the 409
+#: and the read of it; then the create is retried with backoff (`NameInTransition`).
+CREATE_RACES = 3
 
 
 def refused(exc: BaseException) -> bool:
@@ -242,29 +248,45 @@ class Executor:
         return []
 
     async def _create(self, ns: str, action: Create) -> None:
-        try:
-            await self.client.create(action.resource, ns, action.body, _Ignore)
-        except errors.AlreadyExists:
+        for _ in range(CREATE_RACES):
             try:
-                await self._claim(ns, action)
-            finally:
+                await self.client.create(action.resource, ns, action.body, _Ignore)
+                return
+            except errors.AlreadyExists:
+                try:
+                    if await self._claim(ns, action):
+                        self.expectations.created(action.owner_uid, action.name)
+                        return
+                except BaseException:
+                    self.expectations.created(action.owner_uid, action.name)
+                    raise
+            except BaseException:
                 self.expectations.created(action.owner_uid, action.name)
-        except BaseException:
-            self.expectations.created(action.owner_uid, action.name)
-            raise
+                raise
+        # The name keeps changing hands between the create and the read: try again later.
+        self.expectations.created(action.owner_uid, action.name)
+        raise NameInTransition(
+            f"{action.resource.kind} {ns}/{action.name} was taken and freed again "
+            f"{CREATE_RACES} times in a row; waiting"
+        )
 
-    async def _claim(self, ns: str, action: Create) -> None:
-        """The name of `action` is taken: ours already, an orphan to adopt, or a conflict."""
+    async def _claim(self, ns: str, action: Create) -> bool:
+        """The name of `action` is taken: ours already, an orphan to adopt, or a conflict.
+
+        False when the holder is gone by the time it is read (a foreign object deleted, an
+        orphan collected): the create is then sent again at once. Nothing else would bring
+        it back, since an object the operator does not own is outside its watches.
+        """
         kind = action.resource.kind
         try:
             holder = await self.client.get(action.resource, ns, action.name, _Holder)
         except errors.NotFound:
-            return  # gone in between: the next reconcile creates it
+            return False
         meta = holder.metadata
         controller = meta.controller_ref()
         if controller is not None and controller.uid == action.owner_uid:
             log.debug("create %s %s/%s: already exists", kind, ns, action.name)
-            return
+            return True
         want = action.body.get("metadata", {})
         mismatched = [
             key
@@ -289,14 +311,14 @@ class Executor:
                     ours[0].get("kind"),
                     ours[0].get("name"),
                 )
-                return
+                return True
             refs = [msgspec.to_builtins(r) for r in meta.owner_references] + ours
             patch = {
                 "metadata": {"resourceVersion": meta.resource_version, "ownerReferences": refs}
             }
             await self.client.patch(action.resource, ns, action.name, patch, _Ignore)
             log.info("adopted the orphaned %s %s/%s", kind, ns, action.name)
-            return
+            return True
         if controller is None and meta.deletion_timestamp is not None:
             raise NameInTransition(f"{kind} {ns}/{action.name} is being deleted; waiting for it")
         if controller is not None:

@@ -44,6 +44,8 @@ class Wiring:
     status_hold: float
     #: the image of the start gate's init container (`start_gate`)
     gate_image: str
+    #: the pods of a gang restart prefer the nodes it ran on (`same_nodes`)
+    same_nodes: bool = True
     #: the current time, for what the controllers stamp (their planners' `now`)
     clock: Clock = format_now
 

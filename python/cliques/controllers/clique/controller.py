@@ -126,6 +126,7 @@ class CliqueController:
             status_hold=wiring.status_hold,
             clock=wiring.clock,
             gate_image=wiring.gate_image,
+            same_nodes=wiring.same_nodes,
         )
 
     def __init__(
@@ -137,15 +138,17 @@ class CliqueController:
         hasher: Hasher,
         *,
         owns: Callable[[str, str], bool] = lambda ns, name: True,
-        pod_debounce: float = 0.25,
         status_hold: float = 0.0,
         gate_image: str = "",
+        same_nodes: bool = True,
         clock: Clock = format_now,
     ) -> None:
         #: the current time, for the planners' snapshots (`Wiring.clock`)
         self.clock = clock
         self.gate_image = gate_image
-        self.pod_debounce = pod_debounce
+        self.same_nodes = same_nodes
+        #: how long a pod event waits for the next before its Clique is reconciled, s
+        self.pod_debounce = 0.25
         self.queue = WorkQueue(NAME, group=self.fair_group)
         #: the timers of the Cliques whose progress-only status is held back
         self.held = StatusHold(
@@ -347,6 +350,7 @@ class CliqueController:
             now=self.clock(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
+            same_nodes=self.same_nodes,
             deleting=self.expectations.pending(uid)[1],
             gang=self._gang_view(clique),
         )

@@ -32,10 +32,12 @@ phases before it decided:
 5. Only while expectations are satisfied (every create and delete seen in the cache, so a
    stale cache never causes a second create or a wrong delete):
    `_deletes` (phase 2's), `_in_place_updates` (phase 2's), `_finished_pods_patch` (the
-   back-off's record of pods finished in a row), `_backoff` (the plan is requeued when the
-   next finished pod is due) and `_creates` (the missing indices in 0..replicas-1, lowest
-   first, CREATE_BURST at a time, none while creates are held back, nor for a few seconds
-   after its gang moved off a drained node, `drain.hold`).
+   back-off's record of pods finished in a row), `_restart_nodes` (the nodes the pods of an
+   earlier gang restart leave, recorded on the Clique, `same_nodes`), `_backoff` (the plan
+   is requeued when the next finished pod is due) and `_creates` (the missing indices in
+   0..replicas-1, lowest first, CREATE_BURST at a time, none while creates are held back,
+   nor for a few seconds after its gang moved off a drained node, `drain.hold`; the pods
+   of a gang restart prefer the recorded nodes).
 6. `_open_start_gates`: a Clique with start gates opens them (a pod patch) once it no
    longer waits (`start_gate`).
 7. `_changed_status`: the new status (`_status`), unless it is the one the Clique has.
@@ -91,6 +93,7 @@ from cliques.controllers.features import (
     inplace,
     kueue,
     pod_backoff,
+    same_nodes,
     start_gate,
 )
 from cliques.kube.resources import CLIQUES, PODS
@@ -124,6 +127,8 @@ class CliqueSnapshot:
     #: with `podReadiness: Gang`, for the Clique that keeps its gang's gates (`keeper`): the
     #: gang's Cliques and their pods (`gang_ready`); None for any other
     gang: GangView | None = None
+    #: pods made for a gang restart prefer the nodes of the restart before (`same_nodes`)
+    same_nodes: bool = True
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,7 @@ def plan(snap: CliqueSnapshot) -> Plan:
         out.deletes = _deletes(snap, verdicts)
         out.patches += _in_place_updates(verdicts)
         out.patches += _finished_pods_patch(snap, rules, verdicts)
+        out.patches += _restart_nodes(snap, rules, verdicts)
         if backoff:
             out.requeue_after = min(backoff.values())
         # A gang moved off a drained node makes its pods again a few seconds later (`drain`).
@@ -545,6 +551,20 @@ def _finished_pods_patch(
     return [Patch(CLIQUES, snap.clique.metadata.name, body, reason="FinishedPods")]
 
 
+def _restart_nodes(snap: CliqueSnapshot, rules: _PodRules, verdicts: list[_Verdict]) -> list[Patch]:
+    """Phase 5: the nodes the pods of an earlier gang restart ran on, recorded for the
+    pods made for this one to prefer (`same_nodes`)."""
+    if not snap.same_nodes:
+        return []
+    leaving = [
+        (v.index, v.pod)
+        for v in verdicts
+        if v.delete and _restarts(v.pod.metadata.annotations) != rules.restarts
+    ]
+    patch = same_nodes.record(snap.clique, rules.restarts, leaving) if leaving else None
+    return [patch] if patch is not None else []
+
+
 def _backoff(verdicts: list[_Verdict]) -> dict[int, float]:
     """Phase 5: the finished pods waiting for their back-off: index -> seconds to wait."""
     return {v.index: v.backoff for v in verdicts if v.backoff > 0}
@@ -557,17 +577,25 @@ def _creates(snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder) -> 
         return []
     clique = snap.clique
     missing = [i for i in range(clique.spec.replicas) if i not in pods]
+    nodes = (
+        same_nodes.recorded(clique, _restarts(clique.metadata.annotations))
+        if snap.same_nodes
+        else {}
+    )
     return [
         Create(
             PODS,
             labels.pod_name(clique.metadata.name, i),
-            bodies.pod_body(
-                clique,
-                i,
-                snap.template_hash,
-                snap.algorithm,
-                gate_image=snap.gate_image,
-                gate_open=not order.waiting,
+            same_nodes.prefer(
+                bodies.pod_body(
+                    clique,
+                    i,
+                    snap.template_hash,
+                    snap.algorithm,
+                    gate_image=snap.gate_image,
+                    gate_open=not order.waiting,
+                ),
+                nodes.get(i),
             ),
             clique.metadata.uid,
         )

@@ -1,10 +1,12 @@
 """The scheduling groups of a gang with scaling groups, as CompositePodGroups (pure).
 
 Kubernetes 1.37 (alpha gate `CompositePodGroup`) serves `scheduling.k8s.io/v1alpha3`
-CompositePodGroups: a group whose children are PodGroups (or other composites, 4 levels at
-most) that name it in `spec.parentCompositePodGroupName`. The scheduler places the whole
-tree at once, and a composite's gang policy is met when `minGroupCount` of its children
-are (a PodGroup child: its own `minCount` pods). Pods still name their PodGroup
+CompositePodGroups, 1.38 (beta) `v1beta1` ones with the same fields (which version to
+write in is discovery's: `gangapi.GangAPI.composite_version`, the bodies' `version`): a
+group whose children are PodGroups (or other composites, 4 levels at most) that name it
+in `spec.parentCompositePodGroupName`. The scheduler places the whole tree at once, and a
+composite's gang policy is met when `minGroupCount` of its children are (a PodGroup
+child: its own `minCount` pods). Pods still name their PodGroup
 (`spec.schedulingGroup.podGroupName`), the leaf. Where the API server serves them
 (`gangapi.GangAPI.composite`) and a set has scaling groups, each gang is such a tree
 (`members`; which objects a set makes and deletes, and which one each Clique names, is
@@ -69,7 +71,8 @@ from cliques.kube import gangapi
 
 KIND_COMPOSITE: Final = "CompositePodGroup"
 KIND_POD_GROUP: Final = "PodGroup"
-#: The versions 1.37 serves them in (`gangapi.GangAPI.composite_version`, `.version`).
+#: The version composites are written in when none is given (1.37's v1alpha3; 1.38 serves
+#: v1beta1: `gangapi.GangAPI.composite_version`), and the PodGroups' (`.version`).
 COMPOSITE_VERSION: Final = gangapi.COMPOSITE_VERSION
 POD_GROUP_VERSION: Final = V1Beta1.version
 #: Workload template names: the gang's composite, and the PodGroup of the cliques outside

@@ -54,6 +54,9 @@ class GangAPIVersion:
     features: frozenset[str] = frozenset()
     #: what discovery found, in words (for conditions and logs)
     detail: str = ""
+    #: the version CompositePodGroups are made in where `composite`
+    #: (`gangapi.GangAPI.composite_version`: v1beta1 on 1.38, v1alpha3 on 1.37)
+    composite_version: str = gangapi.COMPOSITE_VERSION
 
     @property
     def served(self) -> bool:
@@ -140,7 +143,8 @@ class V1Alpha2(GangAPIVersion):
 @dataclass(frozen=True)
 class V1Beta1(GangAPIVersion):
     """Kubernetes 1.37: a PodGroup per gang whose `minCount` may change, and which may
-    name a parent CompositePodGroup (served in v1alpha3 behind a gate)."""
+    name a parent CompositePodGroup (served in v1alpha3 behind a gate on 1.37, in v1beta1
+    too on 1.38: `composite_version`)."""
 
     version: ClassVar[str] = "v1beta1"
     pod_groups: ClassVar[bool] = True
@@ -157,16 +161,23 @@ VERSIONS: Final[dict[str, type[GangAPIVersion]]] = {
 }
 
 
-def of(version: str, features: frozenset[str] = frozenset(), detail: str = "") -> GangAPIVersion:
-    """The strategy of `version` ("" for none), keeping `features`."""
+def of(
+    version: str,
+    features: frozenset[str] = frozenset(),
+    detail: str = "",
+    composite_version: str = "",
+) -> GangAPIVersion:
+    """The strategy of `version` ("" for none), keeping `features`; its CompositePodGroups
+    in `composite_version` (default `gangapi.COMPOSITE_VERSION`)."""
+    composite_version = composite_version or gangapi.COMPOSITE_VERSION
     if not version:
-        return NoGangAPI(features, detail)
+        return NoGangAPI(features, detail, composite_version)
     cls = VERSIONS.get(version)
     if cls is None:
         raise ValueError(f"scheduling.k8s.io/{version} is not a gang API the operator speaks")
-    return cls(features, detail)
+    return cls(features, detail, composite_version)
 
 
 def pick(api: gangapi.GangAPI) -> GangAPIVersion:
     """The strategy for what discovery found (once per process)."""
-    return of(api.version, api.features, api.describe())
+    return of(api.version, api.features, api.describe(), api.composite_version)

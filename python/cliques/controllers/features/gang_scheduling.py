@@ -18,7 +18,8 @@ condition.
   gang created later (a clique template added) uses the same one, so a gang's pods always
   share one Workload. A Workload no live Clique records and that is not the current one is
   deleted.
-- Where the server serves CompositePodGroups (1.37, alpha: `gangapi.COMPOSITE`), a set with
+- Where the server serves CompositePodGroups (1.37 alpha in v1alpha3, 1.38 beta in v1beta1:
+  `gangapi.COMPOSITE`, in `GangAPIVersion.composite_version`), a set with
   scaling groups whose gangs share no DRA claims gets a tree per gang instead
   (`gang_trees`): a composite whose children are a PodGroup per instance of its groups
   (`minGroupCount`: the group's `minAvailable`), and each Clique names its own part of it
@@ -311,7 +312,8 @@ def _one_group_per_gang(
         creates=groups_plan.creates,
         patches=groups_plan.patches,
         # and the composites of trees no longer named (the set's gangs were trees)
-        deletes=groups_plan.deletes + gang_trees.stale_composites(cqs, groups, keep),
+        deletes=groups_plan.deletes
+        + gang_trees.stale_composites(cqs, groups, keep, version=api.composite_version),
         used=used,
         named=named,
         wanted=wanted,
@@ -332,7 +334,14 @@ def _trees(
     """The `GangPlan` of a set whose gangs are composite trees (`gang_trees`)."""
     uid = cqs.metadata.uid
     trees = gang_trees.plan(
-        cqs, cliques, groups, bucket=bucket, features=api.features, memo=memo, counts=counts
+        cqs,
+        cliques,
+        groups,
+        bucket=bucket,
+        features=api.features,
+        memo=memo,
+        counts=counts,
+        composite_version=api.composite_version,
     )
     wl_resource = api.workloads
     creates: list[Create] = []
@@ -346,7 +355,7 @@ def _trees(
         if name != latest and name not in trees.linked and w.metadata.deletion_timestamp is None
     ]
     message = (
-        f"gangs are scheduled through scheduling.k8s.io/{composite_groups.COMPOSITE_VERSION} "
+        f"gangs are scheduled through scheduling.k8s.io/{api.composite_version} "
         f"CompositePodGroups, one each, with a scheduling.k8s.io/"
         f"{composite_groups.POD_GROUP_VERSION} PodGroup per instance of a scaling group"
     )

@@ -292,10 +292,13 @@ def stale_composites(
     groups: Iterable[PodGroup],
     kept: Iterable[str],
     wanted: Iterable[str] = (),
+    *,
+    version: str = composite_groups.COMPOSITE_VERSION,
 ) -> list[Delete]:
     """The composites to delete: those no PodGroup in `kept` descends from (nor in
     `wanted`), which nothing in the cache (PodGroup or composite, even one being deleted)
-    names as its parent any more, and not being deleted already."""
+    names as its parent any more, and not being deleted already (deleted through
+    scheduling.k8s.io `version`)."""
     pgs, cpgs = split(groups)
     keep = set(wanted)
     for name in kept:
@@ -306,7 +309,7 @@ def stale_composites(
             above = cpgs.get(parent)
             parent = above.spec.parent_composite_pod_group_name if above is not None else ""
     parents = {g.spec.parent_composite_pod_group_name for g in (*pgs.values(), *cpgs.values())}
-    res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
+    res = gangapi.compositepodgroups(version)
     return [
         Delete(res, name, c.metadata.uid, cqs.metadata.uid, "Unused")
         for name, c in sorted(cpgs.items())
@@ -332,7 +335,7 @@ def _count(group: PodGroup, member: Member | None, of: Parts, whole: int) -> int
 #: What every gang's part of a set's plan reads besides the gang's own objects: the set's
 #: identity, the bucket, the gated fields the server keeps, its `Parts` and the pods a
 #: gang's one PodGroup needs.
-SettingKey = tuple[str, str, str, str, frozenset[str], Parts, int]
+SettingKey = tuple[str, str, str, str, frozenset[str], Parts, int, str]
 
 
 @dataclass(frozen=True)
@@ -345,6 +348,8 @@ class _Setting:
     whole: int
     #: the Workload's templates (`Parts.templates`)
     templates: dict[str, Any] | None = None
+    #: the version CompositePodGroups are made and deleted in
+    composite_version: str = composite_groups.COMPOSITE_VERSION
 
 
 @dataclass(frozen=True)
@@ -415,17 +420,29 @@ def plan(
     features: frozenset[str] = frozenset(),
     memo: Memo | None = None,
     counts: Mapping[int, Mapping[str, int]] | None = None,
+    composite_version: str = composite_groups.COMPOSITE_VERSION,
 ) -> TreePlan:
     """`groups`: the PodGroups and CompositePodGroups the set owns (listed together);
     `features`: the PodGroup fields behind feature gates that the server keeps; `memo`:
     the previous plan's (`TreePlan.memo`); `counts`: gang -> the instances of each group
     it is to have (its scale targets'), whose PodGroups are made with their Cliques. The
     module docstring says what is kept, made, patched and deleted; each gang is planned
-    on its own (`GangPart`), and only where its objects changed since `memo`."""
+    on its own (`GangPart`), and only where its objects changed since `memo`.
+    `composite_version`: the scheduling.k8s.io version CompositePodGroups are written in
+    (`gangapi.GangAPI.composite_version`)."""
     meta = cqs.metadata
     of = parts(cqs, features)
     whole = workload.min_count(cqs)
-    key: SettingKey = (meta.uid, meta.name, meta.namespace, bucket, features, of, whole)
+    key: SettingKey = (
+        meta.uid,
+        meta.name,
+        meta.namespace,
+        bucket,
+        features,
+        of,
+        whole,
+        composite_version,
+    )
     cliques, groups, counts = list(cliques), list(groups), counts or {}
     replicas = cqs.spec.replicas
     if memo is not None and memo.key == key and memo.replicas == replicas:
@@ -445,7 +462,7 @@ def plan(
     else:
         templates = of.templates()
         current = composite_groups.workload_name(cqs, templates) if templates is not None else ""
-        setting = _Setting(cqs, of, bucket, current, whole, templates)
+        setting = _Setting(cqs, of, bucket, current, whole, templates, composite_version)
         by_gang = _split(cliques, _clique_gang)
         groups_by = _split(groups, _group_gang)
         dirty = set(range(replicas)) | by_gang.keys() | groups_by.keys()
@@ -623,14 +640,20 @@ def _plan_gang(
         return (position.get(obj_name, len(position)), obj_name)
 
     # Creates: composites first (parents before children), then PodGroups.
-    cpg_res = gangapi.compositepodgroups(composite_groups.COMPOSITE_VERSION)
+    cpg_res = gangapi.compositepodgroups(s.composite_version)
     pg_res = gangapi.podgroups(composite_groups.POD_GROUP_VERSION)
     composite_creates = [
         Create(
             cpg_res,
             cpg_name,
             composite_groups.composite_body(
-                cqs, gang, member, s.workload, of.shape, bucket=s.bucket
+                cqs,
+                gang,
+                member,
+                s.workload,
+                of.shape,
+                bucket=s.bucket,
+                version=s.composite_version,
             ),
             meta.uid,
         )
@@ -668,7 +691,9 @@ def _plan_gang(
             for pg_name, g in sorted(pgs.items())
             if pg_name not in keep.pgs and g.metadata.deletion_timestamp is None
         ),
-        composite_deletes=tuple(stale_composites(cqs, groups, (), keep.cpgs)),
+        composite_deletes=tuple(
+            stale_composites(cqs, groups, (), keep.cpgs, version=s.composite_version)
+        ),
         linked=frozenset(
             a for g in groups if (a := g.metadata.annotations.get(labels.ANNOTATION_WORKLOAD, ""))
         ),

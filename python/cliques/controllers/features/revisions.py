@@ -41,7 +41,7 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.controllerrevision import API_VERSION, KIND, ControllerRevision
 from cliques.controllers.base import builders
 from cliques.controllers.base.actions import Create, Delete, Patch
-from cliques.kube import store
+from cliques.kube import gojson, store
 from cliques.kube.informer import Informer
 from cliques.kube.resources import CONTROLLER_REVISIONS
 from cliques.kube.watches import Watch
@@ -132,7 +132,9 @@ def body(cqs: CliqueSet, name: str, number: int, bucket: str) -> dict[str, Any]:
             **({"annotations": {CHANGE_CAUSE: cause}} if cause else {}),
             "ownerReferences": [builders.owner_reference(cqs)],
         },
-        "data": data(cqs),
+        # In the bytes the API server itself would write (`gojson`): else every later patch
+        # of the revision (its number, an orphaning) is refused as a change of `data`.
+        "data": msgspec.Raw(gojson.encode(data(cqs))),
         "revision": number,
     }
 
