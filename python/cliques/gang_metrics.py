@@ -14,7 +14,7 @@ tables into metric families when /metrics is read.
   worker's file as it does its `.db` files (`remove_files`).
 
 The families (`FAMILIES`): gauges `cliques_cliqueset_gangs_{desired,whole,available,updated,
-restarting,failed,queued}`, counters `cliques_cliqueset_gang_restarts_total` (from the growth
+restarting,moving,failed,queued}`, counters `cliques_cliqueset_gang_restarts_total` (from the growth
 of `status.gangRestarts` that the controller sees) and `cliques_cliqueset_gang_rolls_total`
 (gangs that went from an outdated template to the current one), and the histogram
 `cliques_cliqueset_gang_whole_seconds` (from the first plan that saw a gang not whole to the
@@ -52,6 +52,7 @@ GAUGES: Final[Mapping[str, str]] = {
     "available": "Gangs whose every clique is Ready on its current template.",
     "updated": "Gangs on the current template, every pod on it.",
     "restarting": "Gangs broken and being recreated whole (failurePolicy RecreateGang).",
+    "moving": "Gangs with pods on drained nodes, moved whole now or waiting for the budget.",
     "failed": "Gangs that used up maxGangRestarts and are left as they are.",
     "queued": "Gangs Kueue has not admitted (sets with a queue).",
 }
@@ -176,9 +177,11 @@ class SetTable:
         restarting: int,
         failed: int,
         queued: int,
+        moving: int = 0,
     ) -> None:
         """What one plan of a set found: its gangs `0..desired-1` as judged (`gangs`; a gang
-        not judged counts as not whole), how many restart, failed for good, or are queued."""
+        not judged counts as not whole), how many restart, failed for good, are queued, or are
+        moved off drained nodes (`moving`)."""
         record = self._record(namespace, name)
         now = self.clock()
         sample = record.sample
@@ -188,6 +191,7 @@ class SetTable:
             "available": sum(1 for g in gangs.values() if g.available),
             "updated": sum(1 for g in gangs.values() if g.updated and not g.outdated),
             "restarting": restarting,
+            "moving": moving,
             "failed": failed,
             "queued": queued,
         }

@@ -285,7 +285,7 @@ OUT_OF_REACH = [
     "configmaps",
     "serviceaccounts",
     "serviceaccounts/token",
-    "nodes",
+    "nodes/status",
     "namespaces",
     "pods/exec",
     "pods/log",

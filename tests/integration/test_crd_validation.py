@@ -207,6 +207,8 @@ def test_examples_apply_and_read_back_defaulted(
     }
     assert spec["gangScheduling"] == {"backend": "Auto", "disruption": "Gang"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
+    # gangs move off drained nodes, and evictions wait for them, unless a set says otherwise
+    assert spec["nodeDrain"] == {"policy": "MoveGangs", "holdEvictions": "PodDisruptionBudget"}
     assert [c["name"] for c in spec["template"]["cliques"]] == [
         c["name"] for c in manifest["spec"]["template"]["cliques"]
     ]
@@ -410,6 +412,16 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         "unknown gang restart policy",
         cliqueset(failurePolicy={"restartPolicy": "RestartPods"}),
         ["spec.failurePolicy.restartPolicy", "Unsupported value", "RestartPods"],
+    ),
+    (
+        "unknown drain policy",
+        cliqueset(nodeDrain={"policy": "Evict"}),
+        ["spec.nodeDrain.policy", "Unsupported value", "Evict"],
+    ),
+    (
+        "unknown eviction hold",
+        cliqueset(nodeDrain={"holdEvictions": "Webhook"}),
+        ["spec.nodeDrain.holdEvictions", "Unsupported value", "Webhook"],
     ),
     (
         "negative minAvailableBreachedSeconds",
@@ -845,6 +857,7 @@ def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespac
             "pack": {"topologyKey": "topology.kubernetes.io/rack", "mode": "Preferred"},
             "exclusive": {"topologyKey": "example.com/Rack_1"},
         },
+        "nodeDrain": {"policy": "MoveGangs", "holdEvictions": "None"},
     }
     body = cliqueset(**gang)
     body["metadata"]["name"] = "full"
@@ -855,6 +868,7 @@ def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespac
     assert cqs.spec.placement is not None and cqs.spec.placement.pack is not None
     assert cqs.spec.placement.pack.mode == "Preferred"
     assert cqs.spec.gang_scheduling.disruption == "Pod"
+    assert cqs.spec.node_drain.hold_evictions == "None"
     # Only the pack key given: the mode defaults to Required; nothing else appears.
     body["metadata"]["name"] = "packed"
     body["spec"]["placement"] = {"pack": {"topologyKey": "rack"}}

@@ -46,7 +46,16 @@ from cliques.kube import errors
 #: wall clock instead of the simulated one is noticed).
 EPOCH = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
 NAMESPACE = "ns"
-KINDS = ("CliqueSet", "Clique", "Pod", "Service", "Workload", "ControllerRevision")
+KINDS = (
+    "CliqueSet",
+    "Clique",
+    "Pod",
+    "Service",
+    "Workload",
+    "ControllerRevision",
+    "Node",
+    "PodDisruptionBudget",
+)
 #: Kinds with a status subresource (their main resource never writes the status).
 WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod"})
 
@@ -304,6 +313,10 @@ class Node:
     capacity: int
     #: pod slots other workloads use
     foreign: int = 0
+    #: cordoned: the scheduler binds nothing more to it
+    unschedulable: bool = False
+    #: being drained: the drainer evicts its pods through the Eviction API's rules
+    draining: bool = False
 
 
 @dataclass
@@ -548,7 +561,46 @@ class Cluster:
         name = f"node-{self._node_seq}"
         self._node_seq += 1
         self.nodes[name] = Node(name, capacity)
+        self.create("world", "Node", {"metadata": {"name": name}, "spec": {}})
         return name
+
+    def cordon(self, name: str, *, drain: bool = False) -> None:
+        """`kubectl cordon` (and with `drain`, `kubectl drain`: then `drainer` evicts the
+        node's pods as the Eviction API lets it, every second)."""
+        node = self.nodes[name]
+        node.unschedulable = True
+        node.draining = node.draining or drain
+        obj = self.objects["Node"].get(name)
+        if obj is not None and not obj["spec"].get("unschedulable"):
+            new = copy.deepcopy(obj)
+            new["spec"]["unschedulable"] = True
+            meta(new)["resourceVersion"] = self._next_rv()
+            self.objects["Node"][name] = new
+            self._emit("Node", "MODIFIED", new)
+        self.history.add(
+            self.now, "world", f"node {name} cordoned{' and drained' if drain else ''}"
+        )
+
+    def drainer(self) -> None:
+        """The evictions of `kubectl drain` on the draining nodes: a pod of a CliqueSet with
+        a PodDisruptionBudget (maxUnavailable 0) is evicted only when it is not Ready
+        (`unhealthyPodEvictionPolicy: AlwaysAllow`) or being deleted; any other pod at
+        once."""
+        budgets = {
+            labels_of(b).get(labels.LABEL_CLIQUESET)
+            for b in self.objects["PodDisruptionBudget"].values()
+            if not terminating(b)
+        }
+        for name in sorted(n for n, node in self.nodes.items() if node.draining):
+            for pod in list(self.objects["Pod"].values()):
+                if pod["spec"].get("nodeName") != name or terminating(pod) or pod_terminal(pod):
+                    continue
+                held = labels_of(pod).get(labels.LABEL_CLIQUESET) in budgets
+                if held and pod_ready(pod):
+                    continue
+                self.history.add(self.now, "drain", f"evict pod {meta(pod)['name']}")
+                self.evict(pod)
+                self.observer.after_world()
 
     def used(self, node: str) -> int:
         return sum(
@@ -559,6 +611,8 @@ class Cluster:
 
     def free(self, node: str) -> int:
         n = self.nodes[node]
+        if n.unschedulable:
+            return 0
         return max(0, n.capacity - n.foreign - self.used(node))
 
     def tick(self) -> None:
@@ -570,6 +624,7 @@ class Cluster:
             if rt.vanish_at is not None and rt.vanish_at <= self.now:
                 self.history.add(self.now, "kubelet", f"pod {meta(pod)['name']} is gone")
                 self._remove("Pod", meta(pod)["name"])
+        self.drainer()
         self.schedule()
         self.kubelet()
 
@@ -711,6 +766,8 @@ class Cluster:
     def lose_node(self, name: str) -> None:
         """The node is gone; the pod garbage collector deletes its pods at once."""
         self.nodes.pop(name)
+        if name in self.objects["Node"]:
+            self._remove("Node", name)
         for pod in list(self.objects["Pod"].values()):
             if pod["spec"].get("nodeName") == name:
                 if not terminating(pod) and not pod_terminal(pod):

@@ -42,7 +42,11 @@ I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: s
     by the operator's hand: the gangs below replicas that are not available and that the
     operator did not take down (broken by the world, new) are excused. Checked whenever
     the operator rolls a serving gang and whenever it deletes a surge gang (one it made at
-    an index at or above replicas) that is available.
+    an index at or above replicas) that is available;
+I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
+    has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
+    with surge); and once the operator is quiet no pod of its Clique's current restart
+    count is left on a cordoned node.
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
@@ -136,6 +140,10 @@ ALL = (
 PARTITION_LAG = 5
 
 
+class LeftOnDrainedNode(InvariantViolation):
+    invariant = "I9 no gang left on a cordoned node once moved; moves only off cordoned nodes"
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: type[InvariantViolation]
@@ -175,6 +183,8 @@ class Checker:
     def __init__(self, cluster: Cluster, cliqueset: str = "llama") -> None:
         self.cluster = cluster
         self.name = cliqueset
+        #: the operator moves gangs off drained nodes (I9 applies)
+        self.drains = False
         self.gangs: dict[int, GangState] = {}
         self.findings: list[Finding] = []
         self.creates: Counter[tuple[str, int]] = Counter()
@@ -227,7 +237,8 @@ class Checker:
         self._note(f"VIOLATION {kind.__name__}: {message}")
 
     def quiet(self) -> None:
-        """I6, checked when the operator has nothing queued or due."""
+        """I6 and I9, checked when the operator has nothing queued or due."""
+        self.drained_node_left()
         cqs = self.cliqueset()
         if cqs is None or cqs.status is None or not cqs.status.current_revision:
             return
@@ -529,13 +540,58 @@ class Checker:
         if after != before:
             self.justify_all[uid] += 1
         if after > st.restarts:
-            self._restarted(gang, st, after)
+            stamp = self.cluster.stamp()
+            moved = annotations_of(new).get(labels.ANNOTATION_MOVED_AT) == stamp
+            moved = moved and annotations_of(old).get(labels.ANNOTATION_MOVED_AT) != stamp
+            self._restarted(gang, st, after, moved=moved)
 
-    def _restarted(self, gang: int, st: GangState, count: int) -> None:
+    def _on_cordoned(self, gang: int, count: int) -> bool:
+        """Whether gang `gang` has a live pod of restart `count` on a cordoned node."""
+        cordoned = {n for n, node in self.cluster.nodes.items() if node.unschedulable}
+        for clique in self.live_cliques():
+            if int(clique["spec"]["gangIndex"]) != gang:
+                continue
+            for pod in self.cluster.pods_of(meta(clique)["uid"]):
+                on = pod["spec"].get("nodeName") in cordoned
+                if on and not terminating(pod) and restarts(pod) == count:
+                    return True
+        return False
+
+    def drained_node_left(self) -> None:
+        """I9, once quiet: no pod of its Clique's current restart count on a cordoned node
+        (where the operator moves gangs at all: `drains`)."""
+        cordoned = {n for n, node in self.cluster.nodes.items() if node.unschedulable}
+        if not cordoned or not self.drains:
+            return
+        for clique in self.live_cliques():
+            for pod in self.cluster.pods_of(meta(clique)["uid"]):
+                left = pod["spec"].get("nodeName") in cordoned and not terminating(pod)
+                if left and restarts(pod) == restarts(clique):
+                    self._find(
+                        LeftOnDrainedNode,
+                        f"pod {meta(pod)['name']} of gang {clique['spec']['gangIndex']} is "
+                        f"still on cordoned node {pod['spec']['nodeName']}",
+                    )
+
+    def _restarted(self, gang: int, st: GangState, count: int, *, moved: bool = False) -> None:
         now = self.cluster.now
         self.restarts += 1
         st.restarts = count
         st.total += 1
+        if moved:
+            # a move off a drained node: forgiven at once (counts towards no limit), and
+            # paid from the budget like a roll (`_take_down` below)
+            if not self._on_cordoned(gang, count - 1):
+                self._find(
+                    LeftOnDrainedNode,
+                    f"gang {gang} moved (restart {count}) without a pod on a cordoned node",
+                )
+            st.justified[count] = True
+            if st.state == SERVING:
+                self._whole(f"moving gang {gang}", without=gang)
+            self._take_down(gang, st, f"moved (restart {count})")
+            st.state, st.since, st.why = STARTING, now, f"moved (restart {count})"
+            return
         st.counted += 1
         broke = st.state == BROKEN or (st.state == SERVING and st.recovered_at == now)
         st.justified[count] = broke

@@ -41,6 +41,8 @@ import msgspec
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.controllerrevision import ControllerRevision
+from cliques.api.node import Node
+from cliques.api.pdb import PodDisruptionBudget
 from cliques.api.pod import Pod
 from cliques.api.service import Service
 from cliques.api.workload import Workload
@@ -52,7 +54,7 @@ from cliques.controllers.clique import controller as clique_controller
 from cliques.controllers.clique.controller import CliqueController
 from cliques.controllers.cliqueset import controller as cliqueset_controller
 from cliques.controllers.cliqueset.controller import CliqueSetController
-from cliques.controllers.features import start_gate
+from cliques.controllers.features import drain, start_gate
 from cliques.kube import errors, store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
@@ -311,6 +313,7 @@ class SimOperator:
         workload_api: bool = False,
         shuffle: random.Random | None = None,
         lag: bool = False,
+        drains: bool = False,
     ) -> None:
         self.cluster = cluster
         #: watch events reach the caches one round late (the write-through still works):
@@ -335,7 +338,7 @@ class SimOperator:
                 {"controller": ctl, "gang": clique_controller.gang_key},
                 transform=SharedTemplates(),
             ),
-            "Pod": SimInformer(cluster, "Pod", Pod, {"controller": ctl}),
+            "Pod": SimInformer(cluster, "Pod", Pod, {"controller": ctl, "node": drain.by_node}),
             "Service": SimInformer(cluster, "Service", Service, {"controller": ctl}),
             "ControllerRevision": SimInformer(
                 cluster, "ControllerRevision", ControllerRevision, {"controller": ctl}
@@ -343,6 +346,11 @@ class SimOperator:
         }
         if workload_api:
             inf["Workload"] = SimInformer(cluster, "Workload", Workload, {"controller": ctl})
+        if drains:
+            inf["Node"] = SimInformer(cluster, "Node", Node)
+            inf["PodDisruptionBudget"] = SimInformer(
+                cluster, "PodDisruptionBudget", PodDisruptionBudget, {"controller": ctl}
+            )
         self.informers = inf
 
         def written(resource: Resource, raw: bytes) -> None:
@@ -360,7 +368,7 @@ class SimOperator:
                 expectations,
                 hasher,
                 owns=lambda ns, name: True,
-                gang_api=GangAPI("v1alpha1" if workload_api else ""),
+                gang_api=GangAPI("v1alpha1" if workload_api else "", drain=drains),
                 status_hold=0.0,
                 gate_image=start_gate.default_image(),
                 clock=cluster.stamp,
@@ -373,6 +381,11 @@ class SimOperator:
             "controller_revisions": inf["ControllerRevision"],
             "pods": inf["Pod"],
             **({"workloads": inf["Workload"]} if workload_api else {}),
+            **(
+                {"nodes": inf["Node"], "pod_disruption_budgets": inf["PodDisruptionBudget"]}
+                if drains
+                else {}
+            ),
         }
         self.cqs = CliqueSetController.wired(by_name, wiring("op:set", self.cqs_exp))
         self.cq = CliqueController.wired(by_name, wiring("op:clique", self.cq_exp))

@@ -8,6 +8,9 @@ gives the CliqueSet the user creates at t=0; `Event`s happen at given seconds:
                               `value` seconds
     node-loss / node-add      a node (by index among the nodes, by name) goes away / a
                               node of capacity `value` joins
+    cordon / drain            a node (as for node-loss) is cordoned / drained: cordoned,
+                              and its pods evicted as the Eviction API lets them (a pod of
+                              a set with its PodDisruptionBudget only when not Ready)
     fill / free               other workloads take / give back `value` pod slots of a node
     resize                    the user sets clique `target`'s replicas to `value`
     image                     the user changes the image of clique `target` ("*": all)
@@ -31,7 +34,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-WORLD = frozenset({"crash", "evict", "unready", "node-loss", "node-add", "fill", "free"})
+WORLD = frozenset(
+    {"crash", "evict", "unready", "node-loss", "node-add", "fill", "free", "cordon", "drain"}
+)
 USER = frozenset({"resize", "image", "gangs", "max-unavailable", "max-surge", "partition"})
 KINDS = WORLD | USER | {"operator-restart"}
 
@@ -94,6 +99,8 @@ class Event:
             "evict": f"pod {self.target}",
             "unready": f"pod {self.target} for {self.value}s",
             "node-loss": f"node {self.target}",
+            "cordon": f"node {self.target}",
+            "drain": f"node {self.target}",
             "node-add": f"capacity {self.value}",
             "fill": f"node {self.target} by {self.value}",
             "free": f"node {self.target} by {self.value}",
@@ -133,6 +140,8 @@ class Scenario:
     #: one round late (see `SimOperator`)
     interleave: bool = False
     lag: bool = False
+    #: the operator moves gangs off drained nodes (it may list Nodes and budgets)
+    drains: bool = False
     #: seconds simulated after the last event
     settle: int = 1500
     seed: int = 0
@@ -402,6 +411,30 @@ def roll_with_surge(max_unavailable: int = 0, latency: int = 60) -> Scenario:
     )
 
 
+def drain_a_node(
+    max_unavailable: int = 1, max_surge: int = 0, latency: int = 60, drained: int = 2
+) -> Scenario:
+    """4 gangs of leader 1 + worker 1 on nodes with room for 3, 3, 3, 3 and 2 pods (the
+    scheduler fills them in order, so node 0 holds gang 0 and the leader of gang 1), pods
+    Ready `latency` seconds after they start, gang-aware drain on: node 0 is drained at
+    t=300 (cordoned, its pods evicted as the set's PodDisruptionBudget lets them), and
+    with `drained` 2 node 1 at t=900. Every gang with a pod there moves whole, within the
+    budget: with maxUnavailable 1 gang 1 waits until gang 0 is whole again."""
+    return Scenario(
+        gangs=4,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="AnyOrder",
+        max_unavailable=max_unavailable,
+        max_surge=max_surge,
+        policy=None,
+        nodes=(3, 3, 3, 3, 2),
+        latency=Latency("fixed", latency),
+        drains=True,
+        events=tuple(Event(300 + 600 * i, "drain", i) for i in range(drained)),
+        settle=1500,
+    )
+
+
 def surge_gangs_broken_while_standing_in() -> Scenario:
     """Found by the random scenarios: 3 gangs of leader 1 + worker 3, maxUnavailable 1,
     maxSurge 2, on nodes with room for 13 pods. The new image at t=449 makes the two surge
@@ -481,6 +514,8 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
                 "node-add",
                 "fill",
                 "free",
+                "cordon",
+                "drain",
                 "resize",
                 "image",
                 "image",
@@ -495,7 +530,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
     if kind == "pod":
         kind = draw(_POD_EVENTS)
         return Event(0, kind, draw(st.integers(0, 30)), draw(st.integers(5, 300)))
-    if kind in ("node-loss", "fill", "free"):
+    if kind in ("node-loss", "fill", "free", "cordon", "drain"):
         return Event(0, kind, draw(st.integers(0, 5)), draw(st.integers(1, 4)))
     if kind == "node-add":
         return Event(0, kind, value=draw(st.integers(1, 8)))
@@ -572,6 +607,7 @@ def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
         latency=draw(LATENCIES),
         grace=draw(st.sampled_from([0, 1, 5, 30])),
         gang_scheduling=draw(st.sampled_from([False, False, False, True])),
+        drains=draw(st.booleans()),
         interleave=draw(st.booleans()),
         lag=draw(st.booleans()),
         events=tuple(events),

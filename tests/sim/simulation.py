@@ -61,6 +61,7 @@ class Simulation:
             history=self.history,
         )
         self.checker = Checker(self.cluster)
+        self.checker.drains = scenario.drains
         self.cluster.observer = self.checker
         for i, capacity in enumerate(scenario.nodes):
             node = self.cluster.add_node(capacity)
@@ -100,6 +101,7 @@ class Simulation:
             workload_api=self.scenario.gang_scheduling,
             shuffle=self._order,
             lag=self.scenario.lag,
+            drains=self.scenario.drains,
         )
 
     def _next_instant(self) -> int | None:
@@ -169,7 +171,7 @@ class Simulation:
                 c.evict(pod)
             else:
                 c.unready(pod, ev.value)
-        elif ev.kind in ("node-loss", "fill", "free"):
+        elif ev.kind in ("node-loss", "fill", "free", "cordon", "drain"):
             names = sorted(c.nodes)
             if not names:
                 self.history.add(c.now, "world", f"{ev.kind}: no node")
@@ -181,6 +183,8 @@ class Simulation:
             if ev.kind == "node-loss":
                 self.history.add(c.now, "world", f"node {node} lost")
                 c.lose_node(node)
+            elif ev.kind in ("cordon", "drain"):
+                c.cordon(node, drain=ev.kind == "drain")
             elif ev.kind == "fill":
                 taken = min(ev.value, c.free(node))
                 c.nodes[node].foreign += taken

@@ -163,6 +163,7 @@ def test_cliqueset_round_trip_keeps_what_it_models() -> None:
     # A Struct-valued field encodes as its own (empty) defaults, never left out.
     expected["spec"]["gangScheduling"] = {}
     expected["spec"]["failurePolicy"] = {"restartBackoff": {}}
+    expected["spec"]["nodeDrain"] = {}
     del expected["spec"]["headlessService"]
     del expected["spec"]["template"]["cliques"][0]["replicas"]
     # Status Structs encode every field, zeros included.
@@ -201,6 +202,7 @@ def test_defaults_match_the_crd_and_are_omitted_on_encode() -> None:
             "updateStrategy": {},
             "gangScheduling": {},
             "failurePolicy": {"restartBackoff": {}},
+            "nodeDrain": {},
             "template": {"cliques": [{"name": "a", "template": {"spec": {}}}]},
         },
     }
@@ -318,6 +320,7 @@ def test_slim_pod_decodes_a_full_pod() -> None:
         subdomain="llama-0",
         node_name="kwok-node-3",
         containers=[api.ContainerImage(name="main", image="vllm")],
+        tolerations=[api.Toleration(key="nvidia.com/gpu", operator="Exists")],
     )
     assert [(s.name, s.ready) for s in pod.status.container_statuses] == [("main", True)]
     assert pod.status.pod_ip == "10.0.0.7"

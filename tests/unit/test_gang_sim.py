@@ -500,3 +500,47 @@ def test_a_restarted_gang_that_broke_before_it_was_whole_still_holds_the_budget(
         seed=333,
     )
     run_scenario(scenario)
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("max_unavailable", "max_surge", "drained"),
+    [(1, 0, 2), (2, 0, 2), (0, 1, 1)],
+    ids=["maxUnavailable-1", "maxUnavailable-2", "surge-first"],
+)
+def test_a_drain_moves_gangs_whole_within_the_budget(
+    racy: bool, max_unavailable: int, max_surge: int, drained: int
+) -> None:
+    sim = _case(sc.drain_a_node(max_unavailable, max_surge, drained=drained), racy)
+    outcome = sim.run()
+    assert outcome.available, sim.history.tail(60)
+    cordoned = {n for n, node in sim.cluster.nodes.items() if node.unschedulable}
+    assert len(cordoned) == drained
+    left = [meta(p)["name"] for p in sim.pods() if p["spec"].get("nodeName") in cordoned]
+    assert left == [], sim.history.tail(60)
+    # every gang that had a pod there was made again whole (a move each), none evicted
+    # piecemeal while Ready: the set's budget held the drain off
+    assert sim.restarts() >= 1
+    evicted = [str(e) for e in sim.history.entries if e.actor == "drain"]
+    assert evicted == [], evicted
+    assert sim.cluster.objects_of("PodDisruptionBudget")
+
+
+def test_the_checker_catches_moves_beyond_the_budget_and_off_no_cordoned_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.controllers.features import drain
+
+    # A planner that moves every stuck gang at once, whatever the budget says:
+    monkeypatch.setattr(drain, "pick", lambda stuck, allowed, **kw: (sorted(stuck), []))
+    sim = Simulation(sc.drain_a_node(1, 0, drained=1), strict=False)
+    outcome = sim.run()
+    assert invariants.GangsDown in {f.kind for f in outcome.findings}
+    # And a move of a gang with no pod on a cordoned node:
+    sim = _steady(gangs=2)
+    stamp = sim.cluster.stamp()
+    for role in ("leader", "worker"):
+        name = labels.clique_name("llama", 0, role)
+        marks = {labels.ANNOTATION_GANG_RESTARTS: "1", labels.ANNOTATION_MOVED_AT: stamp}
+        sim.cluster.patch("op:set", "Clique", name, {"metadata": {"annotations": marks}})
+    assert invariants.LeftOnDrainedNode in {f.kind for f in sim.checker.findings}

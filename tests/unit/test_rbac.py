@@ -89,7 +89,13 @@ def test_the_namespaced_deployment_is_the_shipped_one_watching_its_namespace() -
     assert namespaced == cluster
 
 
-def test_no_rule_reaches_secrets_configmaps_or_nodes() -> None:
+def test_no_rule_reaches_secrets_or_configmaps_and_nodes_are_only_read() -> None:
     resources = {resource for _, resource, _ in WORKLOAD | LEASES}
-    assert not resources & {"secrets", "configmaps", "nodes", "*"}
+    assert not resources & {"secrets", "configmaps", "pods/eviction", "*"}
+    # gang-aware drain reads the Nodes' cordons and taints, and writes no Node
+    assert {verb for _, resource, verb in WORKLOAD if resource == "nodes"} == {
+        "get",
+        "list",
+        "watch",
+    }
     assert all(verb in rbac.ALL_VERBS for _, _, verb in WORKLOAD | LEASES)

@@ -12,6 +12,7 @@ from cliques.api.clique import Clique
 from cliques.api.pod import Pod
 from cliques.controllers.clique.controller import CliqueController, gang_key
 from cliques.controllers.cliqueset.controller import CliqueSetController
+from cliques.controllers.features import drain
 from cliques.kube import store
 from cliques.kube.gangapi import GangAPI
 from cliques.kube.resources import CLIQUES, PODS
@@ -25,6 +26,7 @@ ALL = GangAPI(
     features=frozenset({"composite"}),
     claims=True,
     kueue=True,
+    drain=True,
     composite_version="v1alpha3",
 )
 
@@ -34,8 +36,8 @@ def test_a_shared_watch_has_the_indexes_of_both_controllers() -> None:
     cliques = merged["cliques"]
     assert set(cliques.indexers) == {"controller", "gang"}
     assert cliques.indexers["gang"] is gang_key and cliques.faults
-    assert merged["pods"].indexers == {"controller": store.by_controller}
-    assert len(merged) == WATCHES_PER_MANAGER == 14
+    assert merged["pods"].indexers == {"controller": store.by_controller, "node": drain.by_node}
+    assert len(merged) == WATCHES_PER_MANAGER == 16
 
 
 def test_two_functions_for_one_index_are_refused() -> None:
@@ -71,6 +73,13 @@ def test_the_manager_builds_only_what_the_cluster_serves() -> None:
     assert selected == BucketSet(frozenset({3}), 16).selector()
     _, everything = _informers(ALL)
     assert len(everything) == WATCHES_PER_MANAGER
+    # the Nodes are cluster-wide and all of them; the budgets the set owns, by bucket
+    assert everything["nodes"].label_selector == ""
+    assert everything["nodes"].resource.namespaced is False
+    assert (
+        everything["pod_disruption_budgets"].label_selector
+        == BucketSet(frozenset({3}), 16).selector()
+    )
     assert everything["local_queues"].label_selector == ""
     assert everything["pod_groups"].resource.version == "v1beta1"
 

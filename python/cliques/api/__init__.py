@@ -44,7 +44,15 @@ from cliques.api.meta import (
     find_condition,
     format_time,
 )
-from cliques.api.pod import ContainerImage, Pod, PodCondition, PodList, PodSpec, PodStatus
+from cliques.api.pod import (
+    ContainerImage,
+    Pod,
+    PodCondition,
+    PodList,
+    PodSpec,
+    PodStatus,
+    Toleration,
+)
 from cliques.api.policies import (
     ExclusivePolicy,
     FailurePolicy,
@@ -115,6 +123,7 @@ __all__ = [
     "RestartBackoff",
     "StartupType",
     "SubdomainPolicy",
+    "Toleration",
     "UpdateStrategy",
     "UpdateStrategyType",
     "decode_clique",

@@ -63,7 +63,13 @@ from cliques.api.claim import MAX_GANG_CLAIMS, MAX_SET_CLAIMS, CliqueSetClaim
 from cliques.api.cliqueset_status import CliqueSetStatus
 from cliques.api.cliquetemplate import MAX_CLIQUES, CliqueTemplate
 from cliques.api.meta import ListMeta, ObjectMeta
-from cliques.api.policies import FailurePolicy, GangScheduling, Placement, UpdateStrategy
+from cliques.api.policies import (
+    FailurePolicy,
+    GangScheduling,
+    NodeDrain,
+    Placement,
+    UpdateStrategy,
+)
 from cliques.api.scalinggroup import MAX_SCALING_GROUPS, ScalingGroup
 from cliques.api.schema import AGE, INVALID, Column, Count, Resource, Rule, crd
 
@@ -458,6 +464,15 @@ class CliqueSetSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     failure_policy: Annotated[
         FailurePolicy, crd(description="What happens to a gang that stays below minAvailable.")
     ] = msgspec.field(default_factory=FailurePolicy)
+    node_drain: Annotated[
+        NodeDrain,
+        crd(
+            description=(
+                "What a drained node does to the gangs: they move whole, and piecemeal "
+                "evictions wait for them (docs/gangs.md)."
+            )
+        ),
+    ] = msgspec.field(default_factory=NodeDrain)
     placement: (
         Annotated[
             Placement,

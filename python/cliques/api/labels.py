@@ -123,13 +123,14 @@ _GANG_OBJECTS: Final = (
 # gang features).
 LABEL_CLIQUESET: Final = _label(
     "cliqueset",
-    on=(*_GANG_OBJECTS, "Workload", "ControllerRevision"),
+    on=(*_GANG_OBJECTS, "Workload", "ControllerRevision", "PodDisruptionBudget"),
     meaning="The CliqueSet the object belongs to.",
     writers=(
         "controllers.base.builders",
         "controllers.clique.bodies",
         "controllers.features.autoscaling",
         "controllers.features.claims",
+        "controllers.features.drain",
         "controllers.features.podgroups",
         "controllers.features.revisions",
         "controllers.features.scaling",
@@ -217,7 +218,7 @@ LABEL_TEMPLATE_HASH: Final = _label(
 )
 LABEL_BUCKET: Final = _label(
     "bucket",
-    on=(*_GANG_OBJECTS, "ControllerRevision"),
+    on=(*_GANG_OBJECTS, "ControllerRevision", "PodDisruptionBudget"),
     meaning="The shard bucket of the CliqueSet, which operator process handles the object.",
     writers=(
         "controllers.base.builders",
@@ -225,6 +226,7 @@ LABEL_BUCKET: Final = _label(
         "controllers.features.autoscaling",
         "controllers.features.claims",
         "controllers.features.composite_groups",
+        "controllers.features.drain",
         "controllers.features.gang_scheduling",
         "controllers.features.podgroups",
         "controllers.features.revisions",
@@ -351,6 +353,7 @@ ANNOTATION_POD_GROUP: Final = _annotation(
     writers=(
         "controllers.cliqueset.planner",
         "controllers.cliqueset.restarts",
+        "controllers.features.drain",
     ),
     readers=(
         "controllers.clique.bodies",
@@ -400,16 +403,20 @@ ANNOTATION_BREACH_SINCE: Final = _annotation(
     "breach-since",
     on=("Clique",),
     meaning="failurePolicy RecreateGang: when the gang was first seen below minAvailable.",
-    writers=("controllers.features.gang_failures",),
+    writers=(
+        "controllers.features.drain",
+        "controllers.features.gang_failures",
+    ),
 )
 ANNOTATION_GANG_RESTARTS: Final = _annotation(
     "gang-restarts",
     on=("Clique", "Pod"),
-    meaning="failurePolicy RecreateGang: how many times the gang was recreated (pods of "
-    "another count are deleted).",
+    meaning="How many times the gang was recreated whole (failurePolicy RecreateGang, or a "
+    "move off a drained node; pods of another count are deleted).",
     writers=(
         "controllers.clique.bodies",
         "controllers.cliqueset.planner",
+        "controllers.features.drain",
         "controllers.features.gang_failures",
     ),
     readers=("controllers.clique.controller", "controllers.clique.planner"),
@@ -420,12 +427,23 @@ ANNOTATION_LAST_RESTART: Final = _annotation(
     meaning="failurePolicy RecreateGang: when the gang was last recreated.",
     writers=("controllers.features.gang_failures",),
 )
+ANNOTATION_MOVED_AT: Final = _annotation(
+    "moved-at",
+    on=("Clique",),
+    meaning="When the gang was last moved off a drained node: its new pods are made only "
+    "some seconds after (a drain that evicts by name finds the name free meanwhile).",
+    writers=("controllers.features.drain",),
+)
 ANNOTATION_FORGIVEN_RESTARTS: Final = _annotation(
     "forgiven-restarts",
     on=("Clique",),
-    meaning="failurePolicy RecreateGang: how many of the gang's restarts no longer count "
-    "towards maxGangRestarts, the gang having stayed available long enough since.",
-    writers=("controllers.features.gang_failures",),
+    meaning="How many of the gang's restarts no longer count towards maxGangRestarts: the "
+    "gang stayed available long enough since (failurePolicy RecreateGang), or they were "
+    "moves off drained nodes.",
+    writers=(
+        "controllers.features.drain",
+        "controllers.features.gang_failures",
+    ),
 )
 ANNOTATION_AVAILABLE_EPOCH: Final = _annotation(
     "available-epoch",

@@ -3,7 +3,8 @@
 A worker decodes every pod of its buckets on every list and watch event, so this view
 holds only what the Clique controller needs (identity, labels, owner, deletion, where the
 pod runs, whether it is ready, its containers' images, CPU and memory and their statuses,
-for in-place updates) and msgspec skips everything else in the JSON without building it.
+for in-place updates) and the taints it tolerates (the CliqueSet controller's drains), and
+msgspec skips everything else in the JSON without building it.
 The operator never writes a Pod from this Struct: it creates pods from the Clique's
 template (a dict) with its labels and env added.
 """
@@ -56,6 +57,17 @@ class ReadinessGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     condition_type: str = ""
 
 
+class Toleration(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """`corev1.Toleration`: which taints the pod tolerates (a drained node's NoExecute
+    taints, `controllers.features.drain`)."""
+
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
 class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """The PodSpec fields the operator reads."""
 
@@ -70,6 +82,8 @@ class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     #: The conditions besides its containers' readiness that its Ready waits for (the
     #: operator's `cliques.dev/gang-ready`, with `podReadiness: Gang`).
     readiness_gates: list[ReadinessGate] = msgspec.field(default_factory=list)
+    #: The taints it tolerates (whether a NoExecute taint on its node drains it).
+    tolerations: list[Toleration] = msgspec.field(default_factory=list)
 
 
 class Waiting(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

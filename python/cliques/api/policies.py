@@ -49,6 +49,26 @@ class GangDisruption(enum.StrEnum):
     POD = "Pod"
 
 
+class DrainPolicy(enum.StrEnum):
+    """`nodeDrain.policy`: what the operator does about a gang with a pod on a node being
+    drained (cordoned, or tainted NoExecute with a taint its pod does not tolerate)."""
+
+    #: the gang is made again whole elsewhere, paced by the rollout budget
+    MOVE_GANGS = "MoveGangs"
+    #: nothing: the pods are left to whoever evicts them
+    NONE = "None"
+
+
+class EvictionHold(enum.StrEnum):
+    """`nodeDrain.holdEvictions`: how piecemeal evictions of a set's pods are held off
+    while the operator moves their gangs."""
+
+    #: a PodDisruptionBudget per set, owned by it, with `maxUnavailable: 0`
+    POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
+    #: none: evictions go through (the user's own PDBs, if any, decide)
+    NONE = "None"
+
+
 class GangRestartPolicy(enum.StrEnum):
     """`failurePolicy.restartPolicy`: what happens to a gang below minAvailable."""
 
@@ -375,3 +395,38 @@ def autoscaling_of(what: str, unit: str, most: int, described: str) -> msgspec.M
             ),
         },
     )
+
+
+class NodeDrain(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """What a drained node does to the set's gangs
+    (docs/gangs.md#nodedrain-gangs-move-whole-off-drained-nodes): with `MoveGangs` each
+    gang with a pod on a cordoned node (or one tainted NoExecute with a taint the pod does
+    not tolerate) is made again whole elsewhere, surge first where `maxSurge` allows, paced
+    by `maxUnavailable`; with `holdEvictions: PodDisruptionBudget` the Eviction API refuses
+    piecemeal evictions of the set's pods meanwhile, so that `kubectl drain` waits for the
+    operator's moves. With `policy: None` there is no budget either, whatever
+    `holdEvictions` says."""
+
+    policy: Annotated[
+        DrainPolicy,
+        crd(
+            description=(
+                "MoveGangs: a gang with a pod on a cordoned node, or on a node tainted "
+                "NoExecute with a taint the pod does not tolerate, is made again whole "
+                "elsewhere (surge first where maxSurge allows, else in place), paced by "
+                "maxUnavailable. None: the operator does nothing about drains."
+            )
+        ),
+    ] = DrainPolicy.MOVE_GANGS
+    hold_evictions: Annotated[
+        EvictionHold,
+        crd(
+            description=(
+                "PodDisruptionBudget: a PodDisruptionBudget per set (maxUnavailable 0, owned by "
+                "the set) makes the Eviction API refuse piecemeal evictions of its ready pods, "
+                "so kubectl drain waits until the operator has moved their gangs (only with "
+                "policy MoveGangs). None: no PodDisruptionBudget (use it with a "
+                "PodDisruptionBudget of your own)."
+            )
+        ),
+    ] = EvictionHold.POD_DISRUPTION_BUDGET

@@ -128,6 +128,9 @@ class GangAPI:
     #: Kueue is installed (kueue.x-k8s.io/v1beta2 Workloads and LocalQueues served) and
     #: the operator may list them: CliqueSets may be queued (`kueue_served`).
     kueue: bool = False
+    #: The operator may list Nodes and PodDisruptionBudgets: gangs move off drained nodes
+    #: (`controllers.features.drain`).
+    drain: bool = False
     #: The version that serves CompositePodGroups ("" when none does, or when the chosen
     #: version's PodGroups cannot name a parent): `COMPOSITE` is then in `features`.
     composite_version: str = ""

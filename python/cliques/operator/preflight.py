@@ -28,6 +28,8 @@ from cliques.kube.resources import (
     CLIQUES,
     CLIQUESETS,
     KUEUE_WORKLOADS,
+    NODES,
+    PDBS,
     RESOURCE_CLAIMS,
     SCALING_GROUPS,
     Resource,
@@ -129,7 +131,8 @@ async def check(
     if not resize:
         log.info("in-place updates change images only: the API server does not serve pods/resize")
     kueue = await _kueue(client, namespace, where, stop)
-    return dataclasses.replace(found, claims=allowed, resize=resize, kueue=kueue)
+    drain = await _drain(client, namespace, where, stop)
+    return dataclasses.replace(found, claims=allowed, resize=resize, kueue=kueue, drain=drain)
 
 
 async def _composite(
@@ -186,6 +189,27 @@ async def _kueue(
             "Kueue: %s served; queued CliqueSets are admitted gang by gang", gangapi.KUEUE_VERSION
         )
     return allowed
+
+
+async def _drain(
+    client: KubeClient, namespace: str | None, where: str, stop: asyncio.Event | None
+) -> bool:
+    """Whether gangs move off drained nodes (`controllers.features.drain`): the operator may
+    list Nodes (cluster-wide: not with the namespaced install's Role) and
+    PodDisruptionBudgets."""
+    nodes = await patiently("list of nodes", lambda: _may_list(client, NODES, None), stop=stop)
+    budgets = await patiently(
+        f"list of poddisruptionbudgets {where}",
+        lambda: _may_list(client, PDBS, namespace),
+        stop=stop,
+    )
+    if not (nodes and budgets):
+        log.warning(
+            "gang-aware drain off: the operator may not list %s (its RBAC predates them, or "
+            "it is confined to a namespace); drained nodes evict gang pods one by one",
+            "nodes" if not nodes else "poddisruptionbudgets",
+        )
+    return nodes and budgets
 
 
 async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:

@@ -22,6 +22,10 @@ Where each comes from:
 - with gang scheduling, the Workloads, PodGroups and (Kubernetes 1.37, alpha, a gang with
   scaling groups) CompositePodGroups of `scheduling.k8s.io` are listed and watched, created
   and deleted, a PodGroup's `minCount` patched (and read and adopted as any taken name is);
+- gang-aware drain (`controllers.features.drain`): Nodes are listed and watched (their
+  cordons and taints; a namespaced Role grants none, and the operator then leaves drains
+  alone), and each CliqueSet's PodDisruptionBudget is listed, watched, created, patched and
+  deleted (and read and adopted as any taken name is);
 - shard and member Leases (with `--leases`) are listed, created, patched, replaced and
   deleted in the lease namespace.
 """
@@ -87,6 +91,12 @@ WORKLOAD: Final = (
     ),
     Rule("kueue.x-k8s.io", "workloads", ("get", "list", "watch")),
     Rule("kueue.x-k8s.io", "localqueues", ("get", "list", "watch")),
+    Rule("", "nodes", ("get", "list", "watch")),
+    Rule(
+        "policy",
+        "poddisruptionbudgets",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
 )
 
 #: On its Leases, in the lease namespace (a Role).

@@ -35,8 +35,9 @@ phases before it decided:
    back-off's record of pods finished in a row), `_restart_nodes` (the nodes the pods of an
    earlier gang restart leave, recorded on the Clique, `same_nodes`), `_backoff` (the plan
    is requeued when the next finished pod is due) and `_creates` (the missing indices in
-   0..replicas-1, lowest first, CREATE_BURST at a time, none while creates are held back;
-   the pods of a gang restart prefer the recorded nodes).
+   0..replicas-1, lowest first, CREATE_BURST at a time, none while creates are held back,
+   nor for a few seconds after its gang moved off a drained node, `drain.hold`; the pods
+   of a gang restart prefer the recorded nodes).
 6. `_open_start_gates`: a Clique with start gates opens them (a pod patch) once it no
    longer waits (`start_gate`).
 7. `_changed_status`: the new status (`_status`), unless it is the one the Clique has.
@@ -87,6 +88,7 @@ from cliques.controllers.base import conditions, failures
 from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.clique import bodies
 from cliques.controllers.features import (
+    drain,
     gang_ready,
     inplace,
     kueue,
@@ -231,7 +233,12 @@ def plan(snap: CliqueSnapshot) -> Plan:
         out.patches += _restart_nodes(snap, rules, verdicts)
         if backoff:
             out.requeue_after = min(backoff.values())
-        out.creates = _creates(snap, pods, order)
+        # A gang moved off a drained node makes its pods again a few seconds later (`drain`).
+        held = drain.hold(snap.clique, snap.now)
+        if held:
+            out.requeue_after = min(out.requeue_after or held, held)
+        else:
+            out.creates = _creates(snap, pods, order)
     # 6. Start gates opened.
     out.patches += _open_start_gates(pods, order)
     # 7. Status, of the pods it leaves: one this plan deletes, or one deleted before whose

@@ -46,6 +46,7 @@ from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks
+from cliques.api.node import Node
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.controllers.base import bounds, failures
@@ -60,6 +61,7 @@ from cliques.controllers.cliqueset import status as cliqueset_status
 from cliques.controllers.cliqueset import template_hash
 from cliques.controllers.features import (
     claims,
+    drain,
     gang_apis,
     gang_failures,
     gang_scheduling,
@@ -129,6 +131,7 @@ WATCHES: tuple[Watch, ...] = (
     *kueue.WATCHES,
     *scaling.WATCHES,
     *revisions.WATCHES,
+    *drain.WATCHES,
 )
 
 
@@ -213,6 +216,7 @@ class SetInformers:
     kueue: kueue.Informers = dataclasses.field(default_factory=kueue.Informers)
     scaling: scaling.Informers = dataclasses.field(default_factory=scaling.Informers)
     revisions: revisions.Informers = dataclasses.field(default_factory=revisions.Informers)
+    drain: drain.Informers = dataclasses.field(default_factory=drain.Informers)
 
     @classmethod
     def of(cls, informers: Mapping[str, Any]) -> SetInformers:
@@ -227,11 +231,12 @@ class SetInformers:
             kueue=kueue.Informers.of(informers),
             scaling=scaling.Informers.of(informers),
             revisions=revisions.Informers.of(informers),
+            drain=drain.Informers.of(informers),
         )
 
     def owned(self) -> tuple[Informer[Any], ...]:
         """The informers of the features' objects a change of which wakes their set."""
-        features = (self.gangs, self.claims, self.kueue, self.scaling, self.revisions)
+        features = (self.gangs, self.claims, self.kueue, self.scaling, self.revisions, self.drain)
         return tuple(i for f in features for i in f.owned())
 
 
@@ -307,6 +312,8 @@ class CliqueSetController:
             informer.add_handler(self._on_child)
         if informers.kueue.local_queues is not None:
             informers.kueue.local_queues.add_handler(self._on_local_queue)
+        if informers.drain.nodes is not None:
+            informers.drain.nodes.add_handler(self._on_node)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -333,6 +340,22 @@ class CliqueSetController:
             queued = meta.namespace == ns and meta.labels.get(kueue.QUEUE_LABEL) == name
             if queued and self.owns(ns, meta.name):
                 self.queue.add(key_of(cqs))
+
+    def _on_node(self, kind: EventKind, old: Any, new: Node) -> None:
+        """A Node's cordon or taints changed (or it came or went): the sets with pods on it,
+        found by the pod informer's node index (`drain`), plan again. Its status and
+        heartbeats change nothing here and wake no set."""
+        if kind == "MODIFIED" and not drain.changed(old, new):
+            return
+        for key in drain.sets_on(self.features.drain.pods_on(new.metadata.name)):
+            ns, _, name = key.partition("/")
+            if not self.owns(ns, name):
+                continue
+            cqs = self.cliquesets.store.get(key)
+            state = self.states.get(cqs.metadata.uid) if cqs is not None else None
+            if state is not None:
+                state.children += 1  # (what the planner reads changed: not settled)
+            self.queue.add(key)
 
     def _on_child(self, kind: EventKind, old: Any, new: Any) -> None:
         meta = new.metadata
@@ -486,6 +509,7 @@ class CliqueSetController:
             scaling=self.features.scaling.view(owner),
             inplace=inplace.View(resize_served=self.gang_api.resize),
             revisions=self.features.revisions.view(owner),
+            drain=self.features.drain.view(cqs, owner),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
@@ -525,6 +549,7 @@ class CliqueSetController:
             desired=replicas,
             gangs=gangs,
             restarting=len(plan.restarting),
+            moving=len([g for g in plan.moving if g < replicas]),
             failed=len(plan.failed),
             queued=max(0, replicas - queue.admitted_gangs) if queue is not None else 0,
         )

@@ -29,6 +29,10 @@
   is a disruption the operator causes: restarts and rolls share one budget,
   `maxUnavailable` (`cliqueset_rollout.restart_budget`, then `pick`), restarts first; a
   due restart beyond it waits (`deferred`), and an outdated gang rolls instead.
+- Gang-aware drain (`drain`): a gang with a pod on a drained node (cordoned, or a NoExecute
+  taint the pod does not tolerate) is made again whole, paced by the same budget (after
+  the failure policy's restarts, before the roll's picks), surge gangs first where
+  `maxSurge` allows; the set's PodDisruptionBudget; the condition Moving.
 - Revisions (`revisions`): each gang template the set rolls to is recorded as a
   ControllerRevision the set owns, numbered; `status.currentRevision` names the current one.
 - While creates or deletes are unobserved (`expectations_satisfied` false), nothing is
@@ -37,7 +41,8 @@
 `plan` reads the setup (`_setup`, or why the spec is an InvalidSpec), sorts the Cliques by
 gang and judges the gangs, then runs `PHASES` in order over one `Step`: the revisions of
 the gang template (`revisions`), gang scheduling's writes, new Cliques, the Services, the
-scale targets, restarts and rolls, the claim objects, the expectations gate, the status.
+scale targets, restarts, moves and rolls, the PodDisruptionBudget, the claim objects, the
+expectations gate, the status.
 Each phase is a small function that reads the step and adds its part; a feature that adds
 to the plan is one line in `PHASES`.
 """
@@ -74,6 +79,7 @@ from cliques.controllers.cliqueset.snapshot import CliqueSetPlan, CliqueSetSnaps
 from cliques.controllers.features import (
     autoscaling,
     claims,
+    drain,
     gang_failures,
     gang_scheduling,
     kueue,
@@ -131,6 +137,8 @@ class Step:
     rolls: restarts.Rolls = field(default_factory=lambda: restarts.Rolls(failing={}))
     #: claims the Cliques name that cannot be made (read by the status)
     missing: list[str] = field(default_factory=list)
+    #: the gangs with pods on drained nodes (`drain.stuck`)
+    stuck: drain.Stuck = field(default_factory=drain.Stuck)
 
     @property
     def room(self) -> int:
@@ -158,7 +166,10 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     made = surge_gangs.made(
         [g for g, m in members.by_gang.items() if g >= above and _live(m)], above
     )
-    kept = surge_gangs.kept(setup.surge, gangs.facts, rollable, made)
+    # Gangs stuck on drained nodes are made again like rolled ones: surge gangs first.
+    stuck = drain.stuck(snap.drain, user, snap.cliques)
+    moving = sorted(set(rollable) | {g for g in stuck.gangs if g < user.spec.replicas})
+    kept = surge_gangs.kept(setup.surge, gangs.facts, moving, made)
     if kept:
         wide = dataclasses.replace(
             snap, cliqueset=surge_gangs.widened(user, setup.surge.keeping(kept))
@@ -169,6 +180,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
             members, gangs = _judged(snap, setup, gangs.judgement)
     out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
     step = Step(snap, setup, out, members, gangs, user, deletes=list(members.removed))
+    step.stuck = stuck
     for phase in PHASES:
         phase(step)
     return out
@@ -254,11 +266,25 @@ def _restarts_and_rolls(step: Step) -> None:
     """Gang restarts first (a broken gang is down already), then rollouts, within one
     budget; in-place changes (`restarts`)."""
     step.rolls = restarts.restarts_and_rolls(
-        step.snap, step.setup, step.members.by_gang, step.gangs
+        step.snap, step.setup, step.members.by_gang, step.gangs, step.stuck
     )
     step.out.patches += step.rolls.patches
     step.out.events += step.rolls.events
     step.out.deferred = step.rolls.deferred
+    step.out.moving = sorted(step.stuck.gangs)
+    if step.rolls.move_waiting:
+        wait = drain.WAIT_REQUEUE
+        step.out.requeue_after = min(step.out.requeue_after or wait, wait)
+
+
+def _disruption_budget(step: Step) -> None:
+    """The set's PodDisruptionBudget, which holds off piecemeal evictions while gangs move
+    (`drain.budget_plan`; made only while expectations hold)."""
+    made = drain.budget_plan(step.snap.cliqueset, step.snap.drain, step.setup.bucket)
+    if step.snap.expectations_satisfied:
+        step.creates += made.creates[: max(0, step.room)]
+    step.out.patches += made.patches
+    step.deletes += made.deletes
 
 
 def _claims(step: Step) -> None:
@@ -292,6 +318,7 @@ PHASES: tuple[Phase, ...] = (
     _subdomains,
     _scaling,
     _restarts_and_rolls,
+    _disruption_budget,
     _claims,
     _expectations,
     _status_phase,
@@ -639,6 +666,9 @@ def _status(
         out.status.conditions += gang_failures.conditions(
             setter, out.restarting, out.failed, out.deferred
         )
+    moving = drain.condition(setter, old_conditions, step.stuck, rolls.moved, rolls.move_waiting)
+    if moving is not None:
+        out.status.conditions.append(moving)
     said = gang_scheduling.event(old_conditions, gang_condition)
     if said is not None:
         out.events.append(said)

@@ -20,7 +20,7 @@ from cliques.controllers.cliqueset import bodies
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset.rollout import Change
 from cliques.controllers.cliqueset.snapshot import CliqueSetPlan, CliqueSetSnapshot, Setup
-from cliques.controllers.features import gang_failures, gang_scheduling, inplace, scaling
+from cliques.controllers.features import drain, gang_failures, gang_scheduling, inplace, scaling
 from cliques.kube.resources import CLIQUES
 
 
@@ -31,6 +31,9 @@ class Rolls:
     failing: dict[int, tuple[dict[str, Clique], gang_failures.GangDecision]]
     restart_now: list[int] = field(default_factory=list)
     deferred: list[int] = field(default_factory=list)
+    #: gangs moved off drained nodes now, and those that wait for the budget (`drain`)
+    moved: list[int] = field(default_factory=list)
+    move_waiting: list[int] = field(default_factory=list)
     #: gangs a patch of this plan touches (rolled or changed in place)
     touched: set[int] = field(default_factory=set)
     patches: list[Patch] = field(default_factory=list)
@@ -42,10 +45,13 @@ def restarts_and_rolls(
     setup: Setup,
     by_gang: dict[int, dict[str, Clique]],
     gangs: cliqueset_rollout.Gangs,
+    stuck: drain.Stuck | None = None,
 ) -> Rolls:
     """The gangs the failure policy restarts now (`restart_now`, or `deferred` beyond the
-    budget), then the outdated gangs to roll (`cliqueset_rollout.pick`) in what budget is
-    left, with the in-place changes: their patches and the RollingUpdate Event."""
+    budget), then the gangs moved off drained nodes (`drain.pick`, within what the budget
+    leaves against every gang down), then the outdated gangs to roll
+    (`cliqueset_rollout.pick`) in what budget is left, with the in-place changes: their
+    patches and the RollingUpdate Event."""
     strategy = snap.cliqueset.spec.update_strategy
     out = Rolls(failing=_failure_decisions(snap, by_gang, gangs.facts))
     # Gangs below the partition keep their template: restarted as they are, never rolled.
@@ -71,20 +77,43 @@ def restarts_and_rolls(
                 out.restart_now.append(index)
             else:
                 out.deferred.append(index)
+    down = cliqueset_rollout.down(gangs.facts)
+    paid = 0
+    if stuck is not None and stuck.gangs:
+        ours = {
+            g
+            for g, f in enumerate(gangs.facts)
+            if not f.available and (f.starting or (f.degraded and not f.was_available))
+        }
+        out.moved, out.move_waiting = drain.pick(
+            stuck.gangs,
+            allowed,
+            down=down,
+            ours=ours,
+            spent=out.restart_now,
+            exclude=set(out.restart_now) | changed,
+        )
+        if not snap.expectations_satisfied:
+            out.move_waiting = sorted(out.moved + out.move_waiting)
+            out.moved = []
+        paid = sum(1 for g in out.moved if g not in down)
+        out.patches += _move_patches(snap, by_gang, out.moved, setup)
+        out.events += [drain.move_event(g, stuck.gangs[g], stuck.why) for g in out.moved]
+    moving = set(out.moved) | set(out.move_waiting)
     to_update = (
         cliqueset_rollout.pick(
             strategy.type,
             strategy.max_unavailable,
-            rollable,
-            cliqueset_rollout.down(gangs.facts),
-            spent=len(out.restart_now),
+            [g for g in rollable if g not in moving],
+            down,
+            spent=len(out.restart_now) + paid,
             allowed=allowed,
         )
         if snap.expectations_satisfied
         else []
     )
     updating = set(to_update)
-    out.touched = updating | changed
+    out.touched = updating | changed | set(out.moved)
     in_place_gangs: list[int] = []
     replaced_gangs: list[int] = []
     for gang in sorted(out.touched):
@@ -101,6 +130,36 @@ def restarts_and_rolls(
             f"{setup.set_hash} ({len(rollable) - len(to_update)} more to go{how})"
         )
         out.events.append(Event("Normal", "RollingUpdate", message))
+    return out
+
+
+def _move_patches(
+    snap: CliqueSetSnapshot,
+    by_gang: dict[int, dict[str, Clique]],
+    moved: list[int],
+    setup: Setup,
+) -> list[Patch]:
+    """The annotation patches that move each gang of `moved` (`drain.move_annotations`),
+    resourceVersion-guarded, each expected back through the watch (as a gang restart's),
+    and a gang whose pods are all made again moves to the PodGroup the set asks for."""
+    out: list[Patch] = []
+    for gang in moved:
+        members = {
+            role: c
+            for role, c in by_gang.get(gang, {}).items()
+            if c.metadata.deletion_timestamp is None
+        }
+        marks = drain.move_annotations(members, snap.now, setup.sched.wanted.get(gang, ""))
+        for name, (annotate, count) in marks.items():
+            clique = next(c for c in members.values() if c.metadata.name == name)
+            body = {
+                "metadata": {
+                    "resourceVersion": clique.metadata.resource_version,
+                    "annotations": annotate,
+                }
+            }
+            expect = gang_failures.expect_token(name, count)
+            out.append(Patch(CLIQUES, name, body, reason="GangMove", expect=expect))
     return out
 
 

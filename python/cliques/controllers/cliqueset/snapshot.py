@@ -17,6 +17,7 @@ from cliques.controllers.cliqueset import surge as surge_gangs
 from cliques.controllers.cliqueset.rollout import Judgement
 from cliques.controllers.features import (
     claims,
+    drain,
     gang_scheduling,
     inplace,
     kueue,
@@ -54,6 +55,7 @@ class CliqueSetSnapshot:
     scaling: scaling.View = field(default_factory=scaling.View)
     inplace: inplace.View = field(default_factory=inplace.View)
     revisions: revisions.View = field(default_factory=revisions.View)
+    drain: drain.View = field(default_factory=drain.View)
 
 
 @dataclass
@@ -66,6 +68,8 @@ class CliqueSetPlan(Plan):
     failed: list[int] = field(default_factory=list)
     #: gangs due for a restart that wait for the rollout budget
     deferred: list[int] = field(default_factory=list)
+    #: gangs with pods on drained nodes, moved now or waiting for the budget (`drain`)
+    moving: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
