@@ -136,6 +136,7 @@ def test_a_cordon_moves_one_gang_at_a_time_within_max_unavailable() -> None:
         labels.ANNOTATION_GANG_RESTARTS: "1",
         labels.ANNOTATION_FORGIVEN_RESTARTS: "1",
         labels.ANNOTATION_MOVED_AT: NOW,
+        labels.ANNOTATION_RESTART_NODES: "1:-",  # the new pods do not go back (same_nodes)
     }
     assert moved(out) == {"llama-1-leader": marks, "llama-1-worker": marks}
     patch = next(p for p in out.patches if p.reason == "GangMove")
@@ -221,6 +222,7 @@ def test_a_second_move_raises_the_counts_again_and_keeps_them_forgiven() -> None
         labels.ANNOTATION_GANG_RESTARTS: "4",
         labels.ANNOTATION_FORGIVEN_RESTARTS: "2",
         labels.ANNOTATION_MOVED_AT: NOW,
+        labels.ANNOTATION_RESTART_NODES: "4:-",
     }
 
 

@@ -132,3 +132,24 @@ def test_turned_off_nothing_is_recorded() -> None:
     c = restarted(1)
     plan = planner.plan(snap(c, [on_node(pod(c, 0), "gpu-a")], same_nodes=False))
     assert plan.deletes and record_of(plan) is None
+
+
+def test_a_gang_moved_off_a_drained_node_records_and_prefers_nothing() -> None:
+    """A move (`drain.move_annotations`) closes its restart's record: the pods it deletes
+    add no node, and the pods made for it prefer none."""
+    from cliques.controllers.features import drain
+
+    c = restarted(1)
+    marks, count = drain.move_annotations({"worker": c}, NOW)[c.metadata.name]
+    assert count == "2"
+    moved = restarted(2, marks[labels.ANNOTATION_RESTART_NODES])
+    plan = planner.plan(snap(moved, [on_node(pod(moved, 0), "cordoned", 1)]))
+    assert plan.deletes and record_of(plan) is None
+    # the next crash restart records again
+    crashed = restarted(3, marks[labels.ANNOTATION_RESTART_NODES])
+    plan = planner.plan(snap(crashed, [on_node(pod(crashed, 0), "gpu-a", 2)]))
+    assert record_of(plan) == "3:0=gpu-a"
+    (create,) = planner.plan(
+        snap(restarted(2, marks[labels.ANNOTATION_RESTART_NODES], 1), [])
+    ).creates
+    assert preferred(create.body) == []

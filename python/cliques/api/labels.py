@@ -472,7 +472,7 @@ ANNOTATION_RESTART_NODES: Final = _annotation(
         "The gang restart count and the nodes its pods ran on before that restart: the "
         "pods made again prefer those nodes (their images and caches are there)."
     ),
-    writers=("controllers.features.same_nodes",),
+    writers=("controllers.features.same_nodes", "controllers.features.drain"),
 )
 ANNOTATION_START_GATE: Final = _annotation(
     "start-gate",

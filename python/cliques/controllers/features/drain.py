@@ -54,6 +54,7 @@ from cliques.api.pod import Pod, Toleration
 from cliques.api.policies import DrainPolicy, EvictionHold
 from cliques.controllers.base import builders, conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
+from cliques.controllers.features import same_nodes
 from cliques.kube import store
 from cliques.kube.gangapi import GangAPI
 from cliques.kube.informer import EventKind, Informer
@@ -357,6 +358,8 @@ def move_annotations(
         labels.ANNOTATION_GANG_RESTARTS: str(top + 1),
         labels.ANNOTATION_FORGIVEN_RESTARTS: str(forgiven + 1),
         labels.ANNOTATION_MOVED_AT: now,
+        # its pods do not go back to the nodes they leave (`same_nodes`)
+        labels.ANNOTATION_RESTART_NODES: same_nodes.closed(str(top + 1)),
     }
     if any(labels.ANNOTATION_BREACH_SINCE in c.metadata.annotations for c in members.values()):
         marks[labels.ANNOTATION_BREACH_SINCE] = None

@@ -12,7 +12,8 @@ a pod whose old node has no room is placed elsewhere as before.
 
 A pod that left for a node problem or a disruption is not followed: one with the
 `DisruptionTarget` condition (evicted, preempted, its node tainted or lost: Kubernetes sets
-it), or without a node. The record holds the nodes of one restart; pods of an older
+it), or without a node; nor is any pod of a gang moved off a drained node (`drain`), whose
+move writes a record that keeps none (`NONE`, `closed`). The record holds the nodes of one restart; pods of an older
 restart, or made before any, get no preference. The operator's
 `--restart-placement anywhere` turns the preference off.
 """
@@ -36,6 +37,15 @@ WEIGHT: Final = 100
 #: The most pod indices one record keeps (the annotation stays small; a Clique with more
 #: pods gives the rest no preference).
 MAX_NODES: Final = 256
+
+
+#: The nodes part of a record that keeps no node for its restart (a move off a drained node).
+NONE: Final = "-"
+
+
+def closed(restarts: str) -> str:
+    """The record of a gang restart whose pods prefer no node (a move, `drain`)."""
+    return f"{restarts}:{NONE}"
 
 
 def _parse(value: str) -> tuple[str, dict[int, str]]:
@@ -64,6 +74,9 @@ def record(clique: Clique, restarts: str, leaving: Iterable[tuple[int, Pod]]) ->
     """The patch that records on `clique` the nodes of `leaving` ((index, pod) deleted for
     the gang restart `restarts`), added to what is recorded for that restart already; None
     when it adds nothing."""
+    value = clique.metadata.annotations.get(labels.ANNOTATION_RESTART_NODES, "")
+    if value == closed(restarts):
+        return None
     have = recorded(clique, restarts)
     nodes = dict(have)
     for index, pod in leaving:
