@@ -355,6 +355,32 @@ def test_a_drained_pod_is_being_moved() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("moved_at", "held"),
+    [("2026-11-22T07:59:55Z", "held back 10s more"), ("2026-11-22T07:50:00Z", None)],
+    ids=["holding", "making"],
+)
+def test_a_gang_the_operator_moves_off_a_drained_node_says_so(
+    moved_at: str, held: str | None
+) -> None:
+    from cliques.controllers.features import drain
+
+    marks, _ = drain.move_annotations(
+        {"worker": msgspec.convert(_clique(1, "worker"), Clique)}, moved_at
+    )["llama-1-worker"]
+    cliques, pods = _broken_gang_1(clique=_clique(1, "worker", ready=False, annotations=marks))
+    why = _why(_build(_set(), cliques, pods), 1)
+    assert why[0].kind == status.DRAIN_MOVE
+    assert why[0].message.startswith(
+        f"the operator is moving this gang whole off a cordoned or tainted node (since {moved_at})"
+    )
+    assert (held is not None and held in why[0].message) or "held back" not in why[0].message
+    # a later crash restart of the same gang is no move
+    later = dict(marks, **{labels.ANNOTATION_GANG_RESTARTS: "2"})
+    cliques, pods = _broken_gang_1(clique=_clique(1, "worker", ready=False, annotations=later))
+    assert all(w.kind != status.DRAIN_MOVE for w in _why(_build(_set(), cliques, pods), 1))
+
+
 def test_missing_cliques_and_gangs_beyond_replicas() -> None:
     c0, p0 = _healthy_gang(0)
     c2, p2 = _healthy_gang(2)

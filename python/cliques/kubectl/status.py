@@ -9,6 +9,9 @@ condition, which counts only the pods of its current epoch; its ready pods again
 each a `Why`, in the order a person looks for them:
 
 - its Cliques are missing (not created yet), or it is beyond `spec.replicas` (going);
+- the operator is moving it whole off a cordoned or tainted node (`nodeDrain`: its current
+  epoch began with the move), its new pods held back for a few seconds so that
+  `kubectl drain` finds their names free;
 - its pods are being moved: deleted with a `DisruptionTarget` condition (a drain's
   eviction, a taint, a preemption), or simply terminating;
 - Kueue has not admitted it (the set's `status.queue`), or its pods still carry Kueue's
@@ -43,12 +46,21 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import Condition, find_condition, format_time, parse_time
 from cliques.api.pod import Pod
 from cliques.api.policies import GangRestartPolicy
-from cliques.controllers.features import claims, gang_failures, kueue, start_gate, workload
+from cliques.controllers.features import (
+    claims,
+    drain,
+    gang_failures,
+    kueue,
+    same_nodes,
+    start_gate,
+    workload,
+)
 from cliques.kubectl.objects import ResourceClaim
 
 # The kinds of reasons, as they appear in `-o json` (`why[].kind`).
 MISSING: Final = "CliquesMissing"
 REMOVING: Final = "Removing"
+DRAIN_MOVE: Final = "DrainMove"
 MOVING: Final = "Moving"
 TERMINATING: Final = "Terminating"
 KUEUE: Final = "KueueAdmission"
@@ -336,6 +348,7 @@ def _gang_why(
         else:
             message = "no Cliques yet: the operator has not created this gang"
         out.append(Why(MISSING, message, tuple(missing)))
+    out += _drain_move(members, inputs.now)
     out += _moving(pods)
     out += _admission(inputs.cliqueset, index, pods)
     out += _unschedulable(pods)
@@ -351,6 +364,28 @@ def _gang_why(
 
 def _names(pods: Iterable[Pod]) -> tuple[str, ...]:
     return tuple(p.metadata.name for p in pods)
+
+
+def _drain_move(members: list[Clique], now: str) -> list[Why]:
+    """The operator moves the gang off a drained node: a member's current epoch began with
+    a move (its restart record is the move's, `same_nodes.closed`)."""
+    for clique in members:
+        notes = clique.metadata.annotations
+        restarts = notes.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
+        if notes.get(labels.ANNOTATION_RESTART_NODES) != same_nodes.closed(restarts):
+            continue
+        since = notes.get(labels.ANNOTATION_MOVED_AT, "")
+        message = "the operator is moving this gang whole off a cordoned or tainted node"
+        if since:
+            message += f" (since {since})"
+        held = drain.hold(clique, now)
+        if held > 0:
+            message += (
+                f"; its new pods are held back {held:.0f}s more, so that kubectl drain "
+                "finds their names free"
+            )
+        return [Why(DRAIN_MOVE, message)]
+    return []
 
 
 def _moving(pods: list[Pod]) -> list[Why]:

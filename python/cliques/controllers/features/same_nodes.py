@@ -13,8 +13,8 @@ a pod whose old node has no room is placed elsewhere as before.
 A pod that left for a node problem or a disruption is not followed: one with the
 `DisruptionTarget` condition (evicted, preempted, its node tainted or lost: Kubernetes sets
 it), or without a node; nor is any pod of a gang moved off a drained node (`drain`), whose
-move writes a record that keeps none (`NONE`, `closed`). The record holds the nodes of one restart; pods of an older
-restart, or made before any, get no preference. The operator's
+move writes a record that keeps none (`NONE`, `closed`). The record holds the nodes of one
+restart; pods of an older restart, or made before any, get no preference. The operator's
 `--restart-placement anywhere` turns the preference off.
 """
 
