@@ -419,7 +419,7 @@ ANNOTATION_GANG_RESTARTS: Final = _annotation(
         "controllers.features.drain",
         "controllers.features.gang_failures",
     ),
-    readers=("controllers.clique.controller", "controllers.clique.planner"),
+    readers=("controllers.clique.controller", "controllers.clique.planner", "kubectl.status"),
 )
 ANNOTATION_LAST_RESTART: Final = _annotation(
     "last-restart",
@@ -433,6 +433,7 @@ ANNOTATION_MOVED_AT: Final = _annotation(
     meaning="When the gang was last moved off a drained node: its new pods are made only "
     "some seconds after (a drain that evicts by name finds the name free meanwhile).",
     writers=("controllers.features.drain",),
+    readers=("kubectl.status",),
 )
 ANNOTATION_FORGIVEN_RESTARTS: Final = _annotation(
     "forgiven-restarts",
@@ -473,6 +474,7 @@ ANNOTATION_RESTART_NODES: Final = _annotation(
         "pods made again prefer those nodes (their images and caches are there)."
     ),
     writers=("controllers.features.same_nodes", "controllers.features.drain"),
+    readers=("kubectl.status",),
 )
 ANNOTATION_START_GATE: Final = _annotation(
     "start-gate",
