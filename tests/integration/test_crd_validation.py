@@ -208,7 +208,11 @@ def test_examples_apply_and_read_back_defaulted(
     assert spec["gangScheduling"] == {"backend": "Auto", "disruption": "Gang"}
     assert spec["failurePolicy"]["restartBackoff"].keys() == {"initialSeconds", "maxSeconds"}
     # gangs move off drained nodes, and evictions wait for them, unless a set says otherwise
-    assert spec["nodeDrain"] == {"policy": "MoveGangs", "holdEvictions": "PodDisruptionBudget"}
+    assert spec["nodeDrain"] == {
+        "policy": "MoveGangs",
+        "holdEvictions": "PodDisruptionBudget",
+        "lostNodeSeconds": 60,
+    }
     assert [c["name"] for c in spec["template"]["cliques"]] == [
         c["name"] for c in manifest["spec"]["template"]["cliques"]
     ]
@@ -422,6 +426,11 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         "unknown eviction hold",
         cliqueset(nodeDrain={"holdEvictions": "Webhook"}),
         ["spec.nodeDrain.holdEvictions", "Unsupported value", "Webhook"],
+    ),
+    (
+        "negative lostNodeSeconds",
+        cliqueset(nodeDrain={"lostNodeSeconds": -1}),
+        ["spec.nodeDrain.lostNodeSeconds", "greater than or equal to 0"],
     ),
     (
         "negative minAvailableBreachedSeconds",
@@ -857,7 +866,7 @@ def test_every_gang_field_set_is_accepted_and_decodes(kubectl: Kubectl, namespac
             "pack": {"topologyKey": "topology.kubernetes.io/rack", "mode": "Preferred"},
             "exclusive": {"topologyKey": "example.com/Rack_1"},
         },
-        "nodeDrain": {"policy": "MoveGangs", "holdEvictions": "None"},
+        "nodeDrain": {"policy": "MoveGangs", "holdEvictions": "None", "lostNodeSeconds": 0},
     }
     body = cliqueset(**gang)
     body["metadata"]["name"] = "full"

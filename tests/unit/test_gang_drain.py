@@ -81,7 +81,7 @@ def test_only_cordoned_and_no_execute_nodes_are_marked() -> None:
     assert not drain.marked(node())
     assert not drain.marked(node(taints=[Taint(key="x", effect="NoSchedule")]))
     lifecycle = Taint(key="node.kubernetes.io/not-ready", effect="NoExecute")
-    assert not drain.marked(node(taints=[lifecycle]))
+    assert drain.marked(node(taints=[lifecycle])), "a node that may be lost is kept"
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -445,7 +445,9 @@ def test_the_node_decodes_only_its_name_cordon_and_taints() -> None:
     )
     n = msgspec.json.decode(raw, type=Node)
     assert n.metadata.name == "n1" and n.metadata.labels == {}
-    assert n.spec.unschedulable and n.spec.taints == [Taint(key="k", effect="NoExecute")]
+    assert n.spec.unschedulable and n.spec.taints == [
+        Taint(key="k", effect="NoExecute", time_added="2026-01-01T00:00:00Z")
+    ]
 
 
 # -- the moving gauge ----------------------------------------------------------------------
@@ -541,3 +543,65 @@ def test_a_cordon_wakes_only_the_sets_with_pods_on_the_node() -> None:
     assert queue.keys == ["ns/llama"]  # a heartbeat or an empty node wakes no set
     ctl._on_node("MODIFIED", node("n2"), node("n2", taints=[GONE]))
     assert queue.keys == ["ns/llama", "ns/other"]
+
+
+# -- a lost node ---------------------------------------------------------------------------
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def lost_taint(added: str, key: str = UNREACHABLE) -> Taint:
+    return Taint(key=key, effect="NoExecute", time_added=added)
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "why"),
+    [
+        ([], "unreachable since 2026-11-22T07:59:00Z"),
+        # the default toleration (300 s) only delays the taint manager: it still counts
+        (
+            [Toleration(key=UNREACHABLE, operator="Exists", toleration_seconds=300)],
+            "unreachable since 2026-11-22T07:59:00Z",
+        ),
+        ([Toleration(key=UNREACHABLE, operator="Exists")], ""),  # tolerated for good
+        ([Toleration(operator="Exists")], ""),
+    ],
+)
+def test_a_pod_on_a_node_that_may_be_lost(tolerations: list[Toleration], why: str) -> None:
+    n = node(taints=[lost_taint("2026-11-22T07:59:00Z")])
+    assert drain.why_drained(n, tolerations) == ""  # no drain
+    assert drain.lost(n, tolerations) == (why, "2026-11-22T07:59:00Z" if why else "")
+
+
+def lost_pod(gang: int, since: str) -> drain.Drained:
+    name = labels.clique_name("llama", gang, "leader")
+    return drain.Drained(
+        f"{name}-0", "n1", f"unreachable since {since}", f"uid-{name}", "0", lost_since=since
+    )
+
+
+def test_a_lost_node_moves_its_gangs_once_the_bound_is_past() -> None:
+    # NOW is 08:00:00; the default bound is 60 s
+    early = plan(gangs(4), (lost_pod(1, "2026-11-22T07:59:40Z"),))
+    assert moved(early) == {}
+    assert early.requeue_after == pytest.approx(40.0)  # looked at again when it comes due
+    late = plan(gangs(4), (lost_pod(1, "2026-11-22T07:58:30Z"),))
+    assert set(moved(late)) == {"llama-1-leader", "llama-1-worker"}
+    cond = moving_condition(late)
+    assert cond.status == "True"
+    assert "n1 (unreachable since 2026-11-22T07:58:30Z)" in cond.message
+    assert drain.LOST_HINT in cond.message
+
+
+def test_the_lost_node_bound_is_the_sets() -> None:
+    cqs = with_drain(cliqueset(replicas=4), lost_node_seconds=10)
+    out = plan(gangs(4), (lost_pod(1, "2026-11-22T07:59:40Z"),), cqs=cqs)
+    assert set(moved(out)) == {"llama-1-leader", "llama-1-worker"}
+    off = with_drain(cliqueset(replicas=4), policy=DrainPolicy.NONE)
+    out = plan(gangs(4), (lost_pod(1, "2026-11-22T07:50:00Z"),), cqs=off)
+    assert moved(out) == {} and not out.requeue_after
+
+
+def test_a_lost_node_without_a_time_is_left_to_the_taint_manager() -> None:
+    out = plan(gangs(4), (lost_pod(1, "not a time"),))
+    assert moved(out) == {}

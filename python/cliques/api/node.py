@@ -45,11 +45,13 @@ class NodeMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel")
 
 
 class Taint(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """`corev1.Taint`, without its time."""
+    """`corev1.Taint`; `time_added` (RFC 3339) is set on NoExecute taints, when the node
+    lifecycle controller found the node not ready or unreachable among them."""
 
     key: str = ""
     value: str = ""
     effect: str = ""
+    time_added: str = ""
 
 
 class NodeSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

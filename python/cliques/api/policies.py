@@ -430,3 +430,16 @@ class NodeDrain(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
             )
         ),
     ] = EvictionHold.POD_DISRUPTION_BUDGET
+    lost_node_seconds: Annotated[
+        int,
+        crd(
+            minimum=0,
+            maximum=MAX_FAILURE_SECONDS,
+            description=(
+                "Seconds a node may stay not ready or unreachable (the node lifecycle's "
+                "NoExecute taint) before each gang with a pod there that does not tolerate it "
+                "for good is made again whole elsewhere, as off a drained node (only with "
+                "policy MoveGangs)."
+            ),
+        ),
+    ] = 60

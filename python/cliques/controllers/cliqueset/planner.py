@@ -167,7 +167,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         [g for g, m in members.by_gang.items() if g >= above and _live(m)], above
     )
     # Gangs stuck on drained nodes are made again like rolled ones: surge gangs first.
-    stuck = drain.stuck(snap.drain, user, snap.cliques)
+    stuck = drain.stuck(snap.drain, user, snap.cliques, snap.now)
     moving = sorted(set(rollable) | {g for g in stuck.gangs if g < user.spec.replicas})
     kept = surge_gangs.kept(setup.surge, gangs.facts, moving, made)
     if kept:
@@ -275,6 +275,9 @@ def _restarts_and_rolls(step: Step) -> None:
     if step.rolls.move_waiting:
         wait = drain.WAIT_REQUEUE
         step.out.requeue_after = min(step.out.requeue_after or wait, wait)
+    if step.stuck.next_due > 0:  # a node that may be lost comes due then
+        due = step.stuck.next_due
+        step.out.requeue_after = min(step.out.requeue_after or due, due)
 
 
 def _disruption_budget(step: Step) -> None:

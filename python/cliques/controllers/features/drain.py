@@ -5,8 +5,17 @@ evictions wait for them (docs/gangs.md#nodedrain-gangs-move-whole-off-drained-no
   on a cordoned node is drained; on a node tainted `NoExecute`, a pod is drained by a taint
   it does not tolerate (a toleration with `tolerationSeconds` only delays the taint
   manager's eviction: it counts as not tolerating). The node lifecycle's own taints
-  (`node.kubernetes.io/not-ready`, `unreachable`) are a lost node, not a drain, and are
-  left out here. The controller keeps the nodes that are cordoned or carry a `NoExecute`
+  (`node.kubernetes.io/not-ready`, `unreachable`) are a lost node, not a drain.
+- **A lost node** carries one of those `NoExecute` taints: its kubelet stopped reporting.
+  Once the taint is older than `nodeDrain.lostNodeSeconds` (its `timeAdded`; default 60 s,
+  against the 300 s after which the taint manager evicts pods one by one), a pod there
+  that does not tolerate it for good counts as drained (`lost`), and the plan looks again
+  when the first such taint comes due (`Stuck.next_due`). The pod there cannot be
+  confirmed gone: deleted, it stays terminating, holding its name, until the node comes
+  back, an administrator taints it `node.kubernetes.io/out-of-service` (the pod garbage
+  collector then deletes such pods at once, KEP-2268) or deletes the Node; the gang's
+  other pods are made again meanwhile, and the condition says what to do.
+  The controller keeps the nodes that are cordoned or carry a `NoExecute`
   taint (`Informers.marked`, from the Node informer, which decodes only names, cordons
   and taints, `api.node`), and looks up the pods on them by the pod informer's `node`
   index, so a plan costs nothing while no node is drained.
@@ -70,6 +79,12 @@ EVENT_MOVING: Final = "MovingGang"
 LIFECYCLE_TAINTS: Final = frozenset(
     {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
 )
+#: How `lost` begins its reason, and what the condition then tells an administrator.
+LOST_STATES: Final = ("not-ready since", "unreachable since")
+LOST_HINT: Final = (
+    "pods on a lost node stay terminating until it is back, tainted "
+    "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute, or its Node is deleted"
+)
 #: The suffix of the set's PodDisruptionBudget's name.
 BUDGET_SUFFIX: Final = "-gangs"
 #: Seconds before a plan looks again while stuck gangs wait for the budget (the gangs they
@@ -107,9 +122,9 @@ WATCHES: Final[tuple[Watch, ...]] = (
 
 
 def marked(node: Node) -> bool:
-    """Whether `node` may drain some pod: cordoned, or with a NoExecute taint that is not
-    the node lifecycle's."""
-    return node.spec.unschedulable or any(_drains(t) for t in node.spec.taints)
+    """Whether `node` may drain some pod: cordoned, or with a NoExecute taint (a drain's,
+    or the node lifecycle's: a node that may be lost)."""
+    return node.spec.unschedulable or any(t.effect == NO_EXECUTE for t in node.spec.taints)
 
 
 def _drains(taint: Taint) -> bool:
@@ -139,9 +154,23 @@ def why_drained(node: Node, tolerations: Sequence[Toleration]) -> str:
     return ""
 
 
+def lost(node: Node, tolerations: Sequence[Toleration]) -> tuple[str, str]:
+    """(why, since) for a pod with `tolerations` on `node` when the node lifecycle's
+    NoExecute taint is on it and the pod does not tolerate it for good; ("", "") if not."""
+    for taint in node.spec.taints:
+        if (
+            taint.effect == NO_EXECUTE
+            and taint.key in LIFECYCLE_TAINTS
+            and not any(_tolerates(t, taint) for t in tolerations)
+        ):
+            state = taint.key.rsplit("/", 1)[-1]
+            return f"{state} since {taint.time_added or '?'}", taint.time_added
+    return "", ""
+
+
 @dataclass(frozen=True)
 class Drained:
-    """A live pod of the set on a drained node."""
+    """A live pod of the set on a drained node, or on a node that may be lost."""
 
     pod: str
     node: str
@@ -150,6 +179,9 @@ class Drained:
     clique_uid: str
     #: the gang restart count it was made in
     restarts: str
+    #: on a node that may be lost: since when (the lifecycle taint's `timeAdded`; it counts
+    #: as drained once that is `lostNodeSeconds` old, `stuck`), else ""
+    lost_since: str = ""
 
 
 @dataclass(frozen=True)
@@ -222,10 +254,13 @@ class Informers:
                 ):
                     continue
                 why = why_drained(node, pod.spec.tolerations)
+                since = ""
+                if not why:
+                    why, since = lost(node, pod.spec.tolerations)
                 if why:
                     restarts = pm.annotations.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
                     uid = next((r.uid for r in pm.owner_references if r.controller), "")
-                    out.append(Drained(pm.name, node_name, why, uid, restarts))
+                    out.append(Drained(pm.name, node_name, why, uid, restarts, since))
         return View(
             served=True,
             pods=tuple(out),
@@ -260,27 +295,52 @@ class Stuck:
 
     gangs: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     why: Mapping[str, str] = field(default_factory=dict)
+    #: seconds until a pod on a node that may be lost counts as drained (0: none waits)
+    next_due: float = 0.0
 
 
 def _restarts(clique: Clique) -> str:
     return clique.metadata.annotations.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
 
 
-def stuck(view: View, cqs: CliqueSet, cliques: Sequence[Clique]) -> Stuck:
-    """The set's stuck gangs (module docstring): none where drains are not handled or the
-    set's `nodeDrain.policy` is None."""
+def _lost_for(since: str, now: str) -> float | None:
+    """Seconds since `since` at `now`; None when either cannot be read."""
+    at, then = parse_time(now), parse_time(since)
+    if at is None or then is None:
+        return None
+    return (at - then).total_seconds()
+
+
+def stuck(view: View, cqs: CliqueSet, cliques: Sequence[Clique], now: str = "") -> Stuck:
+    """The set's stuck gangs (module docstring) at `now`: none where drains are not
+    handled or the set's `nodeDrain.policy` is None. A pod on a node that may be lost
+    counts once its node's lifecycle taint is `lostNodeSeconds` old; until then, the time
+    left is `next_due`."""
     if not view.served or not view.pods or not moves(cqs):
         return Stuck()
+    bound = cqs.spec.node_drain.lost_node_seconds
     by_uid = {c.metadata.uid: c for c in cliques if c.metadata.deletion_timestamp is None}
     gangs: dict[int, set[str]] = {}
     why: dict[str, str] = {}
+    due: list[float] = []
     for pod in view.pods:
         clique = by_uid.get(pod.clique_uid)
         if clique is None or _restarts(clique) != pod.restarts:
             continue  # its Clique is gone, or it is being replaced already
+        if pod.lost_since:
+            lasted = _lost_for(pod.lost_since, now)
+            if lasted is None:
+                continue  # no time to judge by: left to the taint manager
+            if lasted < bound:
+                due.append(bound - lasted)
+                continue
         gangs.setdefault(clique.spec.gang_index, set()).add(pod.node)
         why.setdefault(pod.node, pod.why)
-    return Stuck({g: tuple(sorted(n)) for g, n in sorted(gangs.items())}, why)
+    return Stuck(
+        {g: tuple(sorted(n)) for g, n in sorted(gangs.items())},
+        why,
+        next_due=min(due) if due else 0.0,
+    )
 
 
 def pick(
@@ -423,6 +483,8 @@ def condition(
             parts.append(f"moving {_named(sorted(moved))} now")
         if waiting:
             parts.append(f"{_named(sorted(waiting))} wait for maxUnavailable")
+        if any(found.why.get(n, "").startswith(LOST_STATES) for n in nodes):
+            parts.append(LOST_HINT)
         status: ConditionStatus = "True"
         return setter.set(CONDITION_MOVING, status, REASON_NODE_DRAIN, "; ".join(parts))
     if find_condition(list(old), CONDITION_MOVING) is None:
