@@ -422,3 +422,25 @@ def test_without_the_policy_no_epoch_is_written_and_restarts_still_count() -> No
     plan = cliqueset_planner.plan(set_snapshot(cliqueset(replicas=1), cliques))
     assert not plan.patches  # no available-epoch mark, no breach mark
     assert plan.status is not None and plan.status.gang_restarts == 2
+
+
+def test_without_the_policy_a_broken_gang_is_down_by_the_worlds_hand() -> None:
+    # Two gangs whose workers lost ready pods (a lost node, say) in a set without a failure
+    # policy: no epochs are tracked, and the Cliques' BelowMinAvailable says they broke
+    # after being Ready. They are down, but not the operator's doing: the budget left for
+    # restarts and moves is whole (it was 0, so a lost node's gangs never moved).
+    cqs = cliqueset(replicas=2, max_unavailable=1, roles=(("leader", 1), ("worker", 2)))
+    cliques = []
+    for g in (0, 1):
+        cliques.append(clique(g, "leader"))
+        cliques.append(
+            clique(g, "worker", replicas=2, ready=False, ready_reason="BelowMinAvailable")
+        )
+    snap = set_snapshot(cqs, cliques)
+    ctx = cliqueset_rollout.context(snap.cliqueset, snap.hashes, {"leader": [], "worker": []}, 1)
+    assert not ctx.epochs
+    by_gang = {g: {"leader": cliques[2 * g], "worker": cliques[2 * g + 1]} for g in (0, 1)}
+    facts = cliqueset_rollout.judge_gangs(by_gang, 2, ctx, {}, None).facts
+    assert all(f.degraded and not f.starting for f in facts)
+    assert cliqueset_rollout.down(facts) == {0, 1}
+    assert cliqueset_rollout.restart_budget(1, facts) == 1

@@ -110,6 +110,13 @@ GANG_CORE_GATES: Final = ("GenericWorkload", "GangScheduling")
 #: `finalizers`, so a missing RBAC rule shows up here rather than in production.
 ADMISSION_PLUGINS: Final = ("OwnerReferencesPermissionEnforcement",)
 
+#: How soon the controller-manager's node lifecycle calls a silent node lost (`Unknown`, then
+#: tainted `unreachable:NoExecute`). kwokctl passes 3m20s, checked every 25 s; a real
+#: cluster's default is 50 s, checked every 5 s, and KWOK renews node Leases every 10 s, so
+#: the dev cluster takes 60 s and 5 s: a powered-off node (`node_power`) is lost in about a
+#: minute, as on a real cluster. Passed after kwokctl's own flags, so they win.
+NODE_MONITOR_ARGS: Final = (("node-monitor-grace-period", "60s"), ("node-monitor-period", "5s"))
+
 #: The stages kwokctl gives a cluster by default (its `fast` pod stages, node init and
 #: heartbeat with lease), as files of the kwok module's source (`build.module_source`).
 #: Passing any Stage replaces all of kwokctl's defaults, so all of them are passed.
@@ -254,11 +261,15 @@ def kwokctl_configuration(
     if api_versions:
         options["kubeRuntimeConfig"] = api_versions
     apiserver_args = [{"key": "enable-admission-plugins", "value": ",".join(ADMISSION_PLUGINS)}]
+    kcm_args = [{"key": key, "value": value} for key, value in NODE_MONITOR_ARGS]
     return {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
         "options": options,
-        "componentsPatches": [{"name": "kube-apiserver", "extraArgs": apiserver_args}],
+        "componentsPatches": [
+            {"name": "kube-apiserver", "extraArgs": apiserver_args},
+            {"name": "kube-controller-manager", "extraArgs": kcm_args},
+        ],
     }
 
 

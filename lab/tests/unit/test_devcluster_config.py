@@ -211,11 +211,19 @@ def test_kwokctl_configuration_uses_local_binaries_on_loopback() -> None:
         "kwokControllerBinary",
     }
     assert all(v.startswith("/cache/") for v in binary_options.values())
-    (patch,) = config["componentsPatches"]
-    assert patch == {
+    apiserver, kcm = config["componentsPatches"]
+    assert apiserver == {
         "name": "kube-apiserver",
         "extraArgs": [
             {"key": "enable-admission-plugins", "value": "OwnerReferencesPermissionEnforcement"}
+        ],
+    }
+    # a silent node is lost in about a minute, as on a real cluster (kwokctl says 3m20s)
+    assert kcm == {
+        "name": "kube-controller-manager",
+        "extraArgs": [
+            {"key": "node-monitor-grace-period", "value": "60s"},
+            {"key": "node-monitor-period", "value": "5s"},
         ],
     }
     fast = kwok.kwokctl_configuration(binaries(), disable_qps_limits=True)

@@ -384,6 +384,11 @@ def _gang_facts(
         facts.epoch = gang_failures.epoch_of(members, lead_name)
         lead = members.get(lead_name)
         facts.was_available = lead is not None and gang_failures.was_available(lead, facts.epoch)
+    else:
+        # Untracked epochs: a Clique says BelowMinAvailable only once it lost ready pods
+        # after being Ready in its own epoch, so a degraded gang broke by the world's hand
+        # (a lost node, say), not the operator's, and is not paid from the budget.
+        facts.was_available = True
     facts.unschedulable.sort()
     groups = _group_facts(members, ctx, counts, ready_true)
     facts.instances = tuple((g.name, f.made, f.available, f.current) for g, f in groups)
