@@ -91,3 +91,60 @@ async def test_history_lists_the_revisions_and_undo_brings_the_old_image_back(
             return {"now": now} if now == [(2, False), (3, True)] else None
 
         await wait_for(renumbered, timeout=60, what="revision 1 renumbered 3 and current")
+
+
+async def test_restart_replaces_every_pod_through_a_surge_gang(cluster: Cluster, crds: str) -> None:
+    # `rollout restart` on a set with maxUnavailable 0 and maxSurge 1: every pod of gangs
+    # 0-3 is made again (new UIDs, stamped with restartedAt), through surge gang 4, and the
+    # whole gangs never fall below 4.
+    from cliques.api import labels
+    from cliques.rollout import restart
+    from tests.support.harness import PodTracker
+
+    ns = cluster.namespace
+    body = cliqueset("again", replicas=4, workers=1, max_unavailable=0)
+    body["spec"]["updateStrategy"]["maxSurge"] = 1
+    async with running_operator(crds, ns):
+        await cluster.apply(body)
+        await cluster.wait_available("again")
+        before = {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
+        assert len(before) == 8
+        async with PodTracker(cluster.client, ns, pods_per_gang=2) as tracker:
+            tracker.start_counting()
+            code, out, err = await plugin(
+                "rollout", "restart", "again", kubeconfig=crds, namespace=ns
+            )
+            assert code == exits.OK, err
+            assert out.strip() == "cliqueset.cliques.dev/again restarted"
+
+            async def replaced() -> bool:
+                cqs = await cluster.cliqueset("again")
+                st = cqs.status
+                live = {
+                    p.metadata.name: p
+                    for p in await cluster.pods()
+                    if p.metadata.deletion_timestamp is None
+                }
+                return (
+                    st is not None
+                    and st.observed_generation == cqs.metadata.generation
+                    and st.available_replicas == 4
+                    and st.updated_replicas == 4
+                    and st.surge_replicas == 0
+                    and sorted(live) == sorted(before)
+                    and all(
+                        p.is_ready
+                        and p.metadata.uid != before[n]
+                        and restart.RESTARTED_AT in p.metadata.annotations
+                        for n, p in live.items()
+                    )
+                )
+
+            await wait_for(replaced, timeout=180, what="every pod made again")
+        surged = [n for n in tracker.added if n.startswith("again-4-")]
+        gangs = {p.metadata.labels[labels.LABEL_GANG_INDEX] for p in await cluster.pods()}
+    assert tracker.min_whole is not None and tracker.min_whole >= 4, tracker.min_whole
+    assert surged, tracker.added
+    assert gangs == {"0", "1", "2", "3"}
+    code, _, err = await plugin("rollout", "restart", "absent", kubeconfig=crds, namespace=ns)
+    assert code == exits.NOT_FOUND and "not found" in err, err

@@ -100,3 +100,55 @@ def test_the_command_line() -> None:
     assert (args.verb, args.output, args.namespace) == ("history", "json", "y")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["rollout", "llama"])
+
+
+# --- rollout restart ------------------------------------------------------------------
+
+AT = "2026-11-28T15:00:00Z"
+
+
+def restart_set(*templates: dict[str, object]) -> dict[str, object]:
+    return {
+        "metadata": {"name": "llama", "resourceVersion": "42"},
+        "spec": {
+            "template": {
+                "cliques": [{"name": f"c{i}", "template": t} for i, t in enumerate(templates)]
+            }
+        },
+    }
+
+
+def test_restart_stamps_every_clique_template_guarded_by_the_resource_version() -> None:
+    from cliques.rollout import restart
+
+    key = restart.RESTARTED_AT
+    cqs = restart_set(
+        {"spec": {}},  # no metadata
+        {"metadata": {"labels": {"a": "b"}}, "spec": {}},  # no annotations
+        {"metadata": {"annotations": {key: "2026-01-01T00:00:00Z", "x": "y"}}, "spec": {}},
+    )
+    ops = restart.restart_patch(cqs, AT)
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+    base = "/spec/template/cliques"
+    assert {"op": "test", "path": f"{base}/1/name", "value": "c1"} in ops
+    writes = [op for op in ops if op["op"] == "add"]
+    assert writes == [
+        {"op": "add", "path": f"{base}/0/template/metadata", "value": {"annotations": {key: AT}}},
+        {"op": "add", "path": f"{base}/1/template/metadata/annotations", "value": {key: AT}},
+        # an earlier restart's time is replaced, the other annotations stay
+        {
+            "op": "add",
+            "path": f"{base}/2/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt",
+            "value": AT,
+        },
+    ]
+
+
+def test_restart_parses() -> None:
+    args = build_parser().parse_args(["rollout", "restart", "llama", "-n", "ml"])
+    assert (args.command, args.verb, args.name, args.namespace) == (
+        "rollout",
+        "restart",
+        "llama",
+        "ml",
+    )

@@ -8,6 +8,8 @@
     kubectl cliques rollout history SET [-o json]  its revisions, oldest first
     kubectl cliques rollout undo SET [--to-revision N]
                                                   back to an earlier revision
+    kubectl cliques rollout restart SET            every gang made again, rolled under the
+                                                  set's updateStrategy (surge first)
 
 `-n/--namespace`, `--context` and `--kubeconfig` work as kubectl's, before or after the
 command. The package installs the console script `kubectl-cliques`, which kubectl finds on
@@ -94,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(diff, argparse.SUPPRESS)
     rollout = sub.add_parser(
         "rollout",
-        help="the set's revisions (history) and the way back to one (undo)",
-        description="As `kubectl rollout history|undo` for a Deployment.",
+        help="the set's revisions (history), the way back to one (undo), a restart",
+        description="As `kubectl rollout history|undo|restart` for a Deployment.",
     )
     _common(rollout, argparse.SUPPRESS)
     verbs = rollout.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -129,6 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="the revision to go back to (default: the one before the current)",
     )
     _common(undo, argparse.SUPPRESS)
+    restart = verbs.add_parser(
+        "restart",
+        help="make every gang again, rolled as a template change is",
+        description=(
+            "Stamp every clique's pod template with kubectl.kubernetes.io/restartedAt (the "
+            "time), as `kubectl rollout restart` does for a Deployment. The operator then "
+            "replaces every gang's pods under the set's updateStrategy: within "
+            "maxUnavailable, surge gangs first where maxSurge allows, gangs below partition "
+            "kept. An edit made meanwhile is never overwritten (exit 6)."
+        ),
+    )
+    restart.add_argument("name", metavar="SET", help="the CliqueSet")
+    _common(restart, argparse.SUPPRESS)
     return parser
 
 
@@ -216,13 +231,22 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _rollout(args: argparse.Namespace, client: KubeClient, ns: str) -> int:
-    """`rollout history` and `rollout undo`."""
+    """`rollout history`, `rollout undo` and `rollout restart`."""
     import datetime as dt
 
     from cliques.kubectl import fetch, render, rollout
     from cliques.rollout import history as rollout_history
 
     name = args.name
+    if args.verb == "restart":
+        from cliques.rollout import restart
+
+        try:
+            await fetch.guarded(client, lambda: restart.restart(client, ns, name), ns, name)
+        except rollout_history.ConcurrentEdit as exc:
+            raise exits.Failure(exits.CONFLICT, str(exc)) from None
+        print(f"cliqueset.cliques.dev/{name} restarted")
+        return exits.OK
     if args.verb == "history":
         revisions = await fetch.guarded(
             client, lambda: rollout_history.history(client, ns, name), ns, name
