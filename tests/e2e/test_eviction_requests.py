@@ -14,6 +14,8 @@ API without them): a set of 4 gangs (leader 1 + worker 1) outside PodGroups
 - Two requests for pods of two gangs whose pods take 20 s to start (the dev cluster's
   start model, docs/devcluster.md): one gang waits for the other to be whole again,
   its Eviction saying so with a heartbeat, and both complete.
+- The second of those requests withdrawn while its gang waits: its Eviction is canceled,
+  that gang is not moved (no pod of it replaced), and the default responder never runs.
 """
 
 from __future__ import annotations
@@ -248,3 +250,61 @@ async def test_two_requests_with_slow_starts_move_one_gang_at_a_time(
     cluster: Cluster, kube: KubeCluster
 ) -> None:
     await move_on_request(cluster, str(kube.kubeconfig), [1, 2], load=20)
+
+
+async def test_a_request_withdrawn_while_its_gang_waits_moves_nothing(
+    cluster: Cluster, kube: KubeCluster
+) -> None:
+    load, timeout = 20, 140.0
+    kubeconfig = str(kube.kubeconfig)
+    async with running_operator(kubeconfig, cluster.namespace, status_hold=0.0):
+        await cluster.apply(gang_set(load))
+        await cluster.wait_available(SET, timeout=timeout)
+        before = {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
+        first, second = target_pod(1), target_pod(2)
+        async with PodTracker(cluster.client, cluster.namespace, pods_per_gang=2) as tracker:
+            tracker.start_counting()
+            await ask(cluster, f"move-{first}", first, before[first])
+
+            async def answered() -> bool:
+                ev = await eviction_of(cluster, first)
+                return ev is not None and bool(responder(ev)[1].get("heartbeatTime"))
+
+            # gang 1 moves first (its pods take 20 s to start again): gang 2 must wait
+            await wait_for(answered, timeout=30, what="the operator answering for gang 1")
+            await ask(cluster, f"move-{second}", second, before[second])
+
+            async def waiting() -> bool:
+                ev = await eviction_of(cluster, second)
+                said = responder(ev)[1].get("message", "") if ev is not None else ""
+                return "waits for maxUnavailable" in said
+
+            await wait_for(waiting, timeout=30, what="gang 2 waiting for the budget")
+            await cluster.client.patch(
+                REQUESTS,
+                cluster.namespace,
+                f"move-{second}",
+                {"spec": {"intent": "Withdrawn"}},
+                dict,
+            )
+
+            async def canceled() -> dict[str, Any] | None:
+                ev = await eviction_of(cluster, second)
+                return ev if ev is not None and responder(ev)[0] == "Canceled" else None
+
+            ev = await wait_for(canceled, timeout=30, what="gang 2's eviction canceled")
+            assert responder(ev, DEFAULT)[0] == "Inactive", ev["status"]
+            await wait_for(
+                lambda: evicted(cluster, f"move-{first}"), timeout=timeout, what="gang 1 moved"
+            )
+
+            async def whole_again() -> bool:
+                st = (await cluster.cliqueset(SET)).status
+                return st is not None and st.available_replicas == 4 and tracker.whole() == 4
+
+            await wait_for(whole_again, timeout=timeout, what="4 whole gangs again")
+        after = {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
+        for name, uid in before.items():
+            gang = int(name.split("-")[1])
+            assert (after[name] != uid) == (gang == 1), f"{name} of gang {gang}"
+    assert tracker.min_whole is not None and tracker.min_whole >= 3, tracker.min_whole
