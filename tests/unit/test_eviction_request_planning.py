@@ -19,6 +19,7 @@ from cliques.api.eviction import RESPONDER_PRIORITY, Eviction
 from cliques.api.meta import ObjectMeta, OwnerReference, find_condition
 from cliques.api.pod import Pod, PodSpec
 from cliques.api.policies import DrainPolicy, EvictionHold, NodeDrain
+from cliques.controllers.base.actions import Patch
 from cliques.controllers.clique import bodies
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset.snapshot import CliqueSetPlan
@@ -456,3 +457,37 @@ def test_an_eviction_and_its_pod_wake_the_pods_set() -> None:
     assert queue.keys == ["ns/llama", "ns/llama"]
     ctl._on_eviction_target("MODIFIED", a_pod("other-0"), a_pod("other-0"))
     assert queue.keys == ["ns/llama", "ns/llama"]
+
+
+# -- the executor --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "raised"),
+    [(404, False), (422, False), (403, True), (500, True)],
+    ids=["gone", "no-longer-active", "forbidden", "server-error"],
+)
+def test_a_report_to_an_eviction_that_moved_on_is_done(status: int, raised: bool) -> None:
+    import asyncio
+
+    from cliques.controllers.base.actions import Plan
+    from cliques.controllers.base.executor import ExecutionError, Executor
+    from cliques.kube.events import ObjectRef
+    from cliques.kube.expectations import Expectations
+
+    from .test_replica_failure import RefusingPatches, api_error
+
+    said = er.reports(er.View(True, (asking(1, where=er.GONE),)), cliqueset(replicas=4), NOW)
+    (report,) = said.patches
+    assert report.moot_if_stale and report.status_neutral
+    client = RefusingPatches(api_error(status))
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "CliqueSet", "ns", "llama", "uid")
+    if raised:
+        with pytest.raises(ExecutionError):
+            asyncio.run(executor.execute(Plan(patches=[report]), ref))
+    else:
+        asyncio.run(executor.execute(Plan(patches=[report]), ref))
+    # any other patch still fails on a 404
+    with pytest.raises(ExecutionError):
+        asyncio.run(executor.execute(Plan(patches=[Patch(CLIQUES, "c", {})]), ref))

@@ -358,15 +358,23 @@ class Executor:
             raise
 
     async def _patch(self, ns: str, action: Patch) -> None:
-        raw = await self.client.patch(
-            action.resource,
-            ns,
-            action.name,
-            action.patch,
-            msgspec.Raw,
-            patch_type=action.patch_type,
-            sub=action.sub,
-        )
+        try:
+            raw = await self.client.patch(
+                action.resource,
+                ns,
+                action.name,
+                action.patch,
+                msgspec.Raw,
+                patch_type=action.patch_type,
+                sub=action.sub,
+            )
+        except (errors.NotFound, errors.Invalid) as exc:
+            if not action.moot_if_stale:
+                raise
+            log.info(
+                "%s %s/%s moved on, not patched: %s", action.resource.kind, ns, action.name, exc
+            )
+            return
         if self.written is not None:
             self.written(action.resource, bytes(raw))
 

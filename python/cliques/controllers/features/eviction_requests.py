@@ -381,6 +381,7 @@ def reports(
                 reason="Eviction",
                 sub="status",
                 status_neutral=True,  # (the set's status does not wait for it)
+                moot_if_stale=True,  # (gone, or canceled meanwhile: nothing to report)
             )
         )
     out.requeue_after = min(due) if due else 0.0
