@@ -1,6 +1,7 @@
-"""A dev cluster of its own with add-ons (`cliques dev-cluster up --with ...`), for the e2e
-tests of the add-ons: add-ons change a cluster (webhooks on every pod, a kwokctl component),
-so these tests never use the session's shared cluster.
+"""A dev cluster of its own with add-ons (`cliques dev-cluster up --with ...`), or with other
+settings (a release, feature gates), for the e2e tests that need them: add-ons change a
+cluster (webhooks on every pod, a kwokctl component), and so do gates, so these tests never
+use the session's shared cluster.
 
 `addon_cluster(name, addons)` brings the cluster up through the CLI (building what is missing:
 tests/support/cluster_fixtures.py builds the add-ons of tests marked `addons(...)` before the
@@ -42,12 +43,15 @@ def cli(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def addon_cluster(name: str, addons: Sequence[str]) -> Iterator[KubeCluster]:
-    """Cluster `name` with `addons`, up for the block (see the module docstring)."""
+def addon_cluster(
+    name: str, addons: Sequence[str], up_args: Sequence[str] = ()
+) -> Iterator[KubeCluster]:
+    """Cluster `name` with `addons` (and `up_args`, e.g. `--kube-version` and
+    `--feature-gates`), up for the block (see the module docstring)."""
     sessions = build.cache_root() / "pytest"
     owned_marker = sessions / f"{name}.owned"
     with _shared_by_sessions(sessions / f"{name}.sessions") as last_session:
-        with_args = [arg for addon in addons for arg in ("--with", addon)]
+        with_args = [arg for addon in addons for arg in ("--with", addon)] + list(up_args)
         absent = devcluster.status(name).state == "absent"
         done = cli("up", "--name", name, *with_args, "--timeout", "180")
         if done.returncode != 0:

@@ -18,7 +18,9 @@ ask). cliques_lab is imported only inside the fixtures and hooks that need a dev
 
 Tests marked `addons("kueue", ...)` run a dev cluster of their own with those add-ons
 (tests/support/addon_cluster.py); the add-ons and the cluster's binaries are built, if
-missing, before the first test too (`addon_build_error` tells a failed build).
+missing, before the first test too (`addon_build_error` tells a failed build). Tests marked
+`kube_version("1.38.0-beta.0")` as well run one of their own on that release, whose
+binaries are built before the first test the same way.
 
 For the whole session `KUBECONFIG`, `KUBECACHEDIR` and `PATH` (kubectl first) point at the
 test cluster, so that a stray `kubectl` in a test can never reach another cluster.
@@ -68,6 +70,7 @@ import pytest
 CLUSTER_FIXTURE = "kube_cluster"
 HELM_FIXTURE = "helm"
 ADDONS_MARKER = "addons"
+KUBE_VERSION_MARKER = "kube_version"
 DEFAULT_TEST_CLUSTER = "cliques-test"
 KUBECTL_TIMEOUT = 60.0
 NAMESPACE_READY_TIMEOUT = 60.0
@@ -144,8 +147,16 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     addons = [
         name for item in session.items for m in item.iter_markers(ADDONS_MARKER) for name in m.args
     ]
-    if addons:
-        _build_addons(session, addons)
+    versions = sorted(
+        {
+            v
+            for item in session.items
+            for m in item.iter_markers(KUBE_VERSION_MARKER)
+            for v in m.args
+        }
+    )
+    if addons or versions:
+        _build_addons(session, addons, versions)
     if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
         return
     from cliques_lab.devcluster import build, gomodules, progress
@@ -188,9 +199,10 @@ def _build_helm(session: pytest.Session) -> None:
         print(f"helm build failed:\n{exc}", file=stream, flush=True)
 
 
-def _build_addons(session: pytest.Session, names: list[str]) -> None:
-    """Build what the `addons(...)` tests' own clusters run: the cluster's binaries (of
-    $CLIQUES_KUBE_VERSION) and each add-on's module."""
+def _build_addons(session: pytest.Session, names: list[str], versions: list[str]) -> None:
+    """Build what the `addons(...)` and `kube_version(...)` tests' own clusters run: the
+    cluster's binaries (of $CLIQUES_KUBE_VERSION, and of each of `versions`) and each
+    add-on's module."""
     from cliques_lab.devcluster import addons, build, progress
     from cliques_lab.devcluster.errors import DevClusterError
 
@@ -198,8 +210,12 @@ def _build_addons(session: pytest.Session, names: list[str]) -> None:
     reporter = progress.PlainReporter(stream)
     try:
         wanted = addons.parse(names)
-        if build.installed_binaries() is None:
+        if names and build.installed_binaries() is None:
             build.ensure_binaries(reporter)
+        for version in versions:
+            if build.installed_binaries(kube_version=version) is None:
+                print(f"\nbuilding Kubernetes v{version} before the tests", file=stream)
+                build.ensure_binaries(reporter, kube_version=version)
         for name in wanted:
             if build.installed_tool(addons.ADDONS[name].module) is None:
                 print(

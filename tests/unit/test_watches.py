@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.pod import Pod
 from cliques.controllers.clique.controller import CliqueController, gang_key
@@ -27,6 +28,7 @@ ALL = GangAPI(
     claims=True,
     kueue=True,
     drain=True,
+    evictions=True,
     composite_version="v1alpha3",
 )
 
@@ -37,7 +39,7 @@ def test_a_shared_watch_has_the_indexes_of_both_controllers() -> None:
     assert set(cliques.indexers) == {"controller", "gang"}
     assert cliques.indexers["gang"] is gang_key and cliques.faults
     assert merged["pods"].indexers == {"controller": store.by_controller, "node": drain.by_node}
-    assert len(merged) == WATCHES_PER_MANAGER == 16
+    assert len(merged) == WATCHES_PER_MANAGER == 17
 
 
 def test_two_functions_for_one_index_are_refused() -> None:
@@ -81,6 +83,9 @@ def test_the_manager_builds_only_what_the_cluster_serves() -> None:
         == BucketSet(frozenset({3}), 16).selector()
     )
     assert everything["local_queues"].label_selector == ""
+    # the Evictions that name the operator's responder, in the namespace
+    assert everything["evictions"].label_selector == labels.LABEL_RESPONDER
+    assert everything["evictions"].namespace == "ns"
     assert everything["pod_groups"].resource.version == "v1beta1"
 
 

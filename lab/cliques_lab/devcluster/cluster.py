@@ -564,7 +564,7 @@ def _start_or_create(
         )
         return "restarted", notes + _stale_stages(paths)
     _create(paths, binaries, want, builds)
-    return "created", notes
+    return "created", notes + kwok.gate_notes(want.version, want.gates)
 
 
 def _running_notes(current: ClusterStatus, want: _Wanted) -> list[str]:

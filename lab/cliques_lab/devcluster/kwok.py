@@ -100,6 +100,24 @@ GANG_RUNTIME_CONFIG: Final[Mapping[str, tuple[str, ...]]] = {
     # operator takes v1beta1's composites where served)
     "1.38.0-beta.0": ("scheduling.k8s.io/v1beta1",),
 }
+#: The API versions a feature gate needs served besides (`--runtime-config`), whatever the
+#: release: an alpha group is off by default even with its gate on. `EvictionRequestAPI`
+#: (alpha since 1.37) serves lifecycle.k8s.io/v1alpha1 EvictionRequests and Evictions, and
+#: the Pod field `evictionResponders`; kube-controller-manager runs its controllers
+#: (`evictionrequest-controller`, `imperative-eviction-responder-controller`) from 1.38 on
+#: with the gate alone: they are in its default `--controllers=*`, which kwokctl keeps.
+#: Kubernetes 1.37 serves the API but has no controller for it (`GATE_NOTES`).
+GATED_RUNTIME_CONFIG: Final[Mapping[str, tuple[str, ...]]] = {
+    "EvictionRequestAPI": ("lifecycle.k8s.io/v1alpha1",),
+}
+#: What a release does not do for a gate it knows: said when a cluster is made with it on.
+GATE_NOTES: Final[Mapping[tuple[str, str], str]] = {
+    ("1.37.2", "EvictionRequestAPI"): (
+        "Kubernetes 1.37.2 serves lifecycle.k8s.io/v1alpha1 but has no evictionrequest-"
+        "controller: EvictionRequests stay unanswered (no Eviction is made); use "
+        "--kube-version 1.38.0-beta.0 for the whole protocol"
+    ),
+}
 #: The gates without which a cluster has no gang scheduling at all (where its release has
 #: them): what `status` reports as "gang scheduling on".
 GANG_CORE_GATES: Final = ("GenericWorkload", "GangScheduling")
@@ -209,11 +227,25 @@ def feature_gates(
     return gates
 
 
-def runtime_config(kube_version: str, *, gang_scheduling: bool = True) -> str:
-    """The API server's `--runtime-config` for a new cluster (empty without gang scheduling)."""
-    if not gang_scheduling:
-        return ""
-    return ",".join(f"{gv}=true" for gv in GANG_RUNTIME_CONFIG.get(_release(kube_version), ()))
+def runtime_config(
+    kube_version: str, *, gang_scheduling: bool = True, gates: Mapping[str, bool] | None = None
+) -> str:
+    """The API server's `--runtime-config` for a new cluster: the gang APIs (none without
+    gang scheduling), then those of the `gates` turned on (`GATED_RUNTIME_CONFIG`)."""
+    versions = list(GANG_RUNTIME_CONFIG.get(_release(kube_version), ())) if gang_scheduling else []
+    for gate, on in (gates or {}).items():
+        for gv in GATED_RUNTIME_CONFIG.get(gate, ()) if on else ():
+            if gv not in versions:
+                versions.append(gv)
+    return ",".join(f"{gv}=true" for gv in versions)
+
+
+def gate_notes(kube_version: str, gates: Mapping[str, bool]) -> list[str]:
+    """What `kube_version` does not do for the `gates` turned on (`GATE_NOTES`)."""
+    release = _release(kube_version)
+    return [
+        GATE_NOTES[(release, g)] for g, on in gates.items() if on and (release, g) in GATE_NOTES
+    ]
 
 
 def has_gang_scheduling(kube_version: str, gates: Mapping[str, bool]) -> bool:
@@ -257,7 +289,9 @@ def kwokctl_configuration(
     )
     if gates:
         options["kubeFeatureGates"] = gates_text(gates)
-    api_versions = runtime_config(binaries.kube_version, gang_scheduling=gang_scheduling)
+    api_versions = runtime_config(
+        binaries.kube_version, gang_scheduling=gang_scheduling, gates=gates
+    )
     if api_versions:
         options["kubeRuntimeConfig"] = api_versions
     apiserver_args = [{"key": "enable-admission-plugins", "value": ",".join(ADMISSION_PLUGINS)}]

@@ -768,3 +768,50 @@ def test_the_stage_requirement_names_the_operators_annotation() -> None:
     from cliques.api import labels
 
     assert kwok.START_GATE_ANNOTATION == labels.ANNOTATION_START_GATE
+
+
+@pytest.mark.parametrize("version", ["1.37.2", "1.38.0-beta.0"])
+def test_the_eviction_request_gate_also_serves_its_alpha_api(version: str) -> None:
+    options = kwok.kwokctl_configuration(
+        binaries(version=version),
+        disable_qps_limits=False,
+        gate_overrides={"EvictionRequestAPI": True},
+    )["options"]
+    # kwokctl hands the gate to the API server and kube-controller-manager (whose default
+    # --controllers=* runs the evictionrequest controllers from 1.38 on), the API version
+    # to the API server alone
+    assert "EvictionRequestAPI=true" in options["kubeFeatureGates"].split(",")
+    served = options["kubeRuntimeConfig"].split(",")
+    assert served[-1] == "lifecycle.k8s.io/v1alpha1=true"
+    assert served[:-1] == [f"{gv}=true" for gv in kwok.GANG_RUNTIME_CONFIG[version]]
+    # without gang scheduling, the gate's API alone; turned off, none
+    assert (
+        kwok.runtime_config(version, gang_scheduling=False, gates={"EvictionRequestAPI": True})
+        == "lifecycle.k8s.io/v1alpha1=true"
+    )
+    assert kwok.runtime_config(version, gates={"EvictionRequestAPI": False}) == ",".join(
+        f"{gv}=true" for gv in kwok.GANG_RUNTIME_CONFIG[version]
+    )
+
+
+def test_a_release_without_the_eviction_request_controller_says_so() -> None:
+    gates = {"EvictionRequestAPI": True}
+    assert "no evictionrequest-controller" in " ".join(kwok.gate_notes("v1.37.2", gates))
+    assert kwok.gate_notes("1.38.0-beta.0", gates) == []
+    assert kwok.gate_notes("1.37.2", {"EvictionRequestAPI": False}) == []
+
+
+@pytest.mark.parametrize("version", list(gomodules.KUBE_VERSIONS))
+def test_each_gated_runtime_config_is_served_by_the_releases_with_the_gate(version: str) -> None:
+    source = _features_source(version)
+    if source is None:
+        pytest.skip(f"k8s.io/kubernetes@v{version} is not in Go's module cache")
+    api = Path(_module_cache()) / f"k8s.io/api@v0.{version.removeprefix('1.')}"
+    if not api.is_dir():
+        pytest.skip(f"{api.name} is not in Go's module cache (k8s.io/kubernetes is)")
+    for gate, group_versions in kwok.GATED_RUNTIME_CONFIG.items():
+        if not re.search(rf"^\t{gate} featuregate\.Feature = ", source, re.MULTILINE):
+            continue  # (a release without the gate: the gate would stop the API server)
+        for group_version in group_versions:
+            group, api_version = group_version.split("/")
+            assert (api / group.removesuffix(".k8s.io") / api_version / "types.go").is_file()

@@ -142,6 +142,7 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.clique.planner",
         "controllers.cliqueset.controller",
         "controllers.cliqueset.status",
+        "controllers.features.eviction_requests",
         "controllers.features.kueue",
         "controllers.features.placement",
         "kubectl.diff",
@@ -166,6 +167,7 @@ LABEL_GANG_INDEX: Final = _label(
         "controllers.clique.controller",
         "controllers.clique.planner",
         "controllers.cliqueset.planner",
+        "controllers.features.eviction_requests",
         "controllers.features.gang_trees",
         "controllers.features.placement",
     ),
@@ -419,7 +421,12 @@ ANNOTATION_GANG_RESTARTS: Final = _annotation(
         "controllers.features.drain",
         "controllers.features.gang_failures",
     ),
-    readers=("controllers.clique.controller", "controllers.clique.planner", "kubectl.status"),
+    readers=(
+        "controllers.clique.controller",
+        "controllers.clique.planner",
+        "controllers.features.eviction_requests",
+        "kubectl.status",
+    ),
 )
 ANNOTATION_LAST_RESTART: Final = _annotation(
     "last-restart",
@@ -522,6 +529,18 @@ CONDITION_GANG_READY: Final = _condition(
     "the gang's current epoch), so the pod is Ready only then.",
     writers=("controllers.features.gang_ready",),
     readers=("api.pod",),
+)
+
+# The operator's eviction responder (Kubernetes 1.37+, alpha: lifecycle.k8s.io/v1alpha1).
+LABEL_RESPONDER: Final = _label(
+    "gang-mover",
+    on=("Eviction",),
+    meaning="The operator's eviction responder: named (priority 10000) in spec."
+    "evictionResponders of the pods it makes outside PodGroups; kube-controller-manager "
+    "labels each Eviction with its responders (value `responder`), and the operator "
+    "watches the Evictions so labelled, moving the target pod's gang whole.",
+    writers=("controllers.clique.bodies",),
+    readers=("controllers.features.eviction_requests", "operator.preflight"),
 )
 
 #: Every label and annotation key (and pod condition type) of the operator's, in the order

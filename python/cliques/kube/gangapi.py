@@ -131,6 +131,11 @@ class GangAPI:
     #: The operator may list Nodes and PodDisruptionBudgets: gangs move off drained nodes
     #: (`controllers.features.drain`).
     drain: bool = False
+    #: lifecycle.k8s.io/v1alpha1 Evictions and their status are served (Kubernetes 1.37+,
+    #: gate `EvictionRequestAPI`) and the operator may list them: pods outside PodGroups
+    #: name its responder, which moves their gangs whole
+    #: (`controllers.features.eviction_requests`).
+    evictions: bool = False
     #: The version that serves CompositePodGroups ("" when none does, or when the chosen
     #: version's PodGroups cannot name a parent): `COMPOSITE` is then in `features`.
     composite_version: str = ""
@@ -289,6 +294,9 @@ DRA_RESOURCES: Final = ("resourceclaims", "resourceclaimtemplates")
 #: Kueue's API and the resources of it the operator reads (docs/kueue.md).
 KUEUE_VERSION: Final = "kueue.x-k8s.io/v1beta2"
 KUEUE_RESOURCES: Final = ("workloads", "localqueues")
+#: The Eviction API (Kubernetes 1.37+, alpha) and what a responder needs of it.
+EVICTION_VERSION: Final = "lifecycle.k8s.io/v1alpha1"
+EVICTION_RESOURCES: Final = ("evictions", "evictions/status")
 #: The subresource that resizes a running pod's containers (core/v1).
 POD_RESIZE: Final = "pods/resize"
 
@@ -311,6 +319,13 @@ async def resize_served(client: _Getter) -> bool:
         return POD_RESIZE in resource_names(await client.get_path("/api/v1"))
     except errors.NotFound:
         return False
+
+
+async def evictions_served(client: _Getter) -> bool:
+    """Whether the API server serves the Evictions a responder reads and reports to
+    (`EVICTION_VERSION`: `evictions` and `evictions/status`)."""
+    listed = await served_resources(client, EVICTION_VERSION)
+    return all(r in listed for r in EVICTION_RESOURCES)
 
 
 async def served_resources(client: _Getter, group_version: str) -> set[str]:

@@ -37,6 +37,8 @@ class Watch:
     resource: Resource | Served
     #: only objects labelled with one of the process's buckets (else all of the namespace)
     owned: bool = True
+    #: the label selector of a watch that is not `owned` ("": every object)
+    selector: str = ""
     #: index name -> index function
     indexers: Mapping[str, IndexFunc[Any]] = field(default_factory=dict)
     #: test-only cache faults (`informer.WatchFaults`) apply to it
@@ -62,6 +64,8 @@ def merge(watches: Iterable[Watch]) -> list[Watch]:
             raise ValueError(f"watch {watch.name!r} is declared for two kinds or resources")
         if seen.owned != watch.owned:
             raise ValueError(f"watch {watch.name!r} is declared both owned and not")
+        if seen.selector != watch.selector:
+            raise ValueError(f"watch {watch.name!r} is declared with two selectors")
         indexers = dict(seen.indexers)
         for index, func in watch.indexers.items():
             if indexers.setdefault(index, func) is not func:

@@ -239,7 +239,7 @@ class Manager:
             resource,
             watch.kind,
             namespace=cfg.namespace,
-            label_selector=cfg.buckets.selector() if watch.owned else "",
+            label_selector=cfg.buckets.selector() if watch.owned else watch.selector,
             indexers=dict(watch.indexers),
             resync_period=cfg.resync_period,
             faults=cfg.faults if watch.faults else None,

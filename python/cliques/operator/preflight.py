@@ -6,8 +6,9 @@ gang-scheduling API the cluster serves and which of its gated PodGroup fields it
 with scaling groups are one PodGroup each, and a warning says so), whether it may manage DRA
 claims (resource.k8s.io/v1 served, and a LIST of
 resourceclaims allowed: without them the operator runs, and says so), whether it
-resizes pods in place (`pods/resize` served), and whether Kueue is installed (its Workloads
-and LocalQueues served and listable).
+resizes pods in place (`pods/resize` served), whether Kueue is installed (its Workloads
+and LocalQueues served and listable), and whether it answers EvictionRequests
+(lifecycle.k8s.io/v1alpha1 Evictions served and listable).
 
 Each call waits out a struggling API server (`kube.startup.patiently`); what waiting cannot
 fix (the CRDs not installed, credentials refused, RBAC missing) raises `StartupError` with
@@ -27,6 +28,7 @@ from cliques.kube.client import KubeClient
 from cliques.kube.resources import (
     CLIQUES,
     CLIQUESETS,
+    EVICTIONS,
     KUEUE_WORKLOADS,
     NODES,
     PDBS,
@@ -132,7 +134,10 @@ async def check(
         log.info("in-place updates change images only: the API server does not serve pods/resize")
     kueue = await _kueue(client, namespace, where, stop)
     drain = await _drain(client, namespace, where, stop)
-    return dataclasses.replace(found, claims=allowed, resize=resize, kueue=kueue, drain=drain)
+    evictions = await _evictions(client, namespace, where, stop)
+    return dataclasses.replace(
+        found, claims=allowed, resize=resize, kueue=kueue, drain=drain, evictions=evictions
+    )
 
 
 async def _composite(
@@ -210,6 +215,42 @@ async def _drain(
             "nodes" if not nodes else "poddisruptionbudgets",
         )
     return nodes and budgets
+
+
+async def _evictions(
+    client: KubeClient, namespace: str | None, where: str, stop: asyncio.Event | None
+) -> bool:
+    """Whether the operator answers EvictionRequests (`controllers.features.eviction_requests`):
+    the API server serves lifecycle.k8s.io/v1alpha1 Evictions (Kubernetes 1.37+ with the
+    alpha gate `EvictionRequestAPI`) and the operator may list them. Said either way: what
+    it falls back to otherwise is the drain of cordoned and tainted nodes alone."""
+    served = await patiently(
+        f"discovery of {gangapi.EVICTION_VERSION}",
+        lambda: gangapi.evictions_served(client),
+        stop=stop,
+    )
+    allowed = served and await patiently(
+        f"list of evictions {where}", lambda: _may_list(client, EVICTIONS, namespace), stop=stop
+    )
+    if served and not allowed:
+        log.warning(
+            "EvictionRequests unanswered: the operator may not list %s evictions (its RBAC "
+            "predates them); gang pods are evicted one by one by the default responder",
+            gangapi.EVICTION_VERSION,
+        )
+    elif allowed:
+        log.info(
+            "EvictionRequests: %s served; pods outside PodGroups name responder %s, which "
+            "moves their gangs whole",
+            gangapi.EVICTION_VERSION,
+            labels.LABEL_RESPONDER,
+        )
+    else:
+        log.info(
+            "EvictionRequests: %s not served; gangs move whole only off cordoned or tainted nodes",
+            gangapi.EVICTION_VERSION,
+        )
+    return allowed
 
 
 async def _may_list(client: KubeClient, resource: Resource, namespace: str | None) -> bool:

@@ -26,6 +26,9 @@ Where each comes from:
   cordons and taints; a namespaced Role grants none, and the operator then leaves drains
   alone), and each CliqueSet's PodDisruptionBudget is listed, watched, created, patched and
   deleted (and read and adopted as any taken name is);
+- EvictionRequests (`controllers.features.eviction_requests`, Kubernetes 1.37+, alpha): the
+  Evictions that name the operator's responder are listed and watched, and it reports on
+  them through their `status` subresource (`patch`: heartbeat, message, completion);
 - shard and member Leases (with `--leases`) are listed, created, patched, replaced and
   deleted in the lease namespace.
 """
@@ -97,6 +100,8 @@ WORKLOAD: Final = (
         "poddisruptionbudgets",
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
+    Rule("lifecycle.k8s.io", "evictions", ("get", "list", "watch")),
+    Rule("lifecycle.k8s.io", "evictions/status", ("patch",)),
 )
 
 #: On its Leases, in the lease namespace (a Role).

@@ -53,6 +53,10 @@ class Patch:
     #: The owner's status does not depend on this write (a pod's gang readiness condition,
     #: `gang_ready`): the status is written in the same reconcile (`Plan.awaited_writes`).
     status_neutral: bool = False
+    #: A report to an object that may have moved on (an Eviction's responder status,
+    #: `eviction_requests`): NotFound (it is gone) or Invalid (it no longer takes this
+    #: write, say its responder is no longer the active one) means done, not a failure.
+    moot_if_stale: bool = False
 
 
 def pointer_key(key: str) -> str:

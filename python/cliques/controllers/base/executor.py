@@ -12,7 +12,9 @@ It carries out a planner's `Plan` for one owner:
   a server error, a timeout) holds the creates until the retry.
 
 Expectations are recorded before a request goes out and withdrawn when it fails; a delete
-that answers NotFound is done. A create that answers AlreadyExists is checked against the
+that answers NotFound is done, and so is a report to an object that moved on
+(`Patch.moot_if_stale`: an Eviction's responder status answered NotFound or Invalid).
+A create that answers AlreadyExists is checked against the
 object that holds the name, as a ReplicaSet claims its pods:
 - controlled by the owner already (a stale cache, or a create that raced a restart):
   harmless, counts as observed;
@@ -358,15 +360,23 @@ class Executor:
             raise
 
     async def _patch(self, ns: str, action: Patch) -> None:
-        raw = await self.client.patch(
-            action.resource,
-            ns,
-            action.name,
-            action.patch,
-            msgspec.Raw,
-            patch_type=action.patch_type,
-            sub=action.sub,
-        )
+        try:
+            raw = await self.client.patch(
+                action.resource,
+                ns,
+                action.name,
+                action.patch,
+                msgspec.Raw,
+                patch_type=action.patch_type,
+                sub=action.sub,
+            )
+        except (errors.NotFound, errors.Invalid) as exc:
+            if not action.moot_if_stale:
+                raise
+            log.info(
+                "%s %s/%s moved on, not patched: %s", action.resource.kind, ns, action.name, exc
+            )
+            return
         if self.written is not None:
             self.written(action.resource, bytes(raw))
 

@@ -6,9 +6,10 @@ inherited, the template-hash label and algorithm annotation, hostname and subdom
 stable DNS (the hostname carries the gang index under a shared Service), the CLIQUES_*
 environment in every container, `spec.schedulingGroup.podGroupName` naming the PodGroup its
 Clique records (`cliques.dev/pod-group`, from Kubernetes 1.36 on) or else `spec.workloadRef`
-to the Workload it records (`cliques.dev/workload`, 1.35), if any, and the start gate of a
-Clique that has one (`start_gate`). The template is never mutated: containers that get env
-are shallow copies.
+to the Workload it records (`cliques.dev/workload`, 1.35), if any, else, where the cluster
+serves Evictions, the operator's eviction responder (`spec.evictionResponders`,
+`features.eviction_requests`), and the start gate of a Clique that has one (`start_gate`).
+The template is never mutated: containers that get env are shallow copies.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import SubdomainPolicy
+from cliques.api.eviction import RESPONDER_PRIORITY
 from cliques.controllers.base.builders import owner_reference
 from cliques.controllers.features import start_gate, workload
 
@@ -64,10 +66,12 @@ def pod_body(
     *,
     gate_image: str = "",
     gate_open: bool = True,
+    responder: bool = False,
 ) -> dict[str, Any]:
     """The Pod body for pod `index` of `clique`. A Clique with `startGate` and
     `startsAfter` gives its pods a start gate (`start_gate`) of image `gate_image`, created
-    open or closed as `gate_open` says."""
+    open or closed as `gate_open` says. With `responder` (the cluster serves Evictions),
+    a pod in no PodGroup names the operator's eviction responder (`eviction_requests`)."""
     meta = clique.metadata
     spec = clique.spec
     clabels = meta.labels
@@ -130,6 +134,17 @@ def pod_body(
         pod_spec["schedulingGroup"] = {"podGroupName": pod_group}
     elif gang_workload:
         pod_spec["workloadRef"] = workload.workload_ref(gang_workload, spec.gang_index)
+    elif responder:
+        # (the API refuses responders on a pod in a PodGroup). Not part of the template
+        # hash: pods made before keep their gang, and are not replaced for lacking it.
+        pod_spec["evictionResponders"] = [
+            *(
+                r
+                for r in pod_spec.get("evictionResponders") or ()
+                if r.get("name") != labels.LABEL_RESPONDER
+            ),
+            {"name": labels.LABEL_RESPONDER, "priority": RESPONDER_PRIORITY},
+        ]
 
     return {
         "apiVersion": "v1",

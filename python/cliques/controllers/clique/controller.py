@@ -123,7 +123,7 @@ class CliqueController:
     def wired(cls, informers: Mapping[str, Any], wiring: Wiring) -> CliqueController:
         """The controller on the informers of its `WATCHES` (by name) and what the process
         hands every controller."""
-        return cls(
+        made = cls(
             informers["cliques"],
             informers["pods"],
             wiring.executor,
@@ -135,6 +135,8 @@ class CliqueController:
             gate_image=wiring.gate_image,
             same_nodes=wiring.same_nodes,
         )
+        made.responder = wiring.gang_api.evictions
+        return made
 
     def __init__(
         self,
@@ -154,6 +156,9 @@ class CliqueController:
         self.clock = clock
         self.gate_image = gate_image
         self.same_nodes = same_nodes
+        #: the cluster serves Evictions: new pods outside PodGroups name the operator's
+        #: responder (`eviction_requests`; set by `wired`, from `Wiring.gang_api`)
+        self.responder = False
         #: how long a pod event waits for the next before its Clique is reconciled, s
         self.pod_debounce = 0.25
         self.queue = WorkQueue(NAME, group=self.fair_group)
@@ -357,6 +362,7 @@ class CliqueController:
             now=self.clock(),
             failure=self.failures.current(key_of(clique), clique.metadata.generation),
             gate_image=self.gate_image,
+            responder=self.responder,
             same_nodes=self.same_nodes,
             deleting=self.expectations.pending(uid)[1],
             gang=self._gang_view(clique),

@@ -121,6 +121,8 @@ class CliqueSnapshot:
     failure: failures.Failure | None = None
     #: the image of the start gate's init container (`start_gate`)
     gate_image: str = ""
+    #: the cluster serves Evictions: pods outside PodGroups name the operator's responder
+    responder: bool = False
     #: the pods whose deletes were sent and are not in the cache yet (expectations): going,
     #: though the cache may still show them as they were
     deleting: frozenset[str] = frozenset()
@@ -594,6 +596,7 @@ def _creates(snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder) -> 
                     snap.algorithm,
                     gate_image=snap.gate_image,
                     gate_open=not order.waiting,
+                    responder=snap.responder,
                 ),
                 nodes.get(i),
             ),

@@ -43,10 +43,12 @@ from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
+from cliques.api.eviction import Eviction
 from cliques.api.hpa import HorizontalPodAutoscaler
 from cliques.api.kueue import LocalQueue
 from cliques.api.meta import find_condition, format_now, only_status_changed, same_marks
 from cliques.api.node import Node
+from cliques.api.pod import Pod
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.controllers.base import bounds, failures
@@ -62,6 +64,7 @@ from cliques.controllers.cliqueset import template_hash
 from cliques.controllers.features import (
     claims,
     drain,
+    eviction_requests,
     gang_apis,
     gang_failures,
     gang_scheduling,
@@ -132,6 +135,7 @@ WATCHES: tuple[Watch, ...] = (
     *scaling.WATCHES,
     *revisions.WATCHES,
     *drain.WATCHES,
+    *eviction_requests.WATCHES,
 )
 
 
@@ -217,6 +221,9 @@ class SetInformers:
     scaling: scaling.Informers = dataclasses.field(default_factory=scaling.Informers)
     revisions: revisions.Informers = dataclasses.field(default_factory=revisions.Informers)
     drain: drain.Informers = dataclasses.field(default_factory=drain.Informers)
+    evictions: eviction_requests.Informers = dataclasses.field(
+        default_factory=eviction_requests.Informers
+    )
 
     @classmethod
     def of(cls, informers: Mapping[str, Any]) -> SetInformers:
@@ -232,11 +239,20 @@ class SetInformers:
             scaling=scaling.Informers.of(informers),
             revisions=revisions.Informers.of(informers),
             drain=drain.Informers.of(informers),
+            evictions=eviction_requests.Informers.of(informers),
         )
 
     def owned(self) -> tuple[Informer[Any], ...]:
         """The informers of the features' objects a change of which wakes their set."""
-        features = (self.gangs, self.claims, self.kueue, self.scaling, self.revisions, self.drain)
+        features = (
+            self.gangs,
+            self.claims,
+            self.kueue,
+            self.scaling,
+            self.revisions,
+            self.drain,
+            self.evictions,
+        )
         return tuple(i for f in features for i in f.owned())
 
 
@@ -314,6 +330,11 @@ class CliqueSetController:
             informers.kueue.local_queues.add_handler(self._on_local_queue)
         if informers.drain.nodes is not None:
             informers.drain.nodes.add_handler(self._on_node)
+        if informers.evictions.served:
+            assert informers.evictions.evictions is not None
+            assert informers.evictions.pods is not None
+            informers.evictions.evictions.add_handler(self._on_eviction)
+            informers.evictions.pods.add_handler(self._on_eviction_target)
 
     # -- event handlers (enqueue only) ------------------------------------------------------
 
@@ -356,6 +377,34 @@ class CliqueSetController:
             if state is not None:
                 state.children += 1  # (what the planner reads changed: not settled)
             self.queue.add(key)
+
+    def _on_eviction(self, kind: EventKind, old: Any, new: Eviction) -> None:
+        """An Eviction that names the operator's responder: the set of its target pod plans
+        again (when the responder is or was active for it)."""
+        was = old is not None and eviction_requests.open_for_us(old)
+        if not (was or eviction_requests.open_for_us(new)):
+            return
+        self._wake(self.features.evictions.set_of(new))
+
+    def _on_eviction_target(self, kind: EventKind, old: Any, new: Pod) -> None:
+        """A pod an open Eviction targets changed or went: its set plans again (to report
+        the pod gone, `eviction_requests.reports`)."""
+        if kind == "ADDED":
+            return
+        for eviction in self.features.evictions.targets_of(key_of(new)):
+            if eviction_requests.open_for_us(eviction):
+                self._wake(self.features.evictions.set_of(eviction))
+
+    def _wake(self, key: str) -> None:
+        """The set `key` plans again, as after a change of what its planner reads."""
+        ns, _, name = key.partition("/")
+        if not key or not self.owns(ns, name):
+            return
+        cqs = self.cliquesets.store.get(key)
+        state = self.states.get(cqs.metadata.uid) if cqs is not None else None
+        if state is not None:
+            state.children += 1  # (what the planner reads changed: not settled)
+        self.queue.add(key)
 
     def _on_child(self, kind: EventKind, old: Any, new: Any) -> None:
         meta = new.metadata
@@ -510,6 +559,7 @@ class CliqueSetController:
             inplace=inplace.View(resize_served=self.gang_api.resize),
             revisions=self.features.revisions.view(owner),
             drain=self.features.drain.view(cqs, owner),
+            evictions=self.features.evictions.view(cqs),
         )
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:

@@ -80,6 +80,7 @@ from cliques.controllers.features import (
     autoscaling,
     claims,
     drain,
+    eviction_requests,
     gang_failures,
     gang_scheduling,
     kueue,
@@ -168,6 +169,12 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     )
     # Gangs stuck on drained nodes are made again like rolled ones: surge gangs first.
     stuck = drain.stuck(snap.drain, user, snap.cliques, snap.now)
+    # Gangs EvictionRequests ask to move go the same way.
+    stuck = eviction_requests.merged(
+        stuck,
+        eviction_requests.asked(snap.evictions, user, snap.cliques),
+        eviction_requests.under_way(snap.evictions, user, snap.cliques),
+    )
     moving = sorted(set(rollable) | {g for g in stuck.gangs if g < user.spec.replicas})
     kept = surge_gangs.kept(setup.surge, gangs.facts, moving, made)
     if kept:
@@ -277,6 +284,17 @@ def _restarts_and_rolls(step: Step) -> None:
         step.out.requeue_after = min(step.out.requeue_after or wait, wait)
     if step.stuck.next_due > 0:  # a node that may be lost comes due then
         due = step.stuck.next_due
+        step.out.requeue_after = min(step.out.requeue_after or due, due)
+    said = eviction_requests.reports(
+        step.snap.evictions,
+        step.user,
+        step.snap.now,
+        moved=step.rolls.moved,
+        waiting=step.rolls.move_waiting,
+    )
+    step.out.patches += said.patches
+    if said.requeue_after > 0:  # the next heartbeat of an open Eviction falls due then
+        due = said.requeue_after
         step.out.requeue_after = min(step.out.requeue_after or due, due)
 
 

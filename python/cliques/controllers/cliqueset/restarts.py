@@ -98,7 +98,10 @@ def restarts_and_rolls(
             out.moved = []
         paid = sum(1 for g in out.moved if g not in down)
         out.patches += _move_patches(snap, by_gang, out.moved, setup)
-        out.events += [drain.move_event(g, stuck.gangs[g], stuck.why) for g in out.moved]
+        out.events += [
+            drain.move_event(g, stuck.gangs[g], stuck.why, stuck.requested.get(g, ()))
+            for g in out.moved
+        ]
     moving = set(out.moved) | set(out.move_waiting)
     to_update = (
         cliqueset_rollout.pick(

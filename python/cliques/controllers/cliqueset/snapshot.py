@@ -18,6 +18,7 @@ from cliques.controllers.cliqueset.rollout import Judgement
 from cliques.controllers.features import (
     claims,
     drain,
+    eviction_requests,
     gang_scheduling,
     inplace,
     kueue,
@@ -56,6 +57,7 @@ class CliqueSetSnapshot:
     inplace: inplace.View = field(default_factory=inplace.View)
     revisions: revisions.View = field(default_factory=revisions.View)
     drain: drain.View = field(default_factory=drain.View)
+    evictions: eviction_requests.View = field(default_factory=eviction_requests.View)
 
 
 @dataclass

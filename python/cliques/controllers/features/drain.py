@@ -72,6 +72,8 @@ from cliques.kube.watches import Watch
 
 CONDITION_MOVING: Final = "Moving"
 REASON_NODE_DRAIN: Final = "NodeDrain"
+#: Gangs move because EvictionRequests ask (`eviction_requests`), none is on a drained node.
+REASON_EVICTION_REQUEST: Final = "EvictionRequest"
 REASON_MOVED: Final = "NoGangOnDrainedNode"
 REASON_OFF: Final = "DrainPolicyNone"
 EVENT_MOVING: Final = "MovingGang"
@@ -297,6 +299,10 @@ class Stuck:
     why: Mapping[str, str] = field(default_factory=dict)
     #: seconds until a pod on a node that may be lost counts as drained (0: none waits)
     next_due: float = 0.0
+    #: the gangs EvictionRequests ask to move or are moving, each with the requests that
+    #: ask (`eviction_requests.merged`; one to move is in `gangs` too, with no node if it
+    #: is on no drained node; one under way is said only)
+    requested: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _restarts(clique: Clique) -> str:
@@ -449,14 +455,25 @@ def hold(clique: Clique, now: str) -> float:
     return left if 0 < left <= MOVE_HOLD else 0.0
 
 
-def move_event(gang: int, stuck_on: Sequence[str], why: Mapping[str, str]) -> Event:
-    """The Event of one move."""
-    where = ", ".join(f"{n} ({why.get(n, 'drained')})" for n in stuck_on)
+def move_event(
+    gang: int, stuck_on: Sequence[str], why: Mapping[str, str], requests: Sequence[str] = ()
+) -> Event:
+    """The Event of one move (off drained nodes, or asked by EvictionRequests)."""
+    reasons = []
+    if stuck_on:
+        where = ", ".join(f"{n} ({why.get(n, 'drained')})" for n in stuck_on)
+        reasons.append(f"has pods on drained node(s) {where}")
+    if requests:
+        reasons.append(f"is asked to go by {_requests(requests)}")
     return Event(
         "Normal",
         EVENT_MOVING,
-        f"gang {gang} has pods on drained node(s) {where}: recreating all its pods elsewhere",
+        f"gang {gang} {' and '.join(reasons)}: recreating all its pods elsewhere",
     )
+
+
+def _requests(names: Sequence[str]) -> str:
+    return f"EvictionRequest {_named(list(names))}"
 
 
 def _named(items: Sequence[Any]) -> str:
@@ -475,10 +492,19 @@ def condition(
     """The `Moving` condition: True while gangs are stuck on drained nodes (naming the
     nodes, the gangs moved now and those waiting for the budget); False once none is,
     for a set that said True before; absent for a set that never had a gang to move."""
-    if found.gangs:
+    if found.gangs or found.requested:
         nodes = sorted({n for ns in found.gangs.values() for n in ns})
-        where = _named([f"{n} ({found.why.get(n, 'drained')})" for n in nodes])
-        parts = [f"gangs on drained node(s) {where}: {_named(sorted(found.gangs))}"]
+        parts = []
+        if nodes:
+            where = _named([f"{n} ({found.why.get(n, 'drained')})" for n in nodes])
+            on_nodes = sorted(g for g, ns in found.gangs.items() if ns)
+            parts.append(f"gangs on drained node(s) {where}: {_named(on_nodes)}")
+        if found.requested:
+            asking = sorted({r for rs in found.requested.values() for r in rs})
+            parts.append(
+                f"gangs asked to go by {_requests(asking)}: {_named(sorted(found.requested))}"
+            )
+        reason = REASON_NODE_DRAIN if nodes else REASON_EVICTION_REQUEST
         if moved:
             parts.append(f"moving {_named(sorted(moved))} now")
         if waiting:
@@ -486,10 +512,15 @@ def condition(
         if any(found.why.get(n, "").startswith(LOST_STATES) for n in nodes):
             parts.append(LOST_HINT)
         status: ConditionStatus = "True"
-        return setter.set(CONDITION_MOVING, status, REASON_NODE_DRAIN, "; ".join(parts))
+        return setter.set(CONDITION_MOVING, status, reason, "; ".join(parts))
     if find_condition(list(old), CONDITION_MOVING) is None:
         return None
-    return setter.set(CONDITION_MOVING, "False", REASON_MOVED, "no gang is left on a drained node")
+    return setter.set(
+        CONDITION_MOVING,
+        "False",
+        REASON_MOVED,
+        "no gang is left on a drained node or asked to go by an EvictionRequest",
+    )
 
 
 def budget_name(cliqueset: str) -> str:
