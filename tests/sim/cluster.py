@@ -21,7 +21,9 @@ scheduler binds Pending pods in creation order where there is room (with gang sc
 a gang's pods all at once or none) and marks the others Unschedulable; a bound pod runs at
 once and turns Ready `latency()` seconds later (after its start gate opens, if it has
 one). World events: a pod crashes (Failed), is evicted (deleted), stops being ready for a
-while, a node goes away (its pods vanish), nodes are added, filled or freed.
+while, a node goes away (its pods vanish), nodes are added, filled or freed, cordoned or
+drained; a node is lost (its kubelet stops: tainted unreachable, its pods not Ready and
+frozen, deleted pods terminating until it is back, tainted out-of-service or deleted).
 
 Every write and world event is told to an `Observer` (the invariant checker) before it is
 committed, and recorded in the `History`.
@@ -56,6 +58,13 @@ KINDS = (
     "Node",
     "PodDisruptionBudget",
 )
+#: The node lifecycle controller's taint on a node whose kubelet stopped reporting.
+UNREACHABLE = "node.kubernetes.io/unreachable"
+#: The taint an administrator puts on a node known to be down (KEP-2268).
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+#: The `tolerationSeconds` of the unreachable toleration every pod gets from the
+#: DefaultTolerationSeconds admission plugin: the taint manager deletes it that long after.
+TOLERATION_SECONDS = 300
 #: Kinds with a status subresource (their main resource never writes the status).
 WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod"})
 
@@ -317,6 +326,15 @@ class Node:
     unschedulable: bool = False
     #: being drained: the drainer evicts its pods through the Eviction API's rules
     draining: bool = False
+    #: lost: its kubelet stopped reporting at this second (tainted unreachable since then)
+    lost_since: int | None = None
+    #: tainted `node.kubernetes.io/out-of-service` by an administrator (KEP-2268)
+    out_of_service: bool = False
+
+    @property
+    def tainted(self) -> bool:
+        """Whether it carries a taint no pod of the sim tolerates (the scheduler avoids it)."""
+        return self.lost_since is not None or self.out_of_service
 
 
 @dataclass
@@ -564,22 +582,141 @@ class Cluster:
         self.create("world", "Node", {"metadata": {"name": name}, "spec": {}})
         return name
 
+    def _node_write(self, name: str, change: Callable[[Obj], None]) -> None:
+        """A change of the Node object's spec (by the world: kubectl, the node lifecycle)."""
+        obj = self.objects["Node"].get(name)
+        if obj is None:
+            return
+        new = copy.deepcopy(obj)
+        change(new["spec"])
+        if new == obj:
+            return
+        meta(new)["resourceVersion"] = self._next_rv()
+        self.objects["Node"][name] = new
+        self._emit("Node", "MODIFIED", new)
+
     def cordon(self, name: str, *, drain: bool = False) -> None:
         """`kubectl cordon` (and with `drain`, `kubectl drain`: then `drainer` evicts the
         node's pods as the Eviction API lets it, every second)."""
         node = self.nodes[name]
         node.unschedulable = True
         node.draining = node.draining or drain
-        obj = self.objects["Node"].get(name)
-        if obj is not None and not obj["spec"].get("unschedulable"):
-            new = copy.deepcopy(obj)
-            new["spec"]["unschedulable"] = True
-            meta(new)["resourceVersion"] = self._next_rv()
-            self.objects["Node"][name] = new
-            self._emit("Node", "MODIFIED", new)
+
+        def cordoned(spec: Obj) -> None:
+            spec["unschedulable"] = True
+
+        self._node_write(name, cordoned)
         self.history.add(
             self.now, "world", f"node {name} cordoned{' and drained' if drain else ''}"
         )
+
+    def node_down(self, name: str) -> None:
+        """The node's kubelet stops reporting (a lost node): the node lifecycle controller
+        taints it `unreachable` (NoExecute with `timeAdded` now, and NoSchedule) and marks
+        its pods not Ready; from then on nothing changes on it (no pod turns Ready or
+        finishes terminating) until it is back, tainted out-of-service or deleted."""
+        node = self.nodes[name]
+        if node.lost_since is not None:
+            return
+        node.lost_since = self.now
+        added = self.stamp()
+
+        def taint(spec: Obj) -> None:
+            spec["taints"] = [
+                *(t for t in spec.get("taints") or () if t.get("key") != UNREACHABLE),
+                {"key": UNREACHABLE, "effect": "NoSchedule"},
+                {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": added},
+            ]
+
+        self._node_write(name, taint)
+        self.history.add(self.now, "world", f"node {name} lost (tainted {UNREACHABLE})")
+        for pod in self.pods_on(name):
+            if terminating(pod) or pod_terminal(pod):
+                continue
+            if pod_ready(pod):
+                self.observer.pod_lost("node-down", pod)
+            self._kubelet_write("nodelifecycle", pod, lambda p: _set_cond(p, "Ready", "False"))
+
+    def node_up(self, name: str) -> None:
+        """The lost node's kubelet reports again: the lifecycle taints go; it finishes the
+        deletions of its terminating pods and reports its pods' readiness again."""
+        node = self.nodes[name]
+        if node.lost_since is None:
+            return
+        node.lost_since = None
+
+        def untaint(spec: Obj) -> None:
+            taints = [t for t in spec.get("taints") or () if t.get("key") != UNREACHABLE]
+            if taints:
+                spec["taints"] = taints
+            else:
+                spec.pop("taints", None)
+
+        self._node_write(name, untaint)
+        self.history.add(self.now, "world", f"node {name} is back")
+
+    def taint_out_of_service(self, name: str) -> None:
+        """An administrator taints the node `node.kubernetes.io/out-of-service` (NoExecute):
+        the taint manager deletes its pods (none tolerates it) and the pod garbage
+        collector deletes its terminating pods at once (`pod_gc`)."""
+        node = self.nodes[name]
+        if node.out_of_service:
+            return
+        node.out_of_service = True
+        added = self.stamp()
+
+        def taint(spec: Obj) -> None:
+            spec["taints"] = [
+                *(spec.get("taints") or ()),
+                {
+                    "key": OUT_OF_SERVICE,
+                    "value": "nodeshutdown",
+                    "effect": "NoExecute",
+                    "timeAdded": added,
+                },
+            ]
+
+        self._node_write(name, taint)
+        self.history.add(self.now, "world", f"node {name} tainted {OUT_OF_SERVICE}")
+        for pod in self.pods_on(name):
+            if not terminating(pod) and not pod_terminal(pod):
+                self.observer.pod_lost("evict", pod)
+                self.history.add(self.now, "taint", f"delete pod {meta(pod)['name']}")
+                self.delete("taint-manager", "Pod", meta(pod)["name"], uid=meta(pod)["uid"])
+        self.pod_gc()
+
+    def pod_gc(self) -> None:
+        """The pod garbage collector: the terminating pods of out-of-service nodes go."""
+        for name, node in self.nodes.items():
+            if not node.out_of_service:
+                continue
+            for pod in self.pods_on(name):
+                if terminating(pod) or pod_terminal(pod):
+                    self.history.add(self.now, "podgc", f"pod {meta(pod)['name']} deleted")
+                    self._remove("Pod", meta(pod)["name"])
+
+    def taint_manager(self) -> None:
+        """Pods on a node tainted unreachable for `TOLERATION_SECONDS` (the toleration the
+        DefaultTolerationSeconds admission plugin gives every pod) are deleted; on a lost
+        node they then stay terminating."""
+        for name, node in sorted(self.nodes.items()):
+            if node.lost_since is None or self.now < node.lost_since + TOLERATION_SECONDS:
+                continue
+            for pod in self.pods_on(name):
+                if terminating(pod) or pod_terminal(pod):
+                    continue
+                self.observer.pod_lost("evict", pod)
+                self.history.add(self.now, "taint", f"delete pod {meta(pod)['name']}")
+                self.delete("taint-manager", "Pod", meta(pod)["name"], uid=meta(pod)["uid"])
+                self.observer.after_world()
+
+    def pods_on(self, node: str) -> list[Obj]:
+        return [p for p in self.objects["Pod"].values() if p["spec"].get("nodeName") == node]
+
+    def kubelet_down(self, pod: Obj) -> bool:
+        """Whether the pod's node is lost (its kubelet changes nothing)."""
+        node = self.nodes.get(pod["spec"].get("nodeName") or "")
+        return node is not None and node.lost_since is not None
 
     def drainer(self) -> None:
         """The evictions of `kubectl drain` on the draining nodes: a pod of a CliqueSet with
@@ -611,7 +748,7 @@ class Cluster:
 
     def free(self, node: str) -> int:
         n = self.nodes[node]
-        if n.unschedulable:
+        if n.unschedulable or n.tainted:
             return 0
         return max(0, n.capacity - n.foreign - self.used(node))
 
@@ -621,9 +758,11 @@ class Cluster:
         pods it binds start)."""
         for pod in list(self.objects["Pod"].values()):
             rt = self.runtime[meta(pod)["uid"]]
-            if rt.vanish_at is not None and rt.vanish_at <= self.now:
+            if rt.vanish_at is not None and rt.vanish_at <= self.now and not self.kubelet_down(pod):
                 self.history.add(self.now, "kubelet", f"pod {meta(pod)['name']} is gone")
                 self._remove("Pod", meta(pod)["name"])
+        self.taint_manager()
+        self.pod_gc()
         self.drainer()
         self.schedule()
         self.kubelet()
@@ -631,6 +770,8 @@ class Cluster:
     def kubelet(self) -> None:
         for pod in list(self.objects["Pod"].values()):
             if not pod["spec"].get("nodeName") or terminating(pod) or pod_terminal(pod):
+                continue
+            if self.kubelet_down(pod):
                 continue
             rt = self.runtime[meta(pod)["uid"]]
             if rt.ready_at is None and not gate_closed(pod):
@@ -737,7 +878,10 @@ class Cluster:
             (
                 p
                 for p in self.objects["Pod"].values()
-                if p["spec"].get("nodeName") and not terminating(p) and not pod_terminal(p)
+                if p["spec"].get("nodeName")
+                and not terminating(p)
+                and not pod_terminal(p)
+                and not self.kubelet_down(p)
             ),
             key=lambda p: meta(p)["name"],
         )
@@ -784,6 +928,9 @@ class Cluster:
             for t in (rt.ready_at, rt.vanish_at, rt.unready_until):
                 if t is not None and t > self.now:
                     times.append(t)
+        for node in self.nodes.values():
+            if node.lost_since is not None and node.lost_since + TOLERATION_SECONDS > self.now:
+                times.append(node.lost_since + TOLERATION_SECONDS)
         return min(times) if times else None
 
     def events_since(self, pos: int) -> Iterator[tuple[int, WatchEvent]]:

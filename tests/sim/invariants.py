@@ -46,7 +46,11 @@ I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: s
 I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
     has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
     with surge); and once the operator is quiet no pod of its Clique's current restart
-    count is left on a cordoned node.
+    count is left on a cordoned node;
+I10 once a lost node's unreachable taint is `lostNodeSeconds` + `LOST_SLACK` old, no gang
+    has a live pod of its Clique's current restart count there unless the budget holds
+    its move back (checked at every step; a move off it is an I9 move, paid as one); no
+    pod is ever bound to a lost or out-of-service node.
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
@@ -141,7 +145,17 @@ PARTITION_LAG = 5
 
 
 class LeftOnDrainedNode(InvariantViolation):
-    invariant = "I9 no gang left on a cordoned node once moved; moves only off cordoned nodes"
+    invariant = "I9 no gang left on a cordoned node once moved; moves only off drained nodes"
+
+
+class LeftOnLostNode(InvariantViolation):
+    invariant = "I10 no gang left on a lost node past lostNodeSeconds; none placed there"
+
+
+#: Seconds after `lostNodeSeconds` within which the operator must have moved a gang off a
+#: lost node (I10): the plan looks again when the taint comes due (rounded up to the
+#: second), and a set waiting on its budget looks every `drain.WAIT_REQUEUE` (5) seconds.
+LOST_SLACK = 5
 
 
 @dataclass(frozen=True)
@@ -380,6 +394,8 @@ class Checker:
 
     def before_create(self, actor: str, kind: str, obj: Obj) -> None:
         self.refresh()
+        if kind == "Pod" and obj["spec"].get("nodeName"):
+            self._placed(obj, f"created by {actor} on")
         if not self._operator(actor):
             return
         if kind == "Clique":
@@ -397,6 +413,8 @@ class Checker:
 
     def before_update(self, actor: str, kind: str, old: Obj, new: Obj) -> None:
         self.refresh()
+        if kind == "Pod" and new["spec"].get("nodeName") != old["spec"].get("nodeName"):
+            self._placed(new, f"bound by {actor} to")
         if not self._operator(actor):
             return
         if kind == "Clique":
@@ -545,9 +563,26 @@ class Checker:
             moved = moved and annotations_of(old).get(labels.ANNOTATION_MOVED_AT) != stamp
             self._restarted(gang, st, after, moved=moved)
 
+    def lost_node_seconds(self) -> int:
+        cqs = self.cliqueset()
+        return cqs.spec.node_drain.lost_node_seconds if cqs is not None else 60
+
+    def lost_nodes(self, *, slack: int = 0) -> dict[str, int]:
+        """The lost nodes whose unreachable taint is at least `lostNodeSeconds` + `slack`
+        old: name -> since when."""
+        due = self.lost_node_seconds() + slack
+        return {
+            n: node.lost_since
+            for n, node in sorted(self.cluster.nodes.items())
+            if node.lost_since is not None and self.cluster.now - node.lost_since >= due
+        }
+
     def _on_cordoned(self, gang: int, count: int) -> bool:
-        """Whether gang `gang` has a live pod of restart `count` on a cordoned node."""
-        cordoned = {n for n, node in self.cluster.nodes.items() if node.unschedulable}
+        """Whether gang `gang` has a live pod of restart `count` on a drained node: cordoned,
+        tainted out-of-service, or lost for `lostNodeSeconds`."""
+        cordoned = {
+            n for n, node in self.cluster.nodes.items() if node.unschedulable or node.out_of_service
+        } | set(self.lost_nodes())
         for clique in self.live_cliques():
             if int(clique["spec"]["gangIndex"]) != gang:
                 continue
@@ -556,6 +591,73 @@ class Checker:
                 if on and not terminating(pod) and restarts(pod) == count:
                     return True
         return False
+
+    def lost_node_left(self) -> None:
+        """I10, at every step: once a lost node's taint is `lostNodeSeconds` + `LOST_SLACK`
+        old, no gang has a live pod of its Clique's current restart count there, unless the
+        budget holds its move back: the gangs the operator has down (or that are on their
+        way up), this one aside, already take max(1, maxUnavailable) plus the available
+        surge gangs (and for a gang that is available, the gangs down whoever took them
+        down do). Under Recreate, or where the operator does not move gangs (`drains`),
+        nothing is checked."""
+        if not self.drains:
+            return
+        lost = self.lost_nodes(slack=LOST_SLACK)
+        if not lost:
+            return
+        cqs = self.cliqueset()
+        if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
+            return
+        by_owner = self._pods_by_owner()
+        left: dict[int, list[str]] = {}
+        for clique in self.live_cliques():
+            for pod in by_owner.get(meta(clique)["uid"], ()):
+                on = pod["spec"].get("nodeName")
+                if on in lost and not terminating(pod) and restarts(pod) == restarts(clique):
+                    left.setdefault(int(clique["spec"]["gangIndex"]), []).append(
+                        f"{meta(pod)['name']} on {on} (lost since t={lost[on]}s)"
+                    )
+        if not left:
+            return
+        replicas = cqs.spec.replicas
+        available = {g for g in self.gangs if self.available(g, by_owner)}
+        surge = sum(1 for g in available if g >= replicas)
+        budget = max(1, cqs.spec.update_strategy.max_unavailable) + surge
+        for gang, pods in sorted(left.items()):
+            ours = {
+                g
+                for g, st in self.gangs.items()
+                if g != gang and g not in available and (st.down or st.state == STARTING)
+            }
+            down = {g for g in self.gangs if g != gang and g not in available}
+            held = len(ours) >= budget or (gang in available and len(down) >= budget)
+            if not held:
+                self._find(
+                    LeftOnLostNode,
+                    f"gang {gang} still has {', '.join(pods)} {self.lost_node_seconds()}s + "
+                    f"{LOST_SLACK}s after the node was lost, though the budget ({budget}) "
+                    f"holds no move back (down by the operator or starting: {sorted(ours)})",
+                )
+
+    def next_check(self) -> int | None:
+        """The next second at which I10 comes due for a lost node (the run steps there)."""
+        due = self.lost_node_seconds() + LOST_SLACK
+        times = [
+            node.lost_since + due
+            for node in self.cluster.nodes.values()
+            if node.lost_since is not None and node.lost_since + due > self.cluster.now
+        ]
+        return min(times) if times else None
+
+    def _placed(self, pod: Obj, how: str) -> None:
+        """I10: no pod is placed on a lost node or one tainted out-of-service."""
+        node = self.cluster.nodes.get(pod["spec"].get("nodeName") or "")
+        if node is not None and node.tainted:
+            self._find(
+                LeftOnLostNode,
+                f"pod {meta(pod)['name']} {how} node {node.name}, which is "
+                f"{'out of service' if node.out_of_service else 'lost'}",
+            )
 
     def drained_node_left(self) -> None:
         """I9, once quiet: no pod of its Clique's current restart count on a cordoned node

@@ -25,7 +25,7 @@ from cliques.api import labels
 from tests.sim.cluster import Cluster, History, condition, meta, pod_ready
 from tests.sim.invariants import Checker, Finding, InvariantViolation
 from tests.sim.operator import SimOperator
-from tests.sim.scenarios import Event, Scenario, cliqueset_body
+from tests.sim.scenarios import NODE_EVENTS, Event, Scenario, cliqueset_body
 
 #: History entries shown with a violation.
 HISTORY_SHOWN = 70
@@ -108,7 +108,7 @@ class Simulation:
         assert self.operator is not None
         now = self.cluster.now
         times = [e.at for e in self._pending if e.at > now]
-        for t in (self.cluster.next_timer(), self.operator.next_due()):
+        for t in (self.cluster.next_timer(), self.operator.next_due(), self.checker.next_check()):
             if t is not None and t > now:
                 times.append(t)
         if not times:
@@ -126,6 +126,7 @@ class Simulation:
             self.checker.after_world()
         quiet = await self.operator.settle(self.cluster.tick)
         self.checker.refresh()
+        self.checker.lost_node_left()
         if quiet and not self.operator.due:
             self.checker.quiet()
         cqs = self.cluster.get("CliqueSet", "llama")
@@ -171,7 +172,7 @@ class Simulation:
                 c.evict(pod)
             else:
                 c.unready(pod, ev.value)
-        elif ev.kind in ("node-loss", "fill", "free", "cordon", "drain"):
+        elif ev.kind in NODE_EVENTS:
             names = sorted(c.nodes)
             if not names:
                 self.history.add(c.now, "world", f"{ev.kind}: no node")
@@ -183,6 +184,12 @@ class Simulation:
             if ev.kind == "node-loss":
                 self.history.add(c.now, "world", f"node {node} lost")
                 c.lose_node(node)
+            elif ev.kind == "node-down":
+                c.node_down(node)
+            elif ev.kind == "node-up":
+                c.node_up(node)
+            elif ev.kind == "out-of-service":
+                c.taint_out_of_service(node)
             elif ev.kind in ("cordon", "drain"):
                 c.cordon(node, drain=ev.kind == "drain")
             elif ev.kind == "fill":

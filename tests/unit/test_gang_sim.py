@@ -28,7 +28,7 @@ from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube import errors
 from tests.sim import invariants
 from tests.sim import scenarios as sc
-from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of
+from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of, stamp
 from tests.sim.invariants import InvariantViolation
 from tests.sim.simulation import Simulation, run_scenario
 
@@ -544,3 +544,92 @@ def test_the_checker_catches_moves_beyond_the_budget_and_off_no_cordoned_node(
         marks = {labels.ANNOTATION_GANG_RESTARTS: "1", labels.ANNOTATION_MOVED_AT: stamp}
         sim.cluster.patch("op:set", "Clique", name, {"metadata": {"annotations": marks}})
     assert invariants.LeftOnDrainedNode in {f.kind for f in sim.checker.findings}
+
+
+# ---- lost nodes -----------------------------------------------------------------------------
+
+
+def test_a_lost_nodes_pods_stay_terminating_until_it_is_out_of_service() -> None:
+    cluster = Cluster(grace=5)
+    node = cluster.add_node(4)
+    cluster.create("op", "Pod", _pod("p-0", "c-uid"))
+    cluster.create("op", "Pod", _pod("p-1", "c-uid"))
+    cluster.tick()
+    cluster.now = 20
+    cluster.tick()
+    assert all(pod_ready(p) for p in cluster.objects_of("Pod"))
+    cluster.node_down(node)
+    taints = cluster.get("Node", node)["spec"]["taints"]  # type: ignore[index]
+    lost = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": stamp(20)}
+    assert lost in taints
+    # the node lifecycle marks its pods not Ready; deleted, they stay terminating
+    assert not any(pod_ready(p) for p in cluster.objects_of("Pod"))
+    cluster.delete("op", "Pod", "p-0")
+    cluster.now = 200
+    cluster.tick()
+    assert meta(cluster.get("Pod", "p-0")).get("deletionTimestamp")  # type: ignore[arg-type]
+    # a new pod is not placed there
+    cluster.create("op", "Pod", _pod("q-0", "c-uid"))
+    cluster.tick()
+    assert not cluster.get("Pod", "q-0")["spec"].get("nodeName")  # type: ignore[index]
+    # the taint manager deletes the others 300 s after the taint; they stay terminating
+    cluster.now = 320
+    cluster.tick()
+    assert meta(cluster.get("Pod", "p-1")).get("deletionTimestamp")  # type: ignore[arg-type]
+    cluster.taint_out_of_service(node)
+    assert cluster.get("Pod", "p-0") is None and cluster.get("Pod", "p-1") is None
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("fixed", "max_unavailable"),
+    [("out_of_service", 1), ("back", 1), ("deleted", 1), ("out_of_service", 2), ("never", 1)],
+)
+def test_a_lost_node_moves_its_gangs_whole_within_the_budget(
+    racy: bool, fixed: str, max_unavailable: int
+) -> None:
+    """Node 0 (gang 0 and gang 1's leader) is lost at t=300: at t=360 gang 0 moves (and
+    with maxUnavailable 2 gang 1 too); with maxUnavailable 1 gang 1 waits for gang 0,
+    whose pods there hold their names until the node is fixed 300 s after the loss.
+    Without a failure policy the gangs the lost node broke are the world's, not the
+    operator's: they do not block each other's moves (they did: neither moved)."""
+    fix = {} if fixed == "never" else {fixed: 300}
+    sim = _case(sc.lose_a_node(max_unavailable=max_unavailable, **fix), racy)
+    sim.run(until=400)
+    moves = [e for e in sim.history.entries if "MovingGang" in e.text]
+    assert [e.t for e in moves] == [360] * max_unavailable, sim.history.tail(60)
+    outcome = sim.run()
+    assert outcome.available == (fixed != "never"), sim.history.tail(60)
+    on_node = [meta(p)["name"] for p in sim.pods() if p["spec"].get("nodeName") == "node-0"]
+    if fixed in ("out_of_service", "deleted"):
+        assert on_node == []
+    elif fixed == "never":
+        # the moved gang's pods there are terminating for good, and so are the others (the
+        # taint manager's, 300 s after the taint)
+        assert len(on_node) == 3
+        assert all(
+            meta(p).get("deletionTimestamp") for p in sim.pods() if meta(p)["name"] in on_node
+        )
+
+
+def test_the_checker_catches_gangs_left_on_a_lost_node_and_pods_placed_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.controllers.features import drain
+
+    # An operator that does not see lost nodes leaves both gangs there (I10):
+    monkeypatch.setattr(drain, "lost", lambda node, tolerations: ("", ""))
+    sim = Simulation(sc.lose_a_node(out_of_service=300), strict=False)
+    outcome = sim.run()
+    found = [f for f in outcome.findings if f.kind is invariants.LeftOnLostNode]
+    assert {f.t for f in found} == {365}, found
+    assert any("gang 1" in f.message for f in found)
+    # A scheduler that binds a pod to a lost node:
+    sim = _steady(gangs=1)
+    node = sim.pods()[0]["spec"]["nodeName"]
+    sim.cluster.node_down(node)
+    sim.cluster.create("op:clique", "Pod", _pod("x-0", "nobody"))
+    pod = sim.cluster.get("Pod", "x-0")
+    assert pod is not None
+    sim.cluster._kubelet_write("scheduler", pod, lambda p: p["spec"].update(nodeName=node))
+    assert [f.kind for f in sim.checker.findings] == [invariants.LeftOnLostNode]
