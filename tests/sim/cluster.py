@@ -16,9 +16,15 @@ production):
   changes; `generation` moves with the spec; a patch that changes nothing writes nothing;
 - every write gets a new resourceVersion and goes to a watch log the informers read.
 
+The scheduling.k8s.io kinds (Workloads, PodGroups, CompositePodGroups) are validated as the
+real API server validates them in the version the cluster serves (`groups`): a write it
+refuses is a 422; a PodGroup a pod still names stays terminating when deleted
+(podgroup-protection).
+
 The world around it: nodes hold `capacity` pods (less what other workloads use); the
 scheduler binds Pending pods in creation order where there is room (with gang scheduling,
-a gang's pods all at once or none) and marks the others Unschedulable; a bound pod runs at
+a gang's pods all at once or none, once its group, the PodGroup or Workload replica its pods
+name, has `minCount` pods) and marks the others Unschedulable; a bound pod runs at
 once and turns Ready `latency()` seconds later (after its start gate opens, if it has
 one). World events: a pod crashes (Failed), is evicted (deleted), stops being ready for a
 while, a node goes away (its pods vanish), nodes are added, filled or freed, cordoned or
@@ -43,6 +49,7 @@ from cliques.api import labels
 from cliques.api.meta import format_time
 from cliques.controllers.features import start_gate
 from cliques.kube import errors
+from tests.sim import groups
 
 #: Where the simulated clock starts (far from the wall clock, so that a planner handed the
 #: wall clock instead of the simulated one is noticed).
@@ -54,6 +61,8 @@ KINDS = (
     "Pod",
     "Service",
     "Workload",
+    "PodGroup",
+    "CompositePodGroup",
     "ControllerRevision",
     "Node",
     "PodDisruptionBudget",
@@ -66,7 +75,9 @@ OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 #: DefaultTolerationSeconds admission plugin: the taint manager deletes it that long after.
 TOLERATION_SECONDS = 300
 #: Kinds with a status subresource (their main resource never writes the status).
-WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod"})
+WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod", "PodGroup", "CompositePodGroup"})
+#: The scheduling.k8s.io kinds, validated as the real API server does (`groups`).
+SCHEDULING = frozenset({"Workload", "PodGroup", "CompositePodGroup"})
 
 Obj = dict[str, Any]
 
@@ -368,8 +379,14 @@ class Cluster:
         latency: Callable[[], int] = lambda: 10,
         history: History | None = None,
         observer: Observer | None = None,
+        gang_api: str = "v1alpha1",
+        gates: frozenset[str] = groups.DEFAULT_GATES,
     ) -> None:
         self.now = 0
+        #: the scheduling.k8s.io version its Workloads and PodGroups are served in, and the
+        #: feature gates it runs with (`groups`)
+        self.gang_api = gang_api
+        self.gates = gates
         self.grace = grace
         self.latency = latency
         self.history = history if history is not None else History()
@@ -429,6 +446,9 @@ class Cluster:
             raise errors.AlreadyExists(
                 409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists', verb="create"
             )
+        if kind in SCHEDULING:
+            obj = groups.validate_create(self.gang_api, self.gates, kind, obj)
+            m = obj["metadata"]
         self._uid += 1
         m["uid"] = f"{kind.lower()}-{self._uid}"
         m["resourceVersion"] = self._next_rv()
@@ -462,6 +482,17 @@ class Cluster:
         if terminating(obj):
             return  # already on its way out
         why = self._reason("delete", kind, name)
+        if meta(obj).get("finalizers"):
+            self.observer.before_delete(actor, kind, obj)
+            self.history.add(self.now, actor, f"delete {kind} {name}{why} (finalizers wait)")
+            self.count(f"delete {kind}")
+            new = copy.deepcopy(obj)
+            meta(new)["deletionTimestamp"] = self.stamp()
+            meta(new)["resourceVersion"] = self._next_rv()
+            self.objects[kind][name] = new
+            self._emit(kind, "MODIFIED", new)
+            self.podgroup_protection()
+            return
         self.observer.before_delete(actor, kind, obj)
         ready = " Ready" if kind == "Pod" and pod_ready(obj) else ""
         self.history.add(self.now, actor, f"delete {kind} {name}{ready}{why}")
@@ -542,6 +573,8 @@ class Cluster:
                     new.pop("status", None)
             if kind == "Pod" and new.get("spec") != old.get("spec"):
                 raise errors.Invalid(422, "Invalid", "pod updates may not change the spec")
+            if kind in SCHEDULING:
+                groups.validate_update(self.gang_api, kind, old, new)
         meta(new)["resourceVersion"] = rv
         meta(new)["generation"] = meta(old).get("generation", 1)
         if new == old:
@@ -710,6 +743,16 @@ class Cluster:
                 self.delete("taint-manager", "Pod", meta(pod)["name"], uid=meta(pod)["uid"])
                 self.observer.after_world()
 
+    def podgroup_protection(self) -> None:
+        """The podgroup-protection controller: a PodGroup being deleted goes once no pod
+        names it (its finalizer removed)."""
+        named = {groups.group_of(p) for p in self.objects["Pod"].values()}
+        for group in list(self.objects["PodGroup"].values()):
+            name = meta(group)["name"]
+            if terminating(group) and ("PodGroup", name) not in named:
+                self.history.add(self.now, "protect", f"PodGroup {name} released")
+                self._remove("PodGroup", name)
+
     def pods_on(self, node: str) -> list[Obj]:
         return [p for p in self.objects["Pod"].values() if p["spec"].get("nodeName") == node]
 
@@ -763,6 +806,7 @@ class Cluster:
                 self._remove("Pod", meta(pod)["name"])
         self.taint_manager()
         self.pod_gc()
+        self.podgroup_protection()
         self.drainer()
         self.schedule()
         self.kubelet()
@@ -790,20 +834,13 @@ class Cluster:
                     self.history.add(self.now, "kubelet", f"pod {meta(pod)['name']} Ready")
 
     def _gang_key(self, pod: Obj) -> tuple[str, str] | None:
-        ref = pod["spec"].get("workloadRef")
-        if not isinstance(ref, dict):
-            return None
-        return str(ref.get("name")), str(ref.get("podGroupReplicaKey"))
+        return groups.group_of(pod)
 
-    def _min_count(self, workload: str) -> int:
-        w = self.objects["Workload"].get(workload)
-        if w is None:
-            return 1 << 30  # a pod referencing a missing Workload does not schedule
-        for group in w.get("spec", {}).get("podGroups", ()):
-            gang = (group.get("policy") or {}).get("gang")
-            if gang:
-                return int(gang.get("minCount", 1))
-        return 1
+    def min_count(self, key: tuple[str, str]) -> int:
+        """The pods the group `key` (`groups.group_of`) needs bound at once (a missing
+        group: more than any gang has, so its pods do not schedule)."""
+        kind, name = key
+        return groups.min_count(kind, self.objects[kind].get(name.partition("/")[0]))
 
     def schedule(self) -> None:
         """Bind Pending pods in creation order where there is room; with gang scheduling
@@ -818,27 +855,27 @@ class Cluster:
         )
         if not pending:
             return
-        groups: dict[tuple[str, str], list[Obj]] = {}
+        gangs: dict[tuple[str, str], list[Obj]] = {}
         singles: list[Obj] = []
         for pod in pending:
             key = self._gang_key(pod)
             if key is None:
                 singles.append(pod)
             else:
-                groups.setdefault(key, []).append(pod)
+                gangs.setdefault(key, []).append(pod)
         for pod in singles:
             if not self._bind_all([pod]):
                 self._unschedulable(pod)
-        for (workload, replica), pods in groups.items():
+        for key, pods in gangs.items():
             have = [
                 p
                 for p in self.objects["Pod"].values()
-                if self._gang_key(p) == (workload, replica)
+                if self._gang_key(p) == key
                 and p["spec"].get("nodeName")
                 and not pod_terminal(p)
                 and not terminating(p)
             ]
-            if len(have) + len(pods) < self._min_count(workload) or not self._bind_all(pods):
+            if len(have) + len(pods) < self.min_count(key) or not self._bind_all(pods):
                 for pod in pods:
                     self._unschedulable(pod)
 

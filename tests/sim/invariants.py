@@ -50,7 +50,16 @@ I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only 
 I10 once a lost node's unreachable taint is `lostNodeSeconds` + `LOST_SLACK` old, no gang
     has a live pod of its Clique's current restart count there unless the budget holds
     its move back (checked at every step; a move off it is an I9 move, paid as one); no
-    pod is ever bound to a lost or out-of-service node.
+    pod is ever bound to a lost or out-of-service node;
+I11 with gang scheduling, every gang pod the operator makes, and once it is quiet every
+    live one, names an existing group (a PodGroup from 1.36 on, a Workload's pod group
+    replica on 1.35) of its own gang, not being deleted; the first live pod of a PodGroup
+    finds it asking for the gang's size (`minCount`; the size as it was up to `SIZE_LAG`
+    seconds ago also counts); no pod of a group is bound before the group has minCount
+    live pods; and once the operator is quiet (requeues due later aside), on v1beta1
+    every PodGroup a Clique or pod names asks for the gang's size, and no PodGroup of the
+    set is kept that nothing names but one a gang may move to (one per gang below
+    replicas, of its size): on v1alpha2 the group a gang left goes once unused.
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
@@ -71,6 +80,7 @@ import msgspec
 from cliques.api import decode_cliqueset, labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.controllers.features import gang_failures
+from tests.sim import groups
 from tests.sim.cluster import (
     Cluster,
     Obj,
@@ -80,6 +90,7 @@ from tests.sim.cluster import (
     meta,
     pod_index,
     pod_ready,
+    pod_terminal,
     restarts,
     template_hash,
     terminating,
@@ -148,6 +159,15 @@ class LeftOnDrainedNode(InvariantViolation):
     invariant = "I9 no gang left on a cordoned node once moved; moves only off drained nodes"
 
 
+class GangGroups(InvariantViolation):
+    invariant = "I11 gang pods name a group of their gang, of its size; bound only at minCount"
+
+
+#: Seconds a changed gang size takes to hold in I11 (a Clique may still make a pod of the
+#: size it read just before).
+SIZE_LAG = 5
+
+
 class LeftOnLostNode(InvariantViolation):
     invariant = "I10 no gang left on a lost node past lostNodeSeconds; none placed there"
 
@@ -199,6 +219,10 @@ class Checker:
         self.name = cliqueset
         #: the operator moves gangs off drained nodes (I9 applies)
         self.drains = False
+        #: the gang API the operator schedules gangs through ("" for none: I11 is off)
+        self.gang_api = ""
+        #: the gang size (pods it needs at once): now, before its last change, and when
+        self._size = (-1, -1, 0)
         self.gangs: dict[int, GangState] = {}
         self.findings: list[Finding] = []
         self.creates: Counter[tuple[str, int]] = Counter()
@@ -251,8 +275,9 @@ class Checker:
         self._note(f"VIOLATION {kind.__name__}: {message}")
 
     def quiet(self) -> None:
-        """I6 and I9, checked when the operator has nothing queued or due."""
+        """I6, I9 and I11, checked when the operator has nothing queued or due."""
         self.drained_node_left()
+        self.groups_settled()
         cqs = self.cliqueset()
         if cqs is None or cqs.status is None or not cqs.status.current_revision:
             return
@@ -415,6 +440,7 @@ class Checker:
         self.refresh()
         if kind == "Pod" and new["spec"].get("nodeName") != old["spec"].get("nodeName"):
             self._placed(new, f"bound by {actor} to")
+            self._bound(new)
         if not self._operator(actor):
             return
         if kind == "Clique":
@@ -659,6 +685,143 @@ class Checker:
                 f"{'out of service' if node.out_of_service else 'lost'}",
             )
 
+    # -- I11: the gangs' groups ----------------------------------------------------------------
+
+    def gang_size(self) -> set[int]:
+        """The pods a gang needs at once (the sum of its cliques' minAvailable), as it is
+        and, for `SIZE_LAG` seconds after a change, as it was."""
+        cqs = self.cliqueset()
+        if cqs is None:
+            return set()
+        size = sum(c.effective_min_available for c in cqs.spec.template.cliques)
+        now, before, since = self._size
+        if size != now:
+            self._size = (size, now, self.cluster.now)
+            now, before, since = self._size
+        return {now} if self.cluster.now - since >= SIZE_LAG or before < 0 else {now, before}
+
+    def _group(self, pod: Obj) -> tuple[str, Obj | None, str]:
+        """(group kind, the group object or None, its name) that a pod names."""
+        key = groups.group_of(pod)
+        if key is None:
+            return "", None, ""
+        kind, name = key
+        obj = self.cluster.get(kind, name.partition("/")[0])
+        return kind, obj, name
+
+    def _named(self, kind: str, name: str, *, but: str = "") -> list[Obj]:
+        """The live pods that name group `name` (but the pod of uid `but`)."""
+        return [
+            p
+            for p in self.cluster.objects_of("Pod")
+            if groups.group_of(p) == (kind, name)
+            and not terminating(p)
+            and not pod_terminal(p)
+            and meta(p)["uid"] != but
+        ]
+
+    def _group_of_gang(self, pod: Obj, gang: int, act: str) -> tuple[str, Obj | None, str]:
+        """I11: a pod names an existing group of its own gang (its kind as the API the
+        operator speaks asks), not being deleted."""
+        kind, group, name = self._group(pod)
+        want = "PodGroup" if self.gang_api in groups.POD_GROUP_FIELDS else "Workload"
+        pname = meta(pod)["name"]
+        if kind != want:
+            self._find(GangGroups, f"{act} pod {pname} names no {want} ({kind or 'none'})")
+            return kind, None, name
+        if group is None or terminating(group):
+            gone = "does not exist" if group is None else "is being deleted"
+            self._find(GangGroups, f"{act} pod {pname} names {kind} {name}, which {gone}")
+            return kind, None, name
+        if kind == "PodGroup":
+            of = labels_of(group)
+            theirs = (of.get(labels.LABEL_CLIQUESET), of.get(labels.LABEL_GANG_INDEX))
+        else:
+            theirs = (labels_of(group).get(labels.LABEL_CLIQUESET), name.partition("/")[2])
+        if theirs != (self.name, str(gang)):
+            self._find(
+                GangGroups,
+                f"{act} pod {pname} of gang {gang} names {kind} {name}, which is that of "
+                f"set {theirs[0]} gang {theirs[1]}",
+            )
+        return kind, group, name
+
+    def _gang_pod_created(self, pod: Obj, clique: Obj) -> None:
+        """I11 when the operator makes a gang pod: it names a group of its gang; the first
+        live pod of a PodGroup (a new gang, or one made whole again) finds it asking for the
+        gang's size (on 1.35 a gang keeps the Workload its Cliques were made with, whatever
+        its size since: not checked)."""
+        if not self.gang_api:
+            return
+        gang = int(clique["spec"]["gangIndex"])
+        kind, group, name = self._group_of_gang(pod, gang, "created")
+        if group is None or kind != "PodGroup" or self._named(kind, name):
+            return  # (on 1.35 a gang keeps the Workload its Cliques were made with)
+        sizes = self.gang_size()
+        have = groups.min_count(kind, group)
+        if sizes and have not in sizes:
+            self._find(
+                GangGroups,
+                f"created pod {meta(pod)['name']}, the first of gang {gang} in {kind} {name}, "
+                f"whose minCount is {have}, though the gang needs {sorted(sizes)}",
+            )
+
+    def _bound(self, pod: Obj) -> None:
+        """I11: a pod of a gang group is bound only once the group has minCount live
+        pods."""
+        kind, group, name = self._group(pod)
+        if not kind or not self.gang_api:
+            return
+        have = len(self._named(kind, name, but=meta(pod)["uid"])) + 1
+        need = groups.min_count(kind, group)
+        if have < need:
+            self._find(
+                GangGroups,
+                f"pod {meta(pod)['name']} bound while its {kind} {name} has {have} pods of "
+                f"minCount {need if group is not None else '(missing)'}",
+            )
+
+    def groups_settled(self) -> None:
+        """I11 once quiet: every live gang pod names an existing group of its gang; on
+        v1beta1 every group a live Clique names asks for the gang's size; no PodGroup of
+        the set is kept that nothing names but the one a gang may move to (asking for its
+        size, at an index below replicas)."""
+        if not self.gang_api:
+            return
+        for clique in self.live_cliques():
+            gang = int(clique["spec"]["gangIndex"])
+            for pod in self.cluster.pods_of(meta(clique)["uid"]):
+                if not terminating(pod) and not pod_terminal(pod):
+                    self._group_of_gang(pod, gang, "live")
+        if self.gang_api not in groups.POD_GROUP_FIELDS:
+            return
+        cqs = self.cliqueset()
+        sizes = self.gang_size()
+        named = {annotations_of(c).get(labels.ANNOTATION_POD_GROUP) for c in self.live_cliques()}
+        for pod in self.cluster.objects_of("Pod"):
+            key = groups.group_of(pod)
+            if key is not None:
+                named.add(key[1])
+        unused: Counter[str] = Counter()
+        for group in self.cluster.objects_of("PodGroup"):
+            if terminating(group) or labels_of(group).get(labels.LABEL_CLIQUESET) != self.name:
+                continue
+            name, have = meta(group)["name"], groups.min_count("PodGroup", group)
+            index = labels_of(group).get(labels.LABEL_GANG_INDEX, "")
+            if name in named:
+                policy = (group["spec"].get("schedulingPolicy") or {}).get("gang")
+                if self.gang_api == "v1beta1" and policy and sizes and have not in sizes:
+                    self._find(
+                        GangGroups,
+                        f"PodGroup {name} of gang {index} asks for minCount {have}, the gang "
+                        f"needs {sorted(sizes)} (v1beta1 changes it in place)",
+                    )
+                continue
+            unused[index] += 1
+            wanted = cqs is not None and index.isdigit() and int(index) < cqs.spec.replicas
+            if not wanted or (sizes and have not in sizes) or unused[index] > 1:
+                self._find(GangGroups, f"PodGroup {name} of gang {index} is kept, unused")
+
     def drained_node_left(self) -> None:
         """I9, once quiet: no pod of its Clique's current restart count on a cordoned node
         (where the operator moves gangs at all: `drains`)."""
@@ -768,6 +931,8 @@ class Checker:
                 f"Clique ({self.justify_all[owner]}) justify at most {allowed}",
             )
         clique = self._owner(pod)
+        if clique is not None:
+            self._gang_pod_created(pod, clique)
         if clique is not None and annotations_of(pod).get(labels.ANNOTATION_START_GATE) != "closed":
             self._start_order(pod, clique, "created")
 

@@ -47,6 +47,8 @@ NODE_EVENTS = frozenset(
 WORLD = NODE_EVENTS | {"crash", "evict", "unready", "node-add"}
 USER = frozenset({"resize", "image", "gangs", "max-unavailable", "max-surge", "partition"})
 KINDS = WORLD | USER | {"operator-restart"}
+#: The scheduling.k8s.io versions a cluster may serve gang scheduling in (1.35, 1.36, 1.37).
+GANG_APIS = ("v1alpha1", "v1alpha2", "v1beta1")
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,10 @@ class Scenario:
     grace: int = 5
     #: the cluster serves the Workload API (gangs are scheduled whole, start gates)
     gang_scheduling: bool = False
+    #: the scheduling.k8s.io version the cluster serves with gang scheduling: v1alpha1
+    #: (1.35: a Workload's pod group replica per gang), v1alpha2 (1.36) or v1beta1 (1.37: a
+    #: PodGroup per gang)
+    gang_api: str = "v1alpha1"
     template_labels: tuple[tuple[str, str], ...] = ()
     template_annotations: tuple[tuple[str, str], ...] = ()
     events: tuple[Event, ...] = ()
@@ -180,7 +186,7 @@ class Scenario:
             f"nodes {list(self.nodes)}"
             + (f" (used by others {list(self.used)})" if any(self.used) else "")
             + f", start latency {self.latency}, grace {self.grace}s, "
-            f"gang scheduling {'on' if self.gang_scheduling else 'off'}, "
+            f"gang scheduling {self.gang_api if self.gang_scheduling else 'off'}, "
             f"{'interleaved reconciles, ' if self.interleave else ''}"
             f"{'watch lag, ' if self.lag else ''}seed {self.seed}",
         ]
@@ -663,6 +669,7 @@ def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
         latency=draw(LATENCIES),
         grace=draw(st.sampled_from([0, 1, 5, 30])),
         gang_scheduling=draw(st.sampled_from([False, False, False, True])),
+        gang_api=draw(st.sampled_from(GANG_APIS)),
         drains=draw(st.booleans()),
         interleave=draw(st.booleans()),
         lag=draw(st.booleans()),

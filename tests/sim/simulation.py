@@ -59,9 +59,11 @@ class Simulation:
             grace=scenario.grace,
             latency=lambda: scenario.latency.draw(self.rng),
             history=self.history,
+            gang_api=scenario.gang_api,
         )
         self.checker = Checker(self.cluster)
         self.checker.drains = scenario.drains
+        self.checker.gang_api = scenario.gang_api if scenario.gang_scheduling else ""
         self.cluster.observer = self.checker
         for i, capacity in enumerate(scenario.nodes):
             node = self.cluster.add_node(capacity)
@@ -98,7 +100,7 @@ class Simulation:
     def _new_operator(self) -> SimOperator:
         return SimOperator(
             self.cluster,
-            workload_api=self.scenario.gang_scheduling,
+            gang_api=self.scenario.gang_api if self.scenario.gang_scheduling else "",
             shuffle=self._order,
             lag=self.scenario.lag,
             drains=self.scenario.drains,
@@ -129,6 +131,8 @@ class Simulation:
         self.checker.lost_node_left()
         if quiet and not self.operator.due:
             self.checker.quiet()
+        elif quiet:
+            self.checker.groups_settled()  # (requeues later on do not excuse a group)
         cqs = self.cluster.get("CliqueSet", "llama")
         failed = condition(cqs, "GangFailed") if cqs is not None else None
         if failed is not None and failed.get("status") == "True":

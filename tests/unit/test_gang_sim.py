@@ -633,3 +633,213 @@ def test_the_checker_catches_gangs_left_on_a_lost_node_and_pods_placed_there(
     assert pod is not None
     sim.cluster._kubelet_write("scheduler", pod, lambda p: p["spec"].update(nodeName=node))
     assert [f.kind for f in sim.checker.findings] == [invariants.LeftOnLostNode]
+
+
+# ---- the gang APIs: Workloads (1.35) and PodGroups (1.36, 1.37) -------------------------------
+
+REGRESSIONS = (
+    sc.resize_with_nodes_full,
+    sc.one_crash_slow_start,
+    sc.start_order_after_restart,
+    sc.reserved_keys_in_template,
+    sc.crash_while_starting,
+    sc.roll_waiting_for_terminating_pods,
+    sc.roll_after_restart_on_full_nodes,
+    sc.new_image_during_a_roll_and_a_resize,
+    sc.dependency_lost_during_a_roll,
+    sc.gate_opened_as_its_dependency_crashes,
+    sc.roll_with_surge,
+    sc.drain_a_node,
+    sc.lose_a_node,
+    sc.surge_gangs_broken_while_standing_in,
+    sc.scale_down_of_a_starting_gang_under_watch_lag,
+)
+
+
+@pytest.mark.parametrize("gang_api", sc.GANG_APIS)
+@pytest.mark.parametrize("make", REGRESSIONS, ids=[f.__name__ for f in REGRESSIONS])
+def test_the_regression_scenarios_keep_every_invariant_in_every_gang_api(
+    make: object, gang_api: str
+) -> None:
+    """Each regression scenario with gang scheduling, through the Workload API (1.35) or
+    a PodGroup per gang (1.36, 1.37): I11 checks the groups the pods name and the
+    scheduler's all-or-nothing binds besides the other invariants."""
+    assert callable(make)
+    scenario = replace(make(), gang_scheduling=True, gang_api=gang_api)
+    sim = Simulation(scenario)
+    sim.run()
+    kind = "Workload" if gang_api == "v1alpha1" else "PodGroup"
+    assert sim.cluster.counts.get(f"create {kind}", 0) >= 1
+
+
+def _group(name: str, api: str, min_count: int = 2, **spec: object) -> dict[str, object]:
+    ref = (
+        {"podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "g"}}}
+        if api == "v1alpha2"
+        else {"workloadRef": {"workloadName": "w", "templateName": "g"}}
+    )
+    return {
+        "metadata": {"name": name, "labels": {labels.LABEL_CLIQUESET: "llama"}},
+        "spec": {**ref, "schedulingPolicy": {"gang": {"minCount": min_count}}, **spec},
+    }
+
+
+def _in_group(name: str, group: str) -> dict[str, object]:
+    pod = _pod(name, "c-uid")
+    pod["spec"] = {**pod["spec"], "schedulingGroup": {"podGroupName": group}}  # type: ignore[dict-item]
+    return pod
+
+
+def test_podgroup_writes_the_real_api_server_refuses_are_refused() -> None:
+    # v1alpha2 (1.36): the spec is immutable whole, its disruption mode is gated
+    old = Cluster(gang_api="v1alpha2")
+    old.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    with pytest.raises(errors.Invalid):
+        old.patch("op", "PodGroup", "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    old.patch("op", "PodGroup", "g", {"metadata": {"labels": {"x": "1"}}})  # metadata may
+    gated = Cluster(gang_api="v1alpha2", gates=frozenset())
+    with pytest.raises(errors.Invalid, match="WorkloadAwarePreemption"):
+        gated.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    # a field of another version is dropped, as the server drops unknown fields
+    made = old.create("op", "PodGroup", _group("h", "v1alpha2", workloadRef={"x": "y"}))
+    assert "workloadRef" not in made["spec"]
+    # v1beta1 (1.37): minCount changes in place, nothing else does
+    new = Cluster(gang_api="v1beta1")
+    new.create("op", "PodGroup", _group("g", "v1beta1", disruptionMode={"all": {}}))
+    new.patch("op", "PodGroup", "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    for bad in (
+        {"spec": {"schedulingPolicy": {"gang": {"minCount": 0}}}},
+        {"spec": {"schedulingPolicy": {"gang": None, "basic": {}}}},
+        {"spec": {"disruptionMode": {"single": {}}}},
+        {"spec": {"workloadRef": {"workloadName": "other", "templateName": "g"}}},
+    ):
+        with pytest.raises(errors.Invalid):
+            new.patch("op", "PodGroup", "g", bad)
+    for bad_spec in (
+        {"schedulingPolicy": {}},
+        {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}},
+        {"disruptionMode": "PodGroup"},  # v1alpha2's string
+        {"parentCompositePodGroupName": "p"},  # the CompositePodGroup gate is off
+    ):
+        body = _group("x", "v1beta1")
+        body["spec"] = {**body["spec"], **bad_spec}  # type: ignore[dict-item]
+        with pytest.raises(errors.Invalid):
+            new.create("op", "PodGroup", body)
+    # a v1alpha2 Workload needs podGroupTemplates (v1alpha1's podGroups is another field)
+    w = {"metadata": {"name": "w"}, "spec": {"podGroups": [{"name": "g", "policy": {"basic": {}}}]}}
+    with pytest.raises(errors.Invalid):
+        old.create("op", "Workload", w)
+    Cluster(gang_api="v1alpha1").create("op", "Workload", w)
+
+
+def test_a_group_binds_its_pods_only_at_min_count_and_stays_while_a_pod_names_it() -> None:
+    cluster = Cluster(gang_api="v1beta1")
+    cluster.add_node(8)
+    cluster.create("op", "PodGroup", _group("g", "v1beta1", min_count=3))
+    for i in range(2):
+        cluster.create("op", "Pod", _in_group(f"p-{i}", "g"))
+    cluster.tick()
+    assert not any(p["spec"].get("nodeName") for p in cluster.objects_of("Pod"))
+    cluster.create("op", "Pod", _in_group("p-2", "g"))
+    cluster.tick()
+    assert all(p["spec"].get("nodeName") for p in cluster.objects_of("Pod"))
+    # deleted while its pods name it: kept (podgroup-protection) until they are gone
+    cluster.delete("op", "PodGroup", "g")
+    assert meta(cluster.get("PodGroup", "g")).get("deletionTimestamp")  # type: ignore[arg-type]
+    for i in range(3):
+        cluster.delete("op", "Pod", f"p-{i}")
+    cluster.now = 10
+    cluster.tick()
+    assert cluster.get("PodGroup", "g") is None
+
+
+def test_the_checker_catches_pods_outside_their_gangs_group_and_binds_below_min_count() -> None:
+    sim = Simulation(sc.Scenario(gangs=2, gang_scheduling=True, gang_api="v1beta1", settle=300))
+    sim.run(until=100)
+    assert not sim.checker.findings
+    groups = sorted(meta(g)["name"] for g in sim.cluster.objects_of("PodGroup"))
+    assert len(groups) == 2
+    owner = meta(sim.cluster.get("Clique", "llama-0-worker"))["uid"]  # type: ignore[arg-type]
+    # a pod of gang 0 made into gang 1's group, and one into no group at all
+    stray = _pod("llama-0-worker-7", owner)
+    stray["spec"] = {**stray["spec"], "schedulingGroup": {"podGroupName": groups[1]}}  # type: ignore[dict-item]
+    stray["metadata"]["labels"][labels.LABEL_POD_INDEX] = "7"  # type: ignore[index]
+    sim.cluster.create("op:clique", "Pod", stray)
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+    assert "that of set llama gang 1" in sim.checker.findings[0].message
+    sim.checker.findings.clear()
+    bare = _pod("llama-0-worker-8", owner)
+    bare["metadata"]["labels"][labels.LABEL_POD_INDEX] = "8"  # type: ignore[index]
+    sim.cluster.create("op:clique", "Pod", bare)
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+    sim.checker.findings.clear()
+    # a scheduler that binds a pod of a group of minCount 3 alone
+    sim.cluster.create("op", "PodGroup", _group("lonely", "v1beta1", min_count=3))
+    sim.cluster.create("op", "Pod", _in_group("x-0", "lonely"))
+    pod = sim.cluster.get("Pod", "x-0")
+    assert pod is not None
+    sim.cluster._kubelet_write("scheduler", pod, lambda p: p["spec"].update(nodeName="node-1"))
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+
+
+@pytest.mark.parametrize("gang_api", ["v1alpha2", "v1beta1"])
+def test_a_resize_keeps_each_gangs_group_at_its_size(gang_api: str) -> None:
+    """v1beta1 patches minCount in place; v1alpha2 moves a gang made whole again (the
+    crash of a Ready pod, a restart) to a new group of the new size and deletes the old
+    one once nothing names it."""
+    scenario = sc.Scenario(
+        gangs=2,
+        startup="AnyOrder",
+        gang_scheduling=True,
+        gang_api=gang_api,
+        latency=sc.Latency("fixed", 10),
+        policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+        events=(sc.Event(100, "resize", "worker", 3), sc.Event(200, "crash", "llama-1-leader-0")),
+        settle=300,
+    )
+    sim = Simulation(scenario)
+    outcome = sim.run()
+    assert outcome.available
+    counts = {
+        meta(g)["name"]: g["spec"]["schedulingPolicy"]["gang"]["minCount"]
+        for g in sim.cluster.objects_of("PodGroup")
+    }
+    if gang_api == "v1beta1":
+        assert sorted(counts.values()) == [4, 4], counts
+        assert sim.cluster.counts.get("create PodGroup") == 2
+    else:
+        # gang 0 keeps its group of 3; gang 1, restarted, moved to one of 4
+        assert sorted(counts.values()) == [3, 4], counts
+        assert sim.cluster.counts.get("create PodGroup") == 3
+        assert sim.cluster.counts.get("delete PodGroup") == 1
+
+
+def test_the_checker_catches_a_min_count_left_behind_and_an_unused_group_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.controllers.features import podgroups
+
+    real = podgroups.plan
+
+    def lazy(*args: object, **kw: object) -> podgroups.GroupPlan:
+        out = real(*args, **kw)  # type: ignore[arg-type]
+        return podgroups.GroupPlan(creates=out.creates, linked=out.linked)  # no patch, no delete
+
+    monkeypatch.setattr(podgroups, "plan", lazy)
+    for gang_api, what in (("v1beta1", "asks for minCount"), ("v1alpha2", "kept, unused")):
+        scenario = sc.Scenario(
+            gangs=2,
+            startup="AnyOrder",
+            gang_scheduling=True,
+            gang_api=gang_api,
+            latency=sc.Latency("fixed", 10),
+            policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+            events=(
+                sc.Event(100, "resize", "worker", 3),
+                sc.Event(200, "crash", "llama-1-leader-0"),
+            ),
+            settle=300,
+        )
+        outcome = Simulation(scenario, strict=False).run()
+        found = [f.message for f in outcome.findings if f.kind is invariants.GangGroups]
+        assert any(what in m for m in found), (gang_api, found)
