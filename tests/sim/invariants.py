@@ -59,7 +59,9 @@ I11 with gang scheduling, every gang pod the operator makes, and once it is quie
     live pods; and once the operator is quiet (requeues due later aside), on v1beta1
     every PodGroup a Clique or pod names asks for the gang's size, and no PodGroup of the
     set is kept that nothing names but one a gang may move to (one per gang below
-    replicas, of its size): on v1alpha2 the group a gang left goes once unused.
+    replicas, of its size): on v1alpha2 the group a gang left goes once unused; where
+    gangs are composite trees, every group's parent exists (same set and gang) and every
+    composite has at least `minGroupCount` children (`composites_consistent`).
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
@@ -795,6 +797,7 @@ class Checker:
                     self._group_of_gang(pod, gang, "live")
         if self.gang_api not in groups.POD_GROUP_FIELDS:
             return
+        self.composites_consistent()
         cqs = self.cliqueset()
         sizes = self.gang_size()
         named = {annotations_of(c).get(labels.ANNOTATION_POD_GROUP) for c in self.live_cliques()}
@@ -821,6 +824,52 @@ class Checker:
             wanted = cqs is not None and index.isdigit() and int(index) < cqs.spec.replicas
             if not wanted or (sizes and have not in sizes) or unused[index] > 1:
                 self._find(GangGroups, f"PodGroup {name} of gang {index} is kept, unused")
+
+    def composites_consistent(self) -> None:
+        """I11 for gangs that are composite trees: every group of the set that names a
+        parent names an existing CompositePodGroup of the same set and gang, not being
+        deleted while the child lives (a composite has no finalizer: deleted first, its
+        children's pods wait for good); every live composite of the set has at least
+        `minGroupCount` live children."""
+        kids: Counter[str] = Counter()
+        for kind in ("PodGroup", "CompositePodGroup"):
+            for child in self.cluster.objects_of(kind):
+                mine = labels_of(child)
+                if mine.get(labels.LABEL_CLIQUESET) != self.name or terminating(child):
+                    continue
+                parent_name = child["spec"].get("parentCompositePodGroupName")
+                if not parent_name:
+                    continue
+                kids[parent_name] += 1
+                parent = self.cluster.get("CompositePodGroup", parent_name)
+                name = meta(child)["name"]
+                if parent is None or terminating(parent):
+                    gone = "does not exist" if parent is None else "is being deleted"
+                    self._find(
+                        GangGroups, f"{kind} {name} names parent {parent_name}, which {gone}"
+                    )
+                    continue
+                theirs = labels_of(parent)
+                key = (labels.LABEL_CLIQUESET, labels.LABEL_GANG_INDEX)
+                if tuple(theirs.get(k) for k in key) != tuple(mine.get(k) for k in key):
+                    self._find(
+                        GangGroups,
+                        f"{kind} {name} of gang {mine.get(labels.LABEL_GANG_INDEX)} names "
+                        f"parent {parent_name} of gang {theirs.get(labels.LABEL_GANG_INDEX)}",
+                    )
+        for composite in self.cluster.objects_of("CompositePodGroup"):
+            if terminating(composite) or labels_of(composite).get(labels.LABEL_CLIQUESET) != (
+                self.name
+            ):
+                continue
+            name = meta(composite)["name"]
+            gang = (composite["spec"].get("schedulingPolicy") or {}).get("gang") or {}
+            need = int(gang.get("minGroupCount", 0))
+            if kids[name] < need:
+                self._find(
+                    GangGroups,
+                    f"CompositePodGroup {name} needs {need} groups and has {kids[name]} children",
+                )
 
     def drained_node_left(self) -> None:
         """I9, once quiet: no pod of its Clique's current restart count on a cordoned node

@@ -843,3 +843,67 @@ def test_the_checker_catches_a_min_count_left_behind_and_an_unused_group_kept(
         outcome = Simulation(scenario, strict=False).run()
         found = [f.message for f in outcome.findings if f.kind is invariants.GangGroups]
         assert any(what in m for m in found), (gang_api, found)
+
+
+def test_composite_trees_as_the_operator_writes_them_are_accepted_and_kept_consistent() -> None:
+    """The operator's bodies of a gang's CompositePodGroup tree (1.37, alpha gate on), flat
+    and nested, pass the simulated server's validation parent first, and the checker finds
+    them consistent; a composite deleted under its children, or one with fewer children
+    than its `minGroupCount`, is caught. (The scenarios have no scaling groups, so no
+    run makes composites: this is the checker's and the server's part of them.)"""
+    import msgspec
+
+    from cliques.api.cliqueset import CliqueSet
+    from cliques.controllers.features import composite_groups as cg
+    from cliques.controllers.features.gang_apis import V1Beta1
+    from cliques.controllers.features.podgroups import Shape
+
+    sim = Simulation(sc.Scenario(gangs=2, settle=300))
+    sim.run(until=30)
+    c = sim.cluster
+    c.gang_api = "v1beta1"
+    c.gates = frozenset({"CompositePodGroup", "TopologyAwareWorkloadScheduling"})
+    sim.checker.gang_api = "v1beta1"
+    raw = c.get("CliqueSet", "llama")
+    assert raw is not None
+    cqs = msgspec.convert(raw, CliqueSet)
+    shape = Shape(needed=0, topology_key="rack")
+    prefill = cg.GroupNeed("prefill", min_available=2, instance_pods=3, instances=3)
+    decode = cg.GroupNeed("decode", min_available=1, instance_pods=2, instances=2)
+    for gang, (needs, others) in enumerate((([prefill], False), ([prefill, decode], True))):
+        templates = cg.workload_templates(needs, shape, others=others, other_pods=2)
+        workload = cg.workload_body(cqs, templates, "b", V1Beta1())
+        if c.get("Workload", meta(workload)["name"]) is None:
+            c.create("op:set", "Workload", workload)
+        for member in cg.members("llama", gang, needs, shape, others=others, other_pods=2):
+            kind = "CompositePodGroup" if member.kind == cg.KIND_COMPOSITE else "PodGroup"
+            c.create(
+                "op:set",
+                kind,
+                cg.body(cqs, gang, member, meta(workload)["name"], shape, bucket="b"),
+            )
+    sim.checker.composites_consistent()
+    assert sim.checker.findings == []
+    root = next(
+        g
+        for g in c.objects_of("CompositePodGroup")
+        if not g["spec"].get("parentCompositePodGroupName")
+    )
+    # a composite's spec is immutable (minGroupCount too)
+    with pytest.raises(errors.Invalid):
+        c.patch("x", "CompositePodGroup", meta(root)["name"], {"spec": {"priorityClassName": "y"}})
+    # a composite asking for more children than it has
+    lone = {
+        "metadata": {"name": "lone", "labels": {labels.LABEL_CLIQUESET: "llama"}},
+        "spec": {
+            "workloadRef": {"workloadName": "w", "templateName": "gang"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    c.create("op:set", "CompositePodGroup", lone)
+    # the root deleted under its children (a composite has no finalizer: it goes at once)
+    c.delete("op:set", "CompositePodGroup", meta(root)["name"])
+    sim.checker.composites_consistent()
+    found = [f.message for f in sim.checker.findings]
+    assert any("lone needs 2 groups and has 0 children" in m for m in found), found
+    assert any(f"names parent {meta(root)['name']}, which does not exist" in m for m in found)
