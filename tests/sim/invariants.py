@@ -53,7 +53,7 @@ I10 once a lost node's unreachable taint is `lostNodeSeconds` + `LOST_SLACK` old
     pod is ever bound to a lost or out-of-service node;
 I11 with gang scheduling, every gang pod the operator makes, and once it is quiet every
     live one, names an existing group (a PodGroup from 1.36 on, a Workload's pod group
-    replica on 1.35) of its own gang, not being deleted; the first live pod of a PodGroup
+    replica on 1.35) of its own gang, not being deleted; the first live pod of a group
     finds it asking for the gang's size (`minCount`; the size as it was up to `SIZE_LAG`
     seconds ago also counts); no pod of a group is bound before the group has minCount
     live pods; and once the operator is quiet (requeues due later aside), on v1beta1
@@ -750,15 +750,14 @@ class Checker:
 
     def _gang_pod_created(self, pod: Obj, clique: Obj) -> None:
         """I11 when the operator makes a gang pod: it names a group of its gang; the first
-        live pod of a PodGroup (a new gang, or one made whole again) finds it asking for the
-        gang's size (on 1.35 a gang keeps the Workload its Cliques were made with, whatever
-        its size since: not checked)."""
+        live pod of a group (a new gang, or one made whole again) finds it asking for the
+        gang's size."""
         if not self.gang_api:
             return
         gang = int(clique["spec"]["gangIndex"])
         kind, group, name = self._group_of_gang(pod, gang, "created")
-        if group is None or kind != "PodGroup" or self._named(kind, name):
-            return  # (on 1.35 a gang keeps the Workload its Cliques were made with)
+        if group is None or self._named(kind, name):
+            return
         sizes = self.gang_size()
         have = groups.min_count(kind, group)
         if sizes and have not in sizes:

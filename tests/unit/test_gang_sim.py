@@ -907,3 +907,29 @@ def test_composite_trees_as_the_operator_writes_them_are_accepted_and_kept_consi
     found = [f.message for f in sim.checker.findings]
     assert any("lone needs 2 groups and has 0 children" in m for m in found), found
     assert any(f"names parent {meta(root)['name']}, which does not exist" in m for m in found)
+
+
+def test_a_shrunk_gang_made_whole_again_on_1_35_is_placed_again() -> None:
+    """Found with the PodGroup invariants (I11) run on 1.35: worker 2 -> 1 at t=100 (the
+    gang needs 2 pods, not 3), the leader crashes at t=200 and the gang is restarted. Its
+    pods named the Workload it was made with (minCount 3) and were never placed; a gang
+    whose pods are all made again now moves to the current Workload."""
+    scenario = sc.Scenario(
+        gangs=1,
+        startup="AnyOrder",
+        gang_scheduling=True,
+        gang_api="v1alpha1",
+        latency=sc.Latency("fixed", 10),
+        policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+        events=(sc.Event(100, "resize", "worker", 1), sc.Event(200, "crash", "llama-0-leader-0")),
+        settle=300,
+    )
+    sim = Simulation(scenario)
+    outcome = sim.run()
+    assert outcome.available and sim.restarts() == 1
+    (left,) = sim.cluster.objects_of("Workload")
+    assert left["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 2}}
+    recorded = {
+        meta(c)["annotations"][labels.ANNOTATION_WORKLOAD] for c in sim.cluster.objects_of("Clique")
+    }
+    assert recorded == {meta(left)["name"]}
