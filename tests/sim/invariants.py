@@ -13,9 +13,10 @@ before it is committed, and keeps, per gang of the CliqueSet, what really happen
 
 and which gangs the operator took down (rolled while serving, or restarted) and that are
 not back up: available, or every clique with as many Ready pods of its current template
-and restart count as the minAvailable it had when the operator took the gang down (a gang
-that came back at its size and is only growing serves, as a resize alone leaves a serving
-gang serving). The invariants (docs/simulator.md):
+and restart count as the minAvailable it had when the operator took the gang down, or, for
+a gang serving while it grew, the lower one it was last available with (a gang that came
+back at its size and is only growing serves, as a resize alone leaves a serving gang
+serving). The invariants (docs/simulator.md):
 
 I1  under RollingUpdate, gangs down by the operator's hand never number more than
     max(1, maxUnavailable) (checked when the operator takes one down);
@@ -198,8 +199,11 @@ class GangState:
     why: str = "created"
     #: why the operator took it down ("" if it did not, or it is back up)
     down: str = ""
-    #: clique name -> its minAvailable when the operator took the gang down
+    #: clique name -> its minAvailable when the operator took the gang down (or, lower, the
+    #: one it last was available with: a gang resized since still serves at that size)
     floor: dict[str, int] = field(default_factory=dict)
+    #: clique name -> its minAvailable when the gang was last available
+    served: dict[str, int] = field(default_factory=dict)
     #: the highest restart count its Cliques record
     restarts: int = 0
     #: restarts in this incarnation, and those that count towards maxGangRestarts
@@ -369,10 +373,13 @@ class Checker:
         self.held_below()
         now = self.cluster.now
         live: dict[int, int] = {}
+        sizes: dict[int, dict[str, int]] = {}
         for c in self.live_cliques():
             live[int(c["spec"]["gangIndex"])] = max(
                 live.get(int(c["spec"]["gangIndex"]), 0), restarts(c)
             )
+            role = str(c["spec"]["cliqueName"])
+            sizes.setdefault(int(c["spec"]["gangIndex"]), {})[role] = self.min_available(c)
         for gang in list(self.gangs):
             if gang not in live:
                 del self.gangs[gang]
@@ -382,6 +389,7 @@ class Checker:
         for gang, count in live.items():
             st = self.gangs.setdefault(gang, GangState(since=now, restarts=count))
             if self.available(gang, by_owner):
+                st.served = sizes.get(gang, {})
                 if st.available_since is None:
                     st.available_since = now
                 if st.state != SERVING:
@@ -514,9 +522,12 @@ class Checker:
             return
         st.down = f"{why} at t={self.cluster.now}s"
         st.floor = {}
+        serving = st.state == SERVING
         for c in self.live_cliques():
             if int(c["spec"]["gangIndex"]) == gang:
-                st.floor[str(c["spec"]["cliqueName"])] = self.min_available(c)
+                role, need = str(c["spec"]["cliqueName"]), self.min_available(c)
+                # a serving gang grown since it was last available serves at that size
+                st.floor[role] = min(need, st.served.get(role, need)) if serving else need
         cqs = self.cliqueset()
         if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
             return

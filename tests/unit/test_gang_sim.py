@@ -933,3 +933,32 @@ def test_a_shrunk_gang_made_whole_again_on_1_35_is_placed_again() -> None:
         meta(c)["annotations"][labels.ANNOTATION_WORKLOAD] for c in sim.cluster.objects_of("Clique")
     }
     assert recorded == {meta(left)["name"]}
+
+
+def test_a_gang_rolled_while_it_grows_is_back_at_the_size_it_served() -> None:
+    """Found by `python -m tests.sim --examples 1500 --seed 7`: 3 gangs, maxUnavailable 0,
+    gang scheduling; the workers are resized 1 -> 4 at t=9 (few new pods fit: every gang
+    Resizing, still serving with the pods it had), a new leader image at t=10 rolls gang
+    0, whose new leader is Ready at t=12: the gang serves again at the size it served
+    before (its workers only grow), so the roll of gang 1 then is within the budget. The
+    checker took the gang as down until it reached the new size (I1)."""
+    scenario = sc.Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="InOrder",
+        max_unavailable=0,
+        policy=sc.Policy(breach=0, max_restarts=1, initial=0, max_backoff=0),
+        nodes=(1,) * 8,
+        latency=sc.Latency("uniform", 1, 4),
+        grace=0,
+        gang_scheduling=True,
+        events=(
+            sc.Event(1, "node-add", value=1),
+            sc.Event(9, "resize", "worker", 4),
+            sc.Event(10, "image", "leader"),
+        ),
+        settle=1200,
+    )
+    sim = Simulation(scenario)
+    sim.run()
+    assert sim.checker.rolls, sim.history.tail(40)
