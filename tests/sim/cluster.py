@@ -16,12 +16,20 @@ production):
   changes; `generation` moves with the spec; a patch that changes nothing writes nothing;
 - every write gets a new resourceVersion and goes to a watch log the informers read.
 
+The scheduling.k8s.io kinds (Workloads, PodGroups, CompositePodGroups) are validated as the
+real API server validates them in the version the cluster serves (`groups`): a write it
+refuses is a 422; a PodGroup a pod still names stays terminating when deleted
+(podgroup-protection).
+
 The world around it: nodes hold `capacity` pods (less what other workloads use); the
 scheduler binds Pending pods in creation order where there is room (with gang scheduling,
-a gang's pods all at once or none) and marks the others Unschedulable; a bound pod runs at
+a gang's pods all at once or none, once its group, the PodGroup or Workload replica its pods
+name, has `minCount` pods) and marks the others Unschedulable; a bound pod runs at
 once and turns Ready `latency()` seconds later (after its start gate opens, if it has
 one). World events: a pod crashes (Failed), is evicted (deleted), stops being ready for a
-while, a node goes away (its pods vanish), nodes are added, filled or freed.
+while, a node goes away (its pods vanish), nodes are added, filled or freed, cordoned or
+drained; a node is lost (its kubelet stops: tainted unreachable, its pods not Ready and
+frozen, deleted pods terminating until it is back, tainted out-of-service or deleted).
 
 Every write and world event is told to an `Observer` (the invariant checker) before it is
 committed, and recorded in the `History`.
@@ -41,6 +49,7 @@ from cliques.api import labels
 from cliques.api.meta import format_time
 from cliques.controllers.features import start_gate
 from cliques.kube import errors
+from tests.sim import groups
 
 #: Where the simulated clock starts (far from the wall clock, so that a planner handed the
 #: wall clock instead of the simulated one is noticed).
@@ -52,12 +61,23 @@ KINDS = (
     "Pod",
     "Service",
     "Workload",
+    "PodGroup",
+    "CompositePodGroup",
     "ControllerRevision",
     "Node",
     "PodDisruptionBudget",
 )
+#: The node lifecycle controller's taint on a node whose kubelet stopped reporting.
+UNREACHABLE = "node.kubernetes.io/unreachable"
+#: The taint an administrator puts on a node known to be down (KEP-2268).
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+#: The `tolerationSeconds` of the unreachable toleration every pod gets from the
+#: DefaultTolerationSeconds admission plugin: the taint manager deletes it that long after.
+TOLERATION_SECONDS = 300
 #: Kinds with a status subresource (their main resource never writes the status).
-WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod"})
+WITH_STATUS = frozenset({"CliqueSet", "Clique", "Pod", "PodGroup", "CompositePodGroup"})
+#: The scheduling.k8s.io kinds, validated as the real API server does (`groups`).
+SCHEDULING = frozenset({"Workload", "PodGroup", "CompositePodGroup"})
 
 Obj = dict[str, Any]
 
@@ -317,6 +337,15 @@ class Node:
     unschedulable: bool = False
     #: being drained: the drainer evicts its pods through the Eviction API's rules
     draining: bool = False
+    #: lost: its kubelet stopped reporting at this second (tainted unreachable since then)
+    lost_since: int | None = None
+    #: tainted `node.kubernetes.io/out-of-service` by an administrator (KEP-2268)
+    out_of_service: bool = False
+
+    @property
+    def tainted(self) -> bool:
+        """Whether it carries a taint no pod of the sim tolerates (the scheduler avoids it)."""
+        return self.lost_since is not None or self.out_of_service
 
 
 @dataclass
@@ -350,8 +379,14 @@ class Cluster:
         latency: Callable[[], int] = lambda: 10,
         history: History | None = None,
         observer: Observer | None = None,
+        gang_api: str = "v1alpha1",
+        gates: frozenset[str] = groups.DEFAULT_GATES,
     ) -> None:
         self.now = 0
+        #: the scheduling.k8s.io version its Workloads and PodGroups are served in, and the
+        #: feature gates it runs with (`groups`)
+        self.gang_api = gang_api
+        self.gates = gates
         self.grace = grace
         self.latency = latency
         self.history = history if history is not None else History()
@@ -411,6 +446,9 @@ class Cluster:
             raise errors.AlreadyExists(
                 409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists', verb="create"
             )
+        if kind in SCHEDULING:
+            obj = groups.validate_create(self.gang_api, self.gates, kind, obj)
+            m = obj["metadata"]
         self._uid += 1
         m["uid"] = f"{kind.lower()}-{self._uid}"
         m["resourceVersion"] = self._next_rv()
@@ -444,6 +482,17 @@ class Cluster:
         if terminating(obj):
             return  # already on its way out
         why = self._reason("delete", kind, name)
+        if meta(obj).get("finalizers"):
+            self.observer.before_delete(actor, kind, obj)
+            self.history.add(self.now, actor, f"delete {kind} {name}{why} (finalizers wait)")
+            self.count(f"delete {kind}")
+            new = copy.deepcopy(obj)
+            meta(new)["deletionTimestamp"] = self.stamp()
+            meta(new)["resourceVersion"] = self._next_rv()
+            self.objects[kind][name] = new
+            self._emit(kind, "MODIFIED", new)
+            self.podgroup_protection()
+            return
         self.observer.before_delete(actor, kind, obj)
         ready = " Ready" if kind == "Pod" and pod_ready(obj) else ""
         self.history.add(self.now, actor, f"delete {kind} {name}{ready}{why}")
@@ -524,6 +573,8 @@ class Cluster:
                     new.pop("status", None)
             if kind == "Pod" and new.get("spec") != old.get("spec"):
                 raise errors.Invalid(422, "Invalid", "pod updates may not change the spec")
+            if kind in SCHEDULING:
+                groups.validate_update(self.gang_api, kind, old, new)
         meta(new)["resourceVersion"] = rv
         meta(new)["generation"] = meta(old).get("generation", 1)
         if new == old:
@@ -564,22 +615,151 @@ class Cluster:
         self.create("world", "Node", {"metadata": {"name": name}, "spec": {}})
         return name
 
+    def _node_write(self, name: str, change: Callable[[Obj], None]) -> None:
+        """A change of the Node object's spec (by the world: kubectl, the node lifecycle)."""
+        obj = self.objects["Node"].get(name)
+        if obj is None:
+            return
+        new = copy.deepcopy(obj)
+        change(new["spec"])
+        if new == obj:
+            return
+        meta(new)["resourceVersion"] = self._next_rv()
+        self.objects["Node"][name] = new
+        self._emit("Node", "MODIFIED", new)
+
     def cordon(self, name: str, *, drain: bool = False) -> None:
         """`kubectl cordon` (and with `drain`, `kubectl drain`: then `drainer` evicts the
         node's pods as the Eviction API lets it, every second)."""
         node = self.nodes[name]
         node.unschedulable = True
         node.draining = node.draining or drain
-        obj = self.objects["Node"].get(name)
-        if obj is not None and not obj["spec"].get("unschedulable"):
-            new = copy.deepcopy(obj)
-            new["spec"]["unschedulable"] = True
-            meta(new)["resourceVersion"] = self._next_rv()
-            self.objects["Node"][name] = new
-            self._emit("Node", "MODIFIED", new)
+
+        def cordoned(spec: Obj) -> None:
+            spec["unschedulable"] = True
+
+        self._node_write(name, cordoned)
         self.history.add(
             self.now, "world", f"node {name} cordoned{' and drained' if drain else ''}"
         )
+
+    def node_down(self, name: str) -> None:
+        """The node's kubelet stops reporting (a lost node): the node lifecycle controller
+        taints it `unreachable` (NoExecute with `timeAdded` now, and NoSchedule) and marks
+        its pods not Ready; from then on nothing changes on it (no pod turns Ready or
+        finishes terminating) until it is back, tainted out-of-service or deleted."""
+        node = self.nodes[name]
+        if node.lost_since is not None:
+            return
+        node.lost_since = self.now
+        added = self.stamp()
+
+        def taint(spec: Obj) -> None:
+            spec["taints"] = [
+                *(t for t in spec.get("taints") or () if t.get("key") != UNREACHABLE),
+                {"key": UNREACHABLE, "effect": "NoSchedule"},
+                {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": added},
+            ]
+
+        self._node_write(name, taint)
+        self.history.add(self.now, "world", f"node {name} lost (tainted {UNREACHABLE})")
+        for pod in self.pods_on(name):
+            if terminating(pod) or pod_terminal(pod):
+                continue
+            if pod_ready(pod):
+                self.observer.pod_lost("node-down", pod)
+            self._kubelet_write("nodelifecycle", pod, lambda p: _set_cond(p, "Ready", "False"))
+
+    def node_up(self, name: str) -> None:
+        """The lost node's kubelet reports again: the lifecycle taints go; it finishes the
+        deletions of its terminating pods and reports its pods' readiness again."""
+        node = self.nodes[name]
+        if node.lost_since is None:
+            return
+        node.lost_since = None
+
+        def untaint(spec: Obj) -> None:
+            taints = [t for t in spec.get("taints") or () if t.get("key") != UNREACHABLE]
+            if taints:
+                spec["taints"] = taints
+            else:
+                spec.pop("taints", None)
+
+        self._node_write(name, untaint)
+        self.history.add(self.now, "world", f"node {name} is back")
+
+    def taint_out_of_service(self, name: str) -> None:
+        """An administrator taints the node `node.kubernetes.io/out-of-service` (NoExecute):
+        the taint manager deletes its pods (none tolerates it) and the pod garbage
+        collector deletes its terminating pods at once (`pod_gc`)."""
+        node = self.nodes[name]
+        if node.out_of_service:
+            return
+        node.out_of_service = True
+        added = self.stamp()
+
+        def taint(spec: Obj) -> None:
+            spec["taints"] = [
+                *(spec.get("taints") or ()),
+                {
+                    "key": OUT_OF_SERVICE,
+                    "value": "nodeshutdown",
+                    "effect": "NoExecute",
+                    "timeAdded": added,
+                },
+            ]
+
+        self._node_write(name, taint)
+        self.history.add(self.now, "world", f"node {name} tainted {OUT_OF_SERVICE}")
+        for pod in self.pods_on(name):
+            if not terminating(pod) and not pod_terminal(pod):
+                self.observer.pod_lost("evict", pod)
+                self.history.add(self.now, "taint", f"delete pod {meta(pod)['name']}")
+                self.delete("taint-manager", "Pod", meta(pod)["name"], uid=meta(pod)["uid"])
+        self.pod_gc()
+
+    def pod_gc(self) -> None:
+        """The pod garbage collector: the terminating pods of out-of-service nodes go."""
+        for name, node in self.nodes.items():
+            if not node.out_of_service:
+                continue
+            for pod in self.pods_on(name):
+                if terminating(pod) or pod_terminal(pod):
+                    self.history.add(self.now, "podgc", f"pod {meta(pod)['name']} deleted")
+                    self._remove("Pod", meta(pod)["name"])
+
+    def taint_manager(self) -> None:
+        """Pods on a node tainted unreachable for `TOLERATION_SECONDS` (the toleration the
+        DefaultTolerationSeconds admission plugin gives every pod) are deleted; on a lost
+        node they then stay terminating."""
+        for name, node in sorted(self.nodes.items()):
+            if node.lost_since is None or self.now < node.lost_since + TOLERATION_SECONDS:
+                continue
+            for pod in self.pods_on(name):
+                if terminating(pod) or pod_terminal(pod):
+                    continue
+                self.observer.pod_lost("evict", pod)
+                self.history.add(self.now, "taint", f"delete pod {meta(pod)['name']}")
+                self.delete("taint-manager", "Pod", meta(pod)["name"], uid=meta(pod)["uid"])
+                self.observer.after_world()
+
+    def podgroup_protection(self) -> None:
+        """The podgroup-protection controller: a PodGroup being deleted goes once no pod
+        names it (its finalizer removed)."""
+        named = {groups.group_of(p) for p in self.objects["Pod"].values()}
+        for group in list(self.objects["PodGroup"].values()):
+            name = meta(group)["name"]
+            if terminating(group) and ("PodGroup", name) not in named:
+                self.history.add(self.now, "protect", f"PodGroup {name} released")
+                self._remove("PodGroup", name)
+
+    def pods_on(self, node: str) -> list[Obj]:
+        return [p for p in self.objects["Pod"].values() if p["spec"].get("nodeName") == node]
+
+    def kubelet_down(self, pod: Obj) -> bool:
+        """Whether the pod's node is lost (its kubelet changes nothing)."""
+        node = self.nodes.get(pod["spec"].get("nodeName") or "")
+        return node is not None and node.lost_since is not None
 
     def drainer(self) -> None:
         """The evictions of `kubectl drain` on the draining nodes: a pod of a CliqueSet with
@@ -611,7 +791,7 @@ class Cluster:
 
     def free(self, node: str) -> int:
         n = self.nodes[node]
-        if n.unschedulable:
+        if n.unschedulable or n.tainted:
             return 0
         return max(0, n.capacity - n.foreign - self.used(node))
 
@@ -621,9 +801,12 @@ class Cluster:
         pods it binds start)."""
         for pod in list(self.objects["Pod"].values()):
             rt = self.runtime[meta(pod)["uid"]]
-            if rt.vanish_at is not None and rt.vanish_at <= self.now:
+            if rt.vanish_at is not None and rt.vanish_at <= self.now and not self.kubelet_down(pod):
                 self.history.add(self.now, "kubelet", f"pod {meta(pod)['name']} is gone")
                 self._remove("Pod", meta(pod)["name"])
+        self.taint_manager()
+        self.pod_gc()
+        self.podgroup_protection()
         self.drainer()
         self.schedule()
         self.kubelet()
@@ -631,6 +814,8 @@ class Cluster:
     def kubelet(self) -> None:
         for pod in list(self.objects["Pod"].values()):
             if not pod["spec"].get("nodeName") or terminating(pod) or pod_terminal(pod):
+                continue
+            if self.kubelet_down(pod):
                 continue
             rt = self.runtime[meta(pod)["uid"]]
             if rt.ready_at is None and not gate_closed(pod):
@@ -649,20 +834,13 @@ class Cluster:
                     self.history.add(self.now, "kubelet", f"pod {meta(pod)['name']} Ready")
 
     def _gang_key(self, pod: Obj) -> tuple[str, str] | None:
-        ref = pod["spec"].get("workloadRef")
-        if not isinstance(ref, dict):
-            return None
-        return str(ref.get("name")), str(ref.get("podGroupReplicaKey"))
+        return groups.group_of(pod)
 
-    def _min_count(self, workload: str) -> int:
-        w = self.objects["Workload"].get(workload)
-        if w is None:
-            return 1 << 30  # a pod referencing a missing Workload does not schedule
-        for group in w.get("spec", {}).get("podGroups", ()):
-            gang = (group.get("policy") or {}).get("gang")
-            if gang:
-                return int(gang.get("minCount", 1))
-        return 1
+    def min_count(self, key: tuple[str, str]) -> int:
+        """The pods the group `key` (`groups.group_of`) needs bound at once (a missing
+        group: more than any gang has, so its pods do not schedule)."""
+        kind, name = key
+        return groups.min_count(kind, self.objects[kind].get(name.partition("/")[0]))
 
     def schedule(self) -> None:
         """Bind Pending pods in creation order where there is room; with gang scheduling
@@ -677,27 +855,27 @@ class Cluster:
         )
         if not pending:
             return
-        groups: dict[tuple[str, str], list[Obj]] = {}
+        gangs: dict[tuple[str, str], list[Obj]] = {}
         singles: list[Obj] = []
         for pod in pending:
             key = self._gang_key(pod)
             if key is None:
                 singles.append(pod)
             else:
-                groups.setdefault(key, []).append(pod)
+                gangs.setdefault(key, []).append(pod)
         for pod in singles:
             if not self._bind_all([pod]):
                 self._unschedulable(pod)
-        for (workload, replica), pods in groups.items():
+        for key, pods in gangs.items():
             have = [
                 p
                 for p in self.objects["Pod"].values()
-                if self._gang_key(p) == (workload, replica)
+                if self._gang_key(p) == key
                 and p["spec"].get("nodeName")
                 and not pod_terminal(p)
                 and not terminating(p)
             ]
-            if len(have) + len(pods) < self._min_count(workload) or not self._bind_all(pods):
+            if len(have) + len(pods) < self.min_count(key) or not self._bind_all(pods):
                 for pod in pods:
                     self._unschedulable(pod)
 
@@ -737,7 +915,10 @@ class Cluster:
             (
                 p
                 for p in self.objects["Pod"].values()
-                if p["spec"].get("nodeName") and not terminating(p) and not pod_terminal(p)
+                if p["spec"].get("nodeName")
+                and not terminating(p)
+                and not pod_terminal(p)
+                and not self.kubelet_down(p)
             ),
             key=lambda p: meta(p)["name"],
         )
@@ -784,6 +965,9 @@ class Cluster:
             for t in (rt.ready_at, rt.vanish_at, rt.unready_until):
                 if t is not None and t > self.now:
                     times.append(t)
+        for node in self.nodes.values():
+            if node.lost_since is not None and node.lost_since + TOLERATION_SECONDS > self.now:
+                times.append(node.lost_since + TOLERATION_SECONDS)
         return min(times) if times else None
 
     def events_since(self, pos: int) -> Iterator[tuple[int, WatchEvent]]:

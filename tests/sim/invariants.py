@@ -13,9 +13,10 @@ before it is committed, and keeps, per gang of the CliqueSet, what really happen
 
 and which gangs the operator took down (rolled while serving, or restarted) and that are
 not back up: available, or every clique with as many Ready pods of its current template
-and restart count as the minAvailable it had when the operator took the gang down (a gang
-that came back at its size and is only growing serves, as a resize alone leaves a serving
-gang serving). The invariants (docs/simulator.md):
+and restart count as the minAvailable it had when the operator took the gang down, or, for
+a gang serving while it grew, the lower one it was last available with (a gang that came
+back at its size and is only growing serves, as a resize alone leaves a serving gang
+serving). The invariants (docs/simulator.md):
 
 I1  under RollingUpdate, gangs down by the operator's hand never number more than
     max(1, maxUnavailable) (checked when the operator takes one down);
@@ -46,7 +47,22 @@ I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: s
 I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
     has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
     with surge); and once the operator is quiet no pod of its Clique's current restart
-    count is left on a cordoned node.
+    count is left on a cordoned node;
+I10 once a lost node's unreachable taint is `lostNodeSeconds` + `LOST_SLACK` old, no gang
+    has a live pod of its Clique's current restart count there unless the budget holds
+    its move back (checked at every step; a move off it is an I9 move, paid as one); no
+    pod is ever bound to a lost or out-of-service node;
+I11 with gang scheduling, every gang pod the operator makes, and once it is quiet every
+    live one, names an existing group (a PodGroup from 1.36 on, a Workload's pod group
+    replica on 1.35) of its own gang, not being deleted; the first live pod of a group
+    finds it asking for the gang's size (`minCount`; the size as it was up to `SIZE_LAG`
+    seconds ago also counts); no pod of a group is bound before the group has minCount
+    live pods; and once the operator is quiet (requeues due later aside), on v1beta1
+    every PodGroup a Clique or pod names asks for the gang's size, and no PodGroup of the
+    set is kept that nothing names but one a gang may move to (one per gang below
+    replicas, of its size): on v1alpha2 the group a gang left goes once unused; where
+    gangs are composite trees, every group's parent exists (same set and gang) and every
+    composite has at least `minGroupCount` children (`composites_consistent`).
 
 In I1, the surge gangs that are available add to the budget: each stands in for a gang.
 
@@ -67,6 +83,7 @@ import msgspec
 from cliques.api import decode_cliqueset, labels
 from cliques.api.cliqueset import CliqueSet
 from cliques.controllers.features import gang_failures
+from tests.sim import groups
 from tests.sim.cluster import (
     Cluster,
     Obj,
@@ -76,6 +93,7 @@ from tests.sim.cluster import (
     meta,
     pod_index,
     pod_ready,
+    pod_terminal,
     restarts,
     template_hash,
     terminating,
@@ -141,7 +159,26 @@ PARTITION_LAG = 5
 
 
 class LeftOnDrainedNode(InvariantViolation):
-    invariant = "I9 no gang left on a cordoned node once moved; moves only off cordoned nodes"
+    invariant = "I9 no gang left on a cordoned node once moved; moves only off drained nodes"
+
+
+class GangGroups(InvariantViolation):
+    invariant = "I11 gang pods name a group of their gang, of its size; bound only at minCount"
+
+
+#: Seconds a changed gang size takes to hold in I11 (a Clique may still make a pod of the
+#: size it read just before).
+SIZE_LAG = 5
+
+
+class LeftOnLostNode(InvariantViolation):
+    invariant = "I10 no gang left on a lost node past lostNodeSeconds; none placed there"
+
+
+#: Seconds after `lostNodeSeconds` within which the operator must have moved a gang off a
+#: lost node (I10): the plan looks again when the taint comes due (rounded up to the
+#: second), and a set waiting on its budget looks every `drain.WAIT_REQUEUE` (5) seconds.
+LOST_SLACK = 5
 
 
 @dataclass(frozen=True)
@@ -162,8 +199,11 @@ class GangState:
     why: str = "created"
     #: why the operator took it down ("" if it did not, or it is back up)
     down: str = ""
-    #: clique name -> its minAvailable when the operator took the gang down
+    #: clique name -> its minAvailable when the operator took the gang down (or, lower, the
+    #: one it last was available with: a gang resized since still serves at that size)
     floor: dict[str, int] = field(default_factory=dict)
+    #: clique name -> its minAvailable when the gang was last available
+    served: dict[str, int] = field(default_factory=dict)
     #: the highest restart count its Cliques record
     restarts: int = 0
     #: restarts in this incarnation, and those that count towards maxGangRestarts
@@ -185,6 +225,10 @@ class Checker:
         self.name = cliqueset
         #: the operator moves gangs off drained nodes (I9 applies)
         self.drains = False
+        #: the gang API the operator schedules gangs through ("" for none: I11 is off)
+        self.gang_api = ""
+        #: the gang size (pods it needs at once): now, before its last change, and when
+        self._size = (-1, -1, 0)
         self.gangs: dict[int, GangState] = {}
         self.findings: list[Finding] = []
         self.creates: Counter[tuple[str, int]] = Counter()
@@ -237,8 +281,9 @@ class Checker:
         self._note(f"VIOLATION {kind.__name__}: {message}")
 
     def quiet(self) -> None:
-        """I6 and I9, checked when the operator has nothing queued or due."""
+        """I6, I9 and I11, checked when the operator has nothing queued or due."""
         self.drained_node_left()
+        self.groups_settled()
         cqs = self.cliqueset()
         if cqs is None or cqs.status is None or not cqs.status.current_revision:
             return
@@ -328,10 +373,13 @@ class Checker:
         self.held_below()
         now = self.cluster.now
         live: dict[int, int] = {}
+        sizes: dict[int, dict[str, int]] = {}
         for c in self.live_cliques():
             live[int(c["spec"]["gangIndex"])] = max(
                 live.get(int(c["spec"]["gangIndex"]), 0), restarts(c)
             )
+            role = str(c["spec"]["cliqueName"])
+            sizes.setdefault(int(c["spec"]["gangIndex"]), {})[role] = self.min_available(c)
         for gang in list(self.gangs):
             if gang not in live:
                 del self.gangs[gang]
@@ -341,6 +389,7 @@ class Checker:
         for gang, count in live.items():
             st = self.gangs.setdefault(gang, GangState(since=now, restarts=count))
             if self.available(gang, by_owner):
+                st.served = sizes.get(gang, {})
                 if st.available_since is None:
                     st.available_since = now
                 if st.state != SERVING:
@@ -380,6 +429,8 @@ class Checker:
 
     def before_create(self, actor: str, kind: str, obj: Obj) -> None:
         self.refresh()
+        if kind == "Pod" and obj["spec"].get("nodeName"):
+            self._placed(obj, f"created by {actor} on")
         if not self._operator(actor):
             return
         if kind == "Clique":
@@ -397,6 +448,9 @@ class Checker:
 
     def before_update(self, actor: str, kind: str, old: Obj, new: Obj) -> None:
         self.refresh()
+        if kind == "Pod" and new["spec"].get("nodeName") != old["spec"].get("nodeName"):
+            self._placed(new, f"bound by {actor} to")
+            self._bound(new)
         if not self._operator(actor):
             return
         if kind == "Clique":
@@ -468,9 +522,12 @@ class Checker:
             return
         st.down = f"{why} at t={self.cluster.now}s"
         st.floor = {}
+        serving = st.state == SERVING
         for c in self.live_cliques():
             if int(c["spec"]["gangIndex"]) == gang:
-                st.floor[str(c["spec"]["cliqueName"])] = self.min_available(c)
+                role, need = str(c["spec"]["cliqueName"]), self.min_available(c)
+                # a serving gang grown since it was last available serves at that size
+                st.floor[role] = min(need, st.served.get(role, need)) if serving else need
         cqs = self.cliqueset()
         if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
             return
@@ -545,9 +602,26 @@ class Checker:
             moved = moved and annotations_of(old).get(labels.ANNOTATION_MOVED_AT) != stamp
             self._restarted(gang, st, after, moved=moved)
 
+    def lost_node_seconds(self) -> int:
+        cqs = self.cliqueset()
+        return cqs.spec.node_drain.lost_node_seconds if cqs is not None else 60
+
+    def lost_nodes(self, *, slack: int = 0) -> dict[str, int]:
+        """The lost nodes whose unreachable taint is at least `lostNodeSeconds` + `slack`
+        old: name -> since when."""
+        due = self.lost_node_seconds() + slack
+        return {
+            n: node.lost_since
+            for n, node in sorted(self.cluster.nodes.items())
+            if node.lost_since is not None and self.cluster.now - node.lost_since >= due
+        }
+
     def _on_cordoned(self, gang: int, count: int) -> bool:
-        """Whether gang `gang` has a live pod of restart `count` on a cordoned node."""
-        cordoned = {n for n, node in self.cluster.nodes.items() if node.unschedulable}
+        """Whether gang `gang` has a live pod of restart `count` on a drained node: cordoned,
+        tainted out-of-service, or lost for `lostNodeSeconds`."""
+        cordoned = {
+            n for n, node in self.cluster.nodes.items() if node.unschedulable or node.out_of_service
+        } | set(self.lost_nodes())
         for clique in self.live_cliques():
             if int(clique["spec"]["gangIndex"]) != gang:
                 continue
@@ -556,6 +630,256 @@ class Checker:
                 if on and not terminating(pod) and restarts(pod) == count:
                     return True
         return False
+
+    def lost_node_left(self) -> None:
+        """I10, at every step: once a lost node's taint is `lostNodeSeconds` + `LOST_SLACK`
+        old, no gang has a live pod of its Clique's current restart count there, unless the
+        budget holds its move back: the gangs the operator has down (or that are on their
+        way up), this one aside, already take max(1, maxUnavailable) plus the available
+        surge gangs (and for a gang that is available, the gangs down whoever took them
+        down do). Under Recreate, or where the operator does not move gangs (`drains`),
+        nothing is checked."""
+        if not self.drains:
+            return
+        lost = self.lost_nodes(slack=LOST_SLACK)
+        if not lost:
+            return
+        cqs = self.cliqueset()
+        if cqs is None or cqs.spec.update_strategy.type != "RollingUpdate":
+            return
+        by_owner = self._pods_by_owner()
+        left: dict[int, list[str]] = {}
+        for clique in self.live_cliques():
+            for pod in by_owner.get(meta(clique)["uid"], ()):
+                on = pod["spec"].get("nodeName")
+                if on in lost and not terminating(pod) and restarts(pod) == restarts(clique):
+                    left.setdefault(int(clique["spec"]["gangIndex"]), []).append(
+                        f"{meta(pod)['name']} on {on} (lost since t={lost[on]}s)"
+                    )
+        if not left:
+            return
+        replicas = cqs.spec.replicas
+        available = {g for g in self.gangs if self.available(g, by_owner)}
+        surge = sum(1 for g in available if g >= replicas)
+        budget = max(1, cqs.spec.update_strategy.max_unavailable) + surge
+        for gang, pods in sorted(left.items()):
+            ours = {
+                g
+                for g, st in self.gangs.items()
+                if g != gang and g not in available and (st.down or st.state == STARTING)
+            }
+            down = {g for g in self.gangs if g != gang and g not in available}
+            held = len(ours) >= budget or (gang in available and len(down) >= budget)
+            if not held:
+                self._find(
+                    LeftOnLostNode,
+                    f"gang {gang} still has {', '.join(pods)} {self.lost_node_seconds()}s + "
+                    f"{LOST_SLACK}s after the node was lost, though the budget ({budget}) "
+                    f"holds no move back (down by the operator or starting: {sorted(ours)})",
+                )
+
+    def next_check(self) -> int | None:
+        """The next second at which I10 comes due for a lost node (the run steps there)."""
+        due = self.lost_node_seconds() + LOST_SLACK
+        times = [
+            node.lost_since + due
+            for node in self.cluster.nodes.values()
+            if node.lost_since is not None and node.lost_since + due > self.cluster.now
+        ]
+        return min(times) if times else None
+
+    def _placed(self, pod: Obj, how: str) -> None:
+        """I10: no pod is placed on a lost node or one tainted out-of-service."""
+        node = self.cluster.nodes.get(pod["spec"].get("nodeName") or "")
+        if node is not None and node.tainted:
+            self._find(
+                LeftOnLostNode,
+                f"pod {meta(pod)['name']} {how} node {node.name}, which is "
+                f"{'out of service' if node.out_of_service else 'lost'}",
+            )
+
+    # -- I11: the gangs' groups ----------------------------------------------------------------
+
+    def gang_size(self) -> set[int]:
+        """The pods a gang needs at once (the sum of its cliques' minAvailable), as it is
+        and, for `SIZE_LAG` seconds after a change, as it was."""
+        cqs = self.cliqueset()
+        if cqs is None:
+            return set()
+        size = sum(c.effective_min_available for c in cqs.spec.template.cliques)
+        now, before, since = self._size
+        if size != now:
+            self._size = (size, now, self.cluster.now)
+            now, before, since = self._size
+        return {now} if self.cluster.now - since >= SIZE_LAG or before < 0 else {now, before}
+
+    def _group(self, pod: Obj) -> tuple[str, Obj | None, str]:
+        """(group kind, the group object or None, its name) that a pod names."""
+        key = groups.group_of(pod)
+        if key is None:
+            return "", None, ""
+        kind, name = key
+        obj = self.cluster.get(kind, name.partition("/")[0])
+        return kind, obj, name
+
+    def _named(self, kind: str, name: str, *, but: str = "") -> list[Obj]:
+        """The live pods that name group `name` (but the pod of uid `but`)."""
+        return [
+            p
+            for p in self.cluster.objects_of("Pod")
+            if groups.group_of(p) == (kind, name)
+            and not terminating(p)
+            and not pod_terminal(p)
+            and meta(p)["uid"] != but
+        ]
+
+    def _group_of_gang(self, pod: Obj, gang: int, act: str) -> tuple[str, Obj | None, str]:
+        """I11: a pod names an existing group of its own gang (its kind as the API the
+        operator speaks asks), not being deleted."""
+        kind, group, name = self._group(pod)
+        want = "PodGroup" if self.gang_api in groups.POD_GROUP_FIELDS else "Workload"
+        pname = meta(pod)["name"]
+        if kind != want:
+            self._find(GangGroups, f"{act} pod {pname} names no {want} ({kind or 'none'})")
+            return kind, None, name
+        if group is None or terminating(group):
+            gone = "does not exist" if group is None else "is being deleted"
+            self._find(GangGroups, f"{act} pod {pname} names {kind} {name}, which {gone}")
+            return kind, None, name
+        if kind == "PodGroup":
+            of = labels_of(group)
+            theirs = (of.get(labels.LABEL_CLIQUESET), of.get(labels.LABEL_GANG_INDEX))
+        else:
+            theirs = (labels_of(group).get(labels.LABEL_CLIQUESET), name.partition("/")[2])
+        if theirs != (self.name, str(gang)):
+            self._find(
+                GangGroups,
+                f"{act} pod {pname} of gang {gang} names {kind} {name}, which is that of "
+                f"set {theirs[0]} gang {theirs[1]}",
+            )
+        return kind, group, name
+
+    def _gang_pod_created(self, pod: Obj, clique: Obj) -> None:
+        """I11 when the operator makes a gang pod: it names a group of its gang; the first
+        live pod of a group (a new gang, or one made whole again) finds it asking for the
+        gang's size."""
+        if not self.gang_api:
+            return
+        gang = int(clique["spec"]["gangIndex"])
+        kind, group, name = self._group_of_gang(pod, gang, "created")
+        if group is None or self._named(kind, name):
+            return
+        sizes = self.gang_size()
+        have = groups.min_count(kind, group)
+        if sizes and have not in sizes:
+            self._find(
+                GangGroups,
+                f"created pod {meta(pod)['name']}, the first of gang {gang} in {kind} {name}, "
+                f"whose minCount is {have}, though the gang needs {sorted(sizes)}",
+            )
+
+    def _bound(self, pod: Obj) -> None:
+        """I11: a pod of a gang group is bound only once the group has minCount live
+        pods."""
+        kind, group, name = self._group(pod)
+        if not kind or not self.gang_api:
+            return
+        have = len(self._named(kind, name, but=meta(pod)["uid"])) + 1
+        need = groups.min_count(kind, group)
+        if have < need:
+            self._find(
+                GangGroups,
+                f"pod {meta(pod)['name']} bound while its {kind} {name} has {have} pods of "
+                f"minCount {need if group is not None else '(missing)'}",
+            )
+
+    def groups_settled(self) -> None:
+        """I11 once quiet: every live gang pod names an existing group of its gang; on
+        v1beta1 every group a live Clique names asks for the gang's size; no PodGroup of
+        the set is kept that nothing names but the one a gang may move to (asking for its
+        size, at an index below replicas)."""
+        if not self.gang_api:
+            return
+        for clique in self.live_cliques():
+            gang = int(clique["spec"]["gangIndex"])
+            for pod in self.cluster.pods_of(meta(clique)["uid"]):
+                if not terminating(pod) and not pod_terminal(pod):
+                    self._group_of_gang(pod, gang, "live")
+        if self.gang_api not in groups.POD_GROUP_FIELDS:
+            return
+        self.composites_consistent()
+        cqs = self.cliqueset()
+        sizes = self.gang_size()
+        named = {annotations_of(c).get(labels.ANNOTATION_POD_GROUP) for c in self.live_cliques()}
+        for pod in self.cluster.objects_of("Pod"):
+            key = groups.group_of(pod)
+            if key is not None:
+                named.add(key[1])
+        unused: Counter[str] = Counter()
+        for group in self.cluster.objects_of("PodGroup"):
+            if terminating(group) or labels_of(group).get(labels.LABEL_CLIQUESET) != self.name:
+                continue
+            name, have = meta(group)["name"], groups.min_count("PodGroup", group)
+            index = labels_of(group).get(labels.LABEL_GANG_INDEX, "")
+            if name in named:
+                policy = (group["spec"].get("schedulingPolicy") or {}).get("gang")
+                if self.gang_api == "v1beta1" and policy and sizes and have not in sizes:
+                    self._find(
+                        GangGroups,
+                        f"PodGroup {name} of gang {index} asks for minCount {have}, the gang "
+                        f"needs {sorted(sizes)} (v1beta1 changes it in place)",
+                    )
+                continue
+            unused[index] += 1
+            wanted = cqs is not None and index.isdigit() and int(index) < cqs.spec.replicas
+            if not wanted or (sizes and have not in sizes) or unused[index] > 1:
+                self._find(GangGroups, f"PodGroup {name} of gang {index} is kept, unused")
+
+    def composites_consistent(self) -> None:
+        """I11 for gangs that are composite trees: every group of the set that names a
+        parent names an existing CompositePodGroup of the same set and gang, not being
+        deleted while the child lives (a composite has no finalizer: deleted first, its
+        children's pods wait for good); every live composite of the set has at least
+        `minGroupCount` live children."""
+        kids: Counter[str] = Counter()
+        for kind in ("PodGroup", "CompositePodGroup"):
+            for child in self.cluster.objects_of(kind):
+                mine = labels_of(child)
+                if mine.get(labels.LABEL_CLIQUESET) != self.name or terminating(child):
+                    continue
+                parent_name = child["spec"].get("parentCompositePodGroupName")
+                if not parent_name:
+                    continue
+                kids[parent_name] += 1
+                parent = self.cluster.get("CompositePodGroup", parent_name)
+                name = meta(child)["name"]
+                if parent is None or terminating(parent):
+                    gone = "does not exist" if parent is None else "is being deleted"
+                    self._find(
+                        GangGroups, f"{kind} {name} names parent {parent_name}, which {gone}"
+                    )
+                    continue
+                theirs = labels_of(parent)
+                key = (labels.LABEL_CLIQUESET, labels.LABEL_GANG_INDEX)
+                if tuple(theirs.get(k) for k in key) != tuple(mine.get(k) for k in key):
+                    self._find(
+                        GangGroups,
+                        f"{kind} {name} of gang {mine.get(labels.LABEL_GANG_INDEX)} names "
+                        f"parent {parent_name} of gang {theirs.get(labels.LABEL_GANG_INDEX)}",
+                    )
+        for composite in self.cluster.objects_of("CompositePodGroup"):
+            if terminating(composite) or labels_of(composite).get(labels.LABEL_CLIQUESET) != (
+                self.name
+            ):
+                continue
+            name = meta(composite)["name"]
+            gang = (composite["spec"].get("schedulingPolicy") or {}).get("gang") or {}
+            need = int(gang.get("minGroupCount", 0))
+            if kids[name] < need:
+                self._find(
+                    GangGroups,
+                    f"CompositePodGroup {name} needs {need} groups and has {kids[name]} children",
+                )
 
     def drained_node_left(self) -> None:
         """I9, once quiet: no pod of its Clique's current restart count on a cordoned node
@@ -666,6 +990,8 @@ class Checker:
                 f"Clique ({self.justify_all[owner]}) justify at most {allowed}",
             )
         clique = self._owner(pod)
+        if clique is not None:
+            self._gang_pod_created(pod, clique)
         if clique is not None and annotations_of(pod).get(labels.ANNOTATION_START_GATE) != "closed":
             self._start_order(pod, clique, "created")
 

@@ -44,6 +44,7 @@ from cliques.api.controllerrevision import ControllerRevision
 from cliques.api.node import Node
 from cliques.api.pdb import PodDisruptionBudget
 from cliques.api.pod import Pod
+from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.api.workload import Workload
 from cliques.controllers.base.actions import Plan
@@ -310,7 +311,7 @@ class SimOperator:
         self,
         cluster: Cluster,
         *,
-        workload_api: bool = False,
+        gang_api: str = "",
         shuffle: random.Random | None = None,
         lag: bool = False,
         drains: bool = False,
@@ -344,8 +345,10 @@ class SimOperator:
                 cluster, "ControllerRevision", ControllerRevision, {"controller": ctl}
             ),
         }
-        if workload_api:
+        if gang_api:
             inf["Workload"] = SimInformer(cluster, "Workload", Workload, {"controller": ctl})
+        if gang_api in ("v1alpha2", "v1beta1"):
+            inf["PodGroup"] = SimInformer(cluster, "PodGroup", PodGroup, {"controller": ctl})
         if drains:
             inf["Node"] = SimInformer(cluster, "Node", Node)
             inf["PodDisruptionBudget"] = SimInformer(
@@ -368,7 +371,7 @@ class SimOperator:
                 expectations,
                 hasher,
                 owns=lambda ns, name: True,
-                gang_api=GangAPI("v1alpha1" if workload_api else "", drain=drains),
+                gang_api=GangAPI(gang_api, drain=drains),
                 status_hold=0.0,
                 gate_image=start_gate.default_image(),
                 clock=cluster.stamp,
@@ -380,7 +383,8 @@ class SimOperator:
             "services": inf["Service"],
             "controller_revisions": inf["ControllerRevision"],
             "pods": inf["Pod"],
-            **({"workloads": inf["Workload"]} if workload_api else {}),
+            **({"workloads": inf["Workload"]} if gang_api else {}),
+            **({"pod_groups": inf["PodGroup"]} if "PodGroup" in inf else {}),
             **(
                 {"nodes": inf["Node"], "pod_disruption_budgets": inf["PodDisruptionBudget"]}
                 if drains

@@ -6,8 +6,14 @@ gives the CliqueSet the user creates at t=0; `Event`s happen at given seconds:
     crash / evict / unready   a running pod (by name, or the n-th running pod by name)
                               exits Failed / is evicted / fails its readiness probe for
                               `value` seconds
-    node-loss / node-add      a node (by index among the nodes, by name) goes away / a
-                              node of capacity `value` joins
+    node-loss / node-add      a node (by index among the nodes, by name) goes away (its
+                              Node deleted, its pods with it) / a node of capacity `value`
+                              joins
+    node-down / node-up       a node's kubelet stops reporting (a lost node: tainted
+                              unreachable, its pods marked not Ready, nothing on it
+                              changes, its deleted pods stay terminating) / reports again
+    out-of-service            an administrator taints a node out-of-service (KEP-2268):
+                              its pods are deleted, its terminating pods go at once
     cordon / drain            a node (as for node-loss) is cordoned / drained: cordoned,
                               and its pods evicted as the Eviction API lets them (a pod of
                               a set with its PodDisruptionBudget only when not Ready)
@@ -34,11 +40,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-WORLD = frozenset(
-    {"crash", "evict", "unready", "node-loss", "node-add", "fill", "free", "cordon", "drain"}
+#: World events aimed at a node (by index among the nodes, or by name).
+NODE_EVENTS = frozenset(
+    {"node-loss", "node-down", "node-up", "out-of-service", "fill", "free", "cordon", "drain"}
 )
+WORLD = NODE_EVENTS | {"crash", "evict", "unready", "node-add"}
 USER = frozenset({"resize", "image", "gangs", "max-unavailable", "max-surge", "partition"})
 KINDS = WORLD | USER | {"operator-restart"}
+#: The scheduling.k8s.io versions a cluster may serve gang scheduling in (1.35, 1.36, 1.37).
+GANG_APIS = ("v1alpha1", "v1alpha2", "v1beta1")
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,9 @@ class Event:
             "evict": f"pod {self.target}",
             "unready": f"pod {self.target} for {self.value}s",
             "node-loss": f"node {self.target}",
+            "node-down": f"node {self.target}",
+            "node-up": f"node {self.target}",
+            "out-of-service": f"node {self.target}",
             "cordon": f"node {self.target}",
             "drain": f"node {self.target}",
             "node-add": f"capacity {self.value}",
@@ -133,6 +146,10 @@ class Scenario:
     grace: int = 5
     #: the cluster serves the Workload API (gangs are scheduled whole, start gates)
     gang_scheduling: bool = False
+    #: the scheduling.k8s.io version the cluster serves with gang scheduling: v1alpha1
+    #: (1.35: a Workload's pod group replica per gang), v1alpha2 (1.36) or v1beta1 (1.37: a
+    #: PodGroup per gang)
+    gang_api: str = "v1alpha1"
     template_labels: tuple[tuple[str, str], ...] = ()
     template_annotations: tuple[tuple[str, str], ...] = ()
     events: tuple[Event, ...] = ()
@@ -142,6 +159,8 @@ class Scenario:
     lag: bool = False
     #: the operator moves gangs off drained nodes (it may list Nodes and budgets)
     drains: bool = False
+    #: spec.nodeDrain.lostNodeSeconds (60, the default, is left out of the CliqueSet)
+    lost_node_seconds: int = 60
     #: seconds simulated after the last event
     settle: int = 1500
     seed: int = 0
@@ -167,7 +186,7 @@ class Scenario:
             f"nodes {list(self.nodes)}"
             + (f" (used by others {list(self.used)})" if any(self.used) else "")
             + f", start latency {self.latency}, grace {self.grace}s, "
-            f"gang scheduling {'on' if self.gang_scheduling else 'off'}, "
+            f"gang scheduling {self.gang_api if self.gang_scheduling else 'off'}, "
             f"{'interleaved reconciles, ' if self.interleave else ''}"
             f"{'watch lag, ' if self.lag else ''}seed {self.seed}",
         ]
@@ -205,6 +224,8 @@ def cliqueset_body(s: Scenario) -> dict[str, Any]:
         spec["updateStrategy"]["maxSurge"] = s.max_surge
     if s.policy is not None:
         spec["failurePolicy"] = s.policy.body()
+    if s.lost_node_seconds != 60:
+        spec["nodeDrain"] = {"lostNodeSeconds": s.lost_node_seconds}
     return {
         "apiVersion": "cliques.dev/v1alpha1",
         "kind": "CliqueSet",
@@ -435,6 +456,44 @@ def drain_a_node(
     )
 
 
+def lose_a_node(
+    *,
+    max_unavailable: int = 1,
+    out_of_service: int | None = None,
+    back: int | None = None,
+    deleted: int | None = None,
+    policy: Policy | None = None,
+) -> Scenario:
+    """4 gangs of leader 1 + worker 1 on nodes with room for 3, 3, 3, 3 and 2 pods (node 0
+    holds gang 0 and the leader of gang 1), pods Ready 60 s after they start, gang-aware
+    drain on, no failure policy unless `policy`: node 0's kubelet stops at t=300 (tainted
+    unreachable, its pods marked not Ready). Once the taint is 60 s old the gangs with a pod
+    there move whole, within the budget; their pods there stay terminating, holding their
+    names, until the node is tainted out-of-service (at `out_of_service` seconds after the
+    loss), comes back (`back`) or its Node is deleted (`deleted`); without any of them the
+    taint manager deletes them at 600 s, and they stay terminating for good."""
+    events = [Event(300, "node-down", 0)]
+    for after, kind in (
+        (out_of_service, "out-of-service"),
+        (back, "node-up"),
+        (deleted, "node-loss"),
+    ):
+        if after is not None:
+            events.append(Event(300 + after, kind, "node-0"))
+    return Scenario(
+        gangs=4,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="AnyOrder",
+        max_unavailable=max_unavailable,
+        policy=policy,
+        nodes=(3, 3, 3, 3, 2),
+        latency=Latency("fixed", 60),
+        drains=True,
+        events=tuple(events),
+        settle=1200,
+    )
+
+
 def surge_gangs_broken_while_standing_in() -> Scenario:
     """Found by the random scenarios: 3 gangs of leader 1 + worker 3, maxUnavailable 1,
     maxSurge 2, on nodes with room for 13 pods. The new image at t=449 makes the two surge
@@ -516,6 +575,9 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
                 "free",
                 "cordon",
                 "drain",
+                "node-down",
+                "node-up",
+                "out-of-service",
                 "resize",
                 "image",
                 "image",
@@ -530,7 +592,7 @@ def _event(draw: st.DrawFn, roles: tuple[str, ...]) -> Event:
     if kind == "pod":
         kind = draw(_POD_EVENTS)
         return Event(0, kind, draw(st.integers(0, 30)), draw(st.integers(5, 300)))
-    if kind in ("node-loss", "fill", "free", "cordon", "drain"):
+    if kind in NODE_EVENTS:
         return Event(0, kind, draw(st.integers(0, 5)), draw(st.integers(1, 4)))
     if kind == "node-add":
         return Event(0, kind, value=draw(st.integers(1, 8)))
@@ -567,8 +629,8 @@ LATENCIES = st.one_of(
 def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
     """Random scenarios with failurePolicy RecreateGang: 1-3 gangs of a leader and 1-3
     workers, maxSurge 0-2, nodes with room to spare, exactly enough or too little, start
-    latencies of 1-300 s, crashes, evictions, readiness failures, node changes, user edits
-    and operator restarts."""
+    latencies of 1-300 s, crashes, evictions, readiness failures, node changes (lost nodes
+    among them: down, back, out of service), user edits and operator restarts."""
     gangs = draw(st.integers(1, 3))
     workers = draw(st.integers(1, 3))
     roles = (("leader", 1), ("worker", workers))
@@ -607,6 +669,7 @@ def scenarios(draw: st.DrawFn, *, max_events: int = 8) -> Scenario:
         latency=draw(LATENCIES),
         grace=draw(st.sampled_from([0, 1, 5, 30])),
         gang_scheduling=draw(st.sampled_from([False, False, False, True])),
+        gang_api=draw(st.sampled_from(GANG_APIS)),
         drains=draw(st.booleans()),
         interleave=draw(st.booleans()),
         lag=draw(st.booleans()),

@@ -25,7 +25,7 @@ from cliques.api import labels
 from tests.sim.cluster import Cluster, History, condition, meta, pod_ready
 from tests.sim.invariants import Checker, Finding, InvariantViolation
 from tests.sim.operator import SimOperator
-from tests.sim.scenarios import Event, Scenario, cliqueset_body
+from tests.sim.scenarios import NODE_EVENTS, Event, Scenario, cliqueset_body
 
 #: History entries shown with a violation.
 HISTORY_SHOWN = 70
@@ -59,9 +59,11 @@ class Simulation:
             grace=scenario.grace,
             latency=lambda: scenario.latency.draw(self.rng),
             history=self.history,
+            gang_api=scenario.gang_api,
         )
         self.checker = Checker(self.cluster)
         self.checker.drains = scenario.drains
+        self.checker.gang_api = scenario.gang_api if scenario.gang_scheduling else ""
         self.cluster.observer = self.checker
         for i, capacity in enumerate(scenario.nodes):
             node = self.cluster.add_node(capacity)
@@ -98,7 +100,7 @@ class Simulation:
     def _new_operator(self) -> SimOperator:
         return SimOperator(
             self.cluster,
-            workload_api=self.scenario.gang_scheduling,
+            gang_api=self.scenario.gang_api if self.scenario.gang_scheduling else "",
             shuffle=self._order,
             lag=self.scenario.lag,
             drains=self.scenario.drains,
@@ -108,7 +110,7 @@ class Simulation:
         assert self.operator is not None
         now = self.cluster.now
         times = [e.at for e in self._pending if e.at > now]
-        for t in (self.cluster.next_timer(), self.operator.next_due()):
+        for t in (self.cluster.next_timer(), self.operator.next_due(), self.checker.next_check()):
             if t is not None and t > now:
                 times.append(t)
         if not times:
@@ -126,8 +128,11 @@ class Simulation:
             self.checker.after_world()
         quiet = await self.operator.settle(self.cluster.tick)
         self.checker.refresh()
+        self.checker.lost_node_left()
         if quiet and not self.operator.due:
             self.checker.quiet()
+        elif quiet:
+            self.checker.groups_settled()  # (requeues later on do not excuse a group)
         cqs = self.cluster.get("CliqueSet", "llama")
         failed = condition(cqs, "GangFailed") if cqs is not None else None
         if failed is not None and failed.get("status") == "True":
@@ -171,7 +176,7 @@ class Simulation:
                 c.evict(pod)
             else:
                 c.unready(pod, ev.value)
-        elif ev.kind in ("node-loss", "fill", "free", "cordon", "drain"):
+        elif ev.kind in NODE_EVENTS:
             names = sorted(c.nodes)
             if not names:
                 self.history.add(c.now, "world", f"{ev.kind}: no node")
@@ -183,6 +188,12 @@ class Simulation:
             if ev.kind == "node-loss":
                 self.history.add(c.now, "world", f"node {node} lost")
                 c.lose_node(node)
+            elif ev.kind == "node-down":
+                c.node_down(node)
+            elif ev.kind == "node-up":
+                c.node_up(node)
+            elif ev.kind == "out-of-service":
+                c.taint_out_of_service(node)
             elif ev.kind in ("cordon", "drain"):
                 c.cordon(node, drain=ev.kind == "drain")
             elif ev.kind == "fill":

@@ -605,3 +605,21 @@ def test_the_lost_node_bound_is_the_sets() -> None:
 def test_a_lost_node_without_a_time_is_left_to_the_taint_manager() -> None:
     out = plan(gangs(4), (lost_pod(1, "not a time"),))
     assert moved(out) == {}
+
+
+def test_gangs_a_lost_node_broke_do_not_hold_each_others_moves_without_a_failure_policy() -> None:
+    # Without failurePolicy RecreateGang no gang records that it was available whole, so
+    # a broken gang (BelowMinAvailable) must count as broken by the world, not as one the
+    # operator has down: else two gangs the lost node broke hold each other's moves back
+    # for good (maxUnavailable 1).
+    cliques = gangs(4)
+    cliques[2:6] = [
+        clique(g, role, replicas=n, ready=False, ready_reason="BelowMinAvailable")
+        for g in (1, 2)
+        for role, n in (("leader", 1), ("worker", 2))
+    ]
+    cqs = cliqueset(replicas=4)
+    assert cqs.spec.failure_policy.restart_policy != "RecreateGang"
+    out = plan(cliques, (lost_pod(1, "2026-11-22T07:58:30Z"), lost_pod(2, "2026-11-22T07:58:30Z")))
+    assert set(moved(out)) == {"llama-1-leader", "llama-1-worker"}
+    assert "2 wait for maxUnavailable" in moving_condition(out).message

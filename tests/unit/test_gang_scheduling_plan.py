@@ -145,3 +145,38 @@ def test_none_never_uses_the_api() -> None:
     assert not any(c.resource.kind == "Workload" for c in plan.creates)
     assert gang_condition(plan) == ("False", workload.REASON_DISABLED)
     assert not plan.events
+
+
+def test_a_gang_made_whole_again_moves_to_the_current_workload() -> None:
+    """1.35: a gang keeps the Workload its Cliques record while it runs, but one whose
+    pods are all made again (a roll of every clique here; a restart or a move alike)
+    moves to the current one: on the Workload of an older shape it would ask for a
+    minCount it no longer has (after a shrink, more pods than it has: never placed)."""
+    from cliques.controllers.base.actions import pointer_key
+    from tests.unit.planner_fixtures import clique
+
+    cqs = with_backend("Auto", replicas=2)
+    current = workload.workload_name(cqs)
+    old = {labels.ANNOTATION_WORKLOAD: "llama-old"}
+    members = gangs(2, annotations=old)
+    members[0:2] = [
+        clique(0, "leader", hash_="h0", annotations=old),
+        clique(0, "worker", replicas=2, hash_="h0", annotations=old),
+    ]
+    snap = set_snapshot(
+        cqs,
+        members,
+        gang_api=gang_apis.of("v1alpha1"),
+        workloads=[owned(current), owned("llama-old")],
+    )
+    plan = cliqueset_planner.plan(snap)
+    rolls = [p for p in plan.patches if p.reason == "RollingUpdate"]
+    assert sorted(p.name for p in rolls) == ["llama-0-leader", "llama-0-worker"]
+    move = {
+        "op": "add",
+        "path": "/metadata/annotations/" + pointer_key(labels.ANNOTATION_WORKLOAD),
+        "value": current,
+    }
+    assert all(move in p.patch for p in rolls)
+    # gang 1 still runs on the old Workload, which stays
+    assert not [d for d in plan.deletes if d.resource.kind == "Workload"]

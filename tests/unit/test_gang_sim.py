@@ -28,7 +28,7 @@ from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.kube import errors
 from tests.sim import invariants
 from tests.sim import scenarios as sc
-from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of
+from tests.sim.cluster import Cluster, meta, pod_ready, restarts, seconds_of, stamp
 from tests.sim.invariants import InvariantViolation
 from tests.sim.simulation import Simulation, run_scenario
 
@@ -544,3 +544,421 @@ def test_the_checker_catches_moves_beyond_the_budget_and_off_no_cordoned_node(
         marks = {labels.ANNOTATION_GANG_RESTARTS: "1", labels.ANNOTATION_MOVED_AT: stamp}
         sim.cluster.patch("op:set", "Clique", name, {"metadata": {"annotations": marks}})
     assert invariants.LeftOnDrainedNode in {f.kind for f in sim.checker.findings}
+
+
+# ---- lost nodes -----------------------------------------------------------------------------
+
+
+def test_a_lost_nodes_pods_stay_terminating_until_it_is_out_of_service() -> None:
+    cluster = Cluster(grace=5)
+    node = cluster.add_node(4)
+    cluster.create("op", "Pod", _pod("p-0", "c-uid"))
+    cluster.create("op", "Pod", _pod("p-1", "c-uid"))
+    cluster.tick()
+    cluster.now = 20
+    cluster.tick()
+    assert all(pod_ready(p) for p in cluster.objects_of("Pod"))
+    cluster.node_down(node)
+    taints = cluster.get("Node", node)["spec"]["taints"]  # type: ignore[index]
+    lost = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": stamp(20)}
+    assert lost in taints
+    # the node lifecycle marks its pods not Ready; deleted, they stay terminating
+    assert not any(pod_ready(p) for p in cluster.objects_of("Pod"))
+    cluster.delete("op", "Pod", "p-0")
+    cluster.now = 200
+    cluster.tick()
+    assert meta(cluster.get("Pod", "p-0")).get("deletionTimestamp")  # type: ignore[arg-type]
+    # a new pod is not placed there
+    cluster.create("op", "Pod", _pod("q-0", "c-uid"))
+    cluster.tick()
+    assert not cluster.get("Pod", "q-0")["spec"].get("nodeName")  # type: ignore[index]
+    # the taint manager deletes the others 300 s after the taint; they stay terminating
+    cluster.now = 320
+    cluster.tick()
+    assert meta(cluster.get("Pod", "p-1")).get("deletionTimestamp")  # type: ignore[arg-type]
+    cluster.taint_out_of_service(node)
+    assert cluster.get("Pod", "p-0") is None and cluster.get("Pod", "p-1") is None
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("fixed", "max_unavailable"),
+    [("out_of_service", 1), ("back", 1), ("deleted", 1), ("out_of_service", 2), ("never", 1)],
+)
+def test_a_lost_node_moves_its_gangs_whole_within_the_budget(
+    racy: bool, fixed: str, max_unavailable: int
+) -> None:
+    """Node 0 (gang 0 and gang 1's leader) is lost at t=300: at t=360 gang 0 moves (and
+    with maxUnavailable 2 gang 1 too); with maxUnavailable 1 gang 1 waits for gang 0,
+    whose pods there hold their names until the node is fixed 300 s after the loss.
+    Without a failure policy the gangs the lost node broke are the world's, not the
+    operator's: they do not block each other's moves (they did: neither moved)."""
+    fix = {} if fixed == "never" else {fixed: 300}
+    sim = _case(sc.lose_a_node(max_unavailable=max_unavailable, **fix), racy)
+    sim.run(until=400)
+    moves = [e for e in sim.history.entries if "MovingGang" in e.text]
+    assert [e.t for e in moves] == [360] * max_unavailable, sim.history.tail(60)
+    outcome = sim.run()
+    assert outcome.available == (fixed != "never"), sim.history.tail(60)
+    on_node = [meta(p)["name"] for p in sim.pods() if p["spec"].get("nodeName") == "node-0"]
+    if fixed in ("out_of_service", "deleted"):
+        assert on_node == []
+    elif fixed == "never":
+        # the moved gang's pods there are terminating for good, and so are the others (the
+        # taint manager's, 300 s after the taint)
+        assert len(on_node) == 3
+        assert all(
+            meta(p).get("deletionTimestamp") for p in sim.pods() if meta(p)["name"] in on_node
+        )
+
+
+def test_the_checker_catches_gangs_left_on_a_lost_node_and_pods_placed_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.controllers.features import drain
+
+    # An operator that does not see lost nodes leaves both gangs there (I10):
+    monkeypatch.setattr(drain, "lost", lambda node, tolerations: ("", ""))
+    sim = Simulation(sc.lose_a_node(out_of_service=300), strict=False)
+    outcome = sim.run()
+    found = [f for f in outcome.findings if f.kind is invariants.LeftOnLostNode]
+    assert {f.t for f in found} == {365}, found
+    assert any("gang 1" in f.message for f in found)
+    # A scheduler that binds a pod to a lost node:
+    sim = _steady(gangs=1)
+    node = sim.pods()[0]["spec"]["nodeName"]
+    sim.cluster.node_down(node)
+    sim.cluster.create("op:clique", "Pod", _pod("x-0", "nobody"))
+    pod = sim.cluster.get("Pod", "x-0")
+    assert pod is not None
+    sim.cluster._kubelet_write("scheduler", pod, lambda p: p["spec"].update(nodeName=node))
+    assert [f.kind for f in sim.checker.findings] == [invariants.LeftOnLostNode]
+
+
+# ---- the gang APIs: Workloads (1.35) and PodGroups (1.36, 1.37) -------------------------------
+
+REGRESSIONS = (
+    sc.resize_with_nodes_full,
+    sc.one_crash_slow_start,
+    sc.start_order_after_restart,
+    sc.reserved_keys_in_template,
+    sc.crash_while_starting,
+    sc.roll_waiting_for_terminating_pods,
+    sc.roll_after_restart_on_full_nodes,
+    sc.new_image_during_a_roll_and_a_resize,
+    sc.dependency_lost_during_a_roll,
+    sc.gate_opened_as_its_dependency_crashes,
+    sc.roll_with_surge,
+    sc.drain_a_node,
+    sc.lose_a_node,
+    sc.surge_gangs_broken_while_standing_in,
+    sc.scale_down_of_a_starting_gang_under_watch_lag,
+)
+
+
+@pytest.mark.parametrize("gang_api", sc.GANG_APIS)
+@pytest.mark.parametrize("make", REGRESSIONS, ids=[f.__name__ for f in REGRESSIONS])
+def test_the_regression_scenarios_keep_every_invariant_in_every_gang_api(
+    make: object, gang_api: str
+) -> None:
+    """Each regression scenario with gang scheduling, through the Workload API (1.35) or
+    a PodGroup per gang (1.36, 1.37): I11 checks the groups the pods name and the
+    scheduler's all-or-nothing binds besides the other invariants."""
+    assert callable(make)
+    scenario = replace(make(), gang_scheduling=True, gang_api=gang_api)
+    sim = Simulation(scenario)
+    sim.run()
+    kind = "Workload" if gang_api == "v1alpha1" else "PodGroup"
+    assert sim.cluster.counts.get(f"create {kind}", 0) >= 1
+
+
+def _group(name: str, api: str, min_count: int = 2, **spec: object) -> dict[str, object]:
+    ref = (
+        {"podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "g"}}}
+        if api == "v1alpha2"
+        else {"workloadRef": {"workloadName": "w", "templateName": "g"}}
+    )
+    return {
+        "metadata": {"name": name, "labels": {labels.LABEL_CLIQUESET: "llama"}},
+        "spec": {**ref, "schedulingPolicy": {"gang": {"minCount": min_count}}, **spec},
+    }
+
+
+def _in_group(name: str, group: str) -> dict[str, object]:
+    pod = _pod(name, "c-uid")
+    pod["spec"] = {**pod["spec"], "schedulingGroup": {"podGroupName": group}}  # type: ignore[dict-item]
+    return pod
+
+
+def test_podgroup_writes_the_real_api_server_refuses_are_refused() -> None:
+    # v1alpha2 (1.36): the spec is immutable whole, its disruption mode is gated
+    old = Cluster(gang_api="v1alpha2")
+    old.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    with pytest.raises(errors.Invalid):
+        old.patch("op", "PodGroup", "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    old.patch("op", "PodGroup", "g", {"metadata": {"labels": {"x": "1"}}})  # metadata may
+    gated = Cluster(gang_api="v1alpha2", gates=frozenset())
+    with pytest.raises(errors.Invalid, match="WorkloadAwarePreemption"):
+        gated.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    # a field of another version is dropped, as the server drops unknown fields
+    made = old.create("op", "PodGroup", _group("h", "v1alpha2", workloadRef={"x": "y"}))
+    assert "workloadRef" not in made["spec"]
+    # v1beta1 (1.37): minCount changes in place, nothing else does
+    new = Cluster(gang_api="v1beta1")
+    new.create("op", "PodGroup", _group("g", "v1beta1", disruptionMode={"all": {}}))
+    new.patch("op", "PodGroup", "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
+    for bad in (
+        {"spec": {"schedulingPolicy": {"gang": {"minCount": 0}}}},
+        {"spec": {"schedulingPolicy": {"gang": None, "basic": {}}}},
+        {"spec": {"disruptionMode": {"single": {}}}},
+        {"spec": {"workloadRef": {"workloadName": "other", "templateName": "g"}}},
+    ):
+        with pytest.raises(errors.Invalid):
+            new.patch("op", "PodGroup", "g", bad)
+    for bad_spec in (
+        {"schedulingPolicy": {}},
+        {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}},
+        {"disruptionMode": "PodGroup"},  # v1alpha2's string
+        {"parentCompositePodGroupName": "p"},  # the CompositePodGroup gate is off
+    ):
+        body = _group("x", "v1beta1")
+        body["spec"] = {**body["spec"], **bad_spec}  # type: ignore[dict-item]
+        with pytest.raises(errors.Invalid):
+            new.create("op", "PodGroup", body)
+    # a v1alpha2 Workload needs podGroupTemplates (v1alpha1's podGroups is another field)
+    w = {"metadata": {"name": "w"}, "spec": {"podGroups": [{"name": "g", "policy": {"basic": {}}}]}}
+    with pytest.raises(errors.Invalid):
+        old.create("op", "Workload", w)
+    Cluster(gang_api="v1alpha1").create("op", "Workload", w)
+
+
+def test_a_group_binds_its_pods_only_at_min_count_and_stays_while_a_pod_names_it() -> None:
+    cluster = Cluster(gang_api="v1beta1")
+    cluster.add_node(8)
+    cluster.create("op", "PodGroup", _group("g", "v1beta1", min_count=3))
+    for i in range(2):
+        cluster.create("op", "Pod", _in_group(f"p-{i}", "g"))
+    cluster.tick()
+    assert not any(p["spec"].get("nodeName") for p in cluster.objects_of("Pod"))
+    cluster.create("op", "Pod", _in_group("p-2", "g"))
+    cluster.tick()
+    assert all(p["spec"].get("nodeName") for p in cluster.objects_of("Pod"))
+    # deleted while its pods name it: kept (podgroup-protection) until they are gone
+    cluster.delete("op", "PodGroup", "g")
+    assert meta(cluster.get("PodGroup", "g")).get("deletionTimestamp")  # type: ignore[arg-type]
+    for i in range(3):
+        cluster.delete("op", "Pod", f"p-{i}")
+    cluster.now = 10
+    cluster.tick()
+    assert cluster.get("PodGroup", "g") is None
+
+
+def test_the_checker_catches_pods_outside_their_gangs_group_and_binds_below_min_count() -> None:
+    sim = Simulation(sc.Scenario(gangs=2, gang_scheduling=True, gang_api="v1beta1", settle=300))
+    sim.run(until=100)
+    assert not sim.checker.findings
+    groups = sorted(meta(g)["name"] for g in sim.cluster.objects_of("PodGroup"))
+    assert len(groups) == 2
+    owner = meta(sim.cluster.get("Clique", "llama-0-worker"))["uid"]  # type: ignore[arg-type]
+    # a pod of gang 0 made into gang 1's group, and one into no group at all
+    stray = _pod("llama-0-worker-7", owner)
+    stray["spec"] = {**stray["spec"], "schedulingGroup": {"podGroupName": groups[1]}}  # type: ignore[dict-item]
+    stray["metadata"]["labels"][labels.LABEL_POD_INDEX] = "7"  # type: ignore[index]
+    sim.cluster.create("op:clique", "Pod", stray)
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+    assert "that of set llama gang 1" in sim.checker.findings[0].message
+    sim.checker.findings.clear()
+    bare = _pod("llama-0-worker-8", owner)
+    bare["metadata"]["labels"][labels.LABEL_POD_INDEX] = "8"  # type: ignore[index]
+    sim.cluster.create("op:clique", "Pod", bare)
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+    sim.checker.findings.clear()
+    # a scheduler that binds a pod of a group of minCount 3 alone
+    sim.cluster.create("op", "PodGroup", _group("lonely", "v1beta1", min_count=3))
+    sim.cluster.create("op", "Pod", _in_group("x-0", "lonely"))
+    pod = sim.cluster.get("Pod", "x-0")
+    assert pod is not None
+    sim.cluster._kubelet_write("scheduler", pod, lambda p: p["spec"].update(nodeName="node-1"))
+    assert [f.kind for f in sim.checker.findings] == [invariants.GangGroups]
+
+
+@pytest.mark.parametrize("gang_api", ["v1alpha2", "v1beta1"])
+def test_a_resize_keeps_each_gangs_group_at_its_size(gang_api: str) -> None:
+    """v1beta1 patches minCount in place; v1alpha2 moves a gang made whole again (the
+    crash of a Ready pod, a restart) to a new group of the new size and deletes the old
+    one once nothing names it."""
+    scenario = sc.Scenario(
+        gangs=2,
+        startup="AnyOrder",
+        gang_scheduling=True,
+        gang_api=gang_api,
+        latency=sc.Latency("fixed", 10),
+        policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+        events=(sc.Event(100, "resize", "worker", 3), sc.Event(200, "crash", "llama-1-leader-0")),
+        settle=300,
+    )
+    sim = Simulation(scenario)
+    outcome = sim.run()
+    assert outcome.available
+    counts = {
+        meta(g)["name"]: g["spec"]["schedulingPolicy"]["gang"]["minCount"]
+        for g in sim.cluster.objects_of("PodGroup")
+    }
+    if gang_api == "v1beta1":
+        assert sorted(counts.values()) == [4, 4], counts
+        assert sim.cluster.counts.get("create PodGroup") == 2
+    else:
+        # gang 0 keeps its group of 3; gang 1, restarted, moved to one of 4
+        assert sorted(counts.values()) == [3, 4], counts
+        assert sim.cluster.counts.get("create PodGroup") == 3
+        assert sim.cluster.counts.get("delete PodGroup") == 1
+
+
+def test_the_checker_catches_a_min_count_left_behind_and_an_unused_group_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cliques.controllers.features import podgroups
+
+    real = podgroups.plan
+
+    def lazy(*args: object, **kw: object) -> podgroups.GroupPlan:
+        out = real(*args, **kw)  # type: ignore[arg-type]
+        return podgroups.GroupPlan(creates=out.creates, linked=out.linked)  # no patch, no delete
+
+    monkeypatch.setattr(podgroups, "plan", lazy)
+    for gang_api, what in (("v1beta1", "asks for minCount"), ("v1alpha2", "kept, unused")):
+        scenario = sc.Scenario(
+            gangs=2,
+            startup="AnyOrder",
+            gang_scheduling=True,
+            gang_api=gang_api,
+            latency=sc.Latency("fixed", 10),
+            policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+            events=(
+                sc.Event(100, "resize", "worker", 3),
+                sc.Event(200, "crash", "llama-1-leader-0"),
+            ),
+            settle=300,
+        )
+        outcome = Simulation(scenario, strict=False).run()
+        found = [f.message for f in outcome.findings if f.kind is invariants.GangGroups]
+        assert any(what in m for m in found), (gang_api, found)
+
+
+def test_composite_trees_as_the_operator_writes_them_are_accepted_and_kept_consistent() -> None:
+    """The operator's bodies of a gang's CompositePodGroup tree (1.37, alpha gate on), flat
+    and nested, pass the simulated server's validation parent first, and the checker finds
+    them consistent; a composite deleted under its children, or one with fewer children
+    than its `minGroupCount`, is caught. (The scenarios have no scaling groups, so no
+    run makes composites: this is the checker's and the server's part of them.)"""
+    import msgspec
+
+    from cliques.api.cliqueset import CliqueSet
+    from cliques.controllers.features import composite_groups as cg
+    from cliques.controllers.features.gang_apis import V1Beta1
+    from cliques.controllers.features.podgroups import Shape
+
+    sim = Simulation(sc.Scenario(gangs=2, settle=300))
+    sim.run(until=30)
+    c = sim.cluster
+    c.gang_api = "v1beta1"
+    c.gates = frozenset({"CompositePodGroup", "TopologyAwareWorkloadScheduling"})
+    sim.checker.gang_api = "v1beta1"
+    raw = c.get("CliqueSet", "llama")
+    assert raw is not None
+    cqs = msgspec.convert(raw, CliqueSet)
+    shape = Shape(needed=0, topology_key="rack")
+    prefill = cg.GroupNeed("prefill", min_available=2, instance_pods=3, instances=3)
+    decode = cg.GroupNeed("decode", min_available=1, instance_pods=2, instances=2)
+    for gang, (needs, others) in enumerate((([prefill], False), ([prefill, decode], True))):
+        templates = cg.workload_templates(needs, shape, others=others, other_pods=2)
+        workload = cg.workload_body(cqs, templates, "b", V1Beta1())
+        if c.get("Workload", meta(workload)["name"]) is None:
+            c.create("op:set", "Workload", workload)
+        for member in cg.members("llama", gang, needs, shape, others=others, other_pods=2):
+            kind = "CompositePodGroup" if member.kind == cg.KIND_COMPOSITE else "PodGroup"
+            c.create(
+                "op:set",
+                kind,
+                cg.body(cqs, gang, member, meta(workload)["name"], shape, bucket="b"),
+            )
+    sim.checker.composites_consistent()
+    assert sim.checker.findings == []
+    root = next(
+        g
+        for g in c.objects_of("CompositePodGroup")
+        if not g["spec"].get("parentCompositePodGroupName")
+    )
+    # a composite's spec is immutable (minGroupCount too)
+    with pytest.raises(errors.Invalid):
+        c.patch("x", "CompositePodGroup", meta(root)["name"], {"spec": {"priorityClassName": "y"}})
+    # a composite asking for more children than it has
+    lone = {
+        "metadata": {"name": "lone", "labels": {labels.LABEL_CLIQUESET: "llama"}},
+        "spec": {
+            "workloadRef": {"workloadName": "w", "templateName": "gang"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    c.create("op:set", "CompositePodGroup", lone)
+    # the root deleted under its children (a composite has no finalizer: it goes at once)
+    c.delete("op:set", "CompositePodGroup", meta(root)["name"])
+    sim.checker.composites_consistent()
+    found = [f.message for f in sim.checker.findings]
+    assert any("lone needs 2 groups and has 0 children" in m for m in found), found
+    assert any(f"names parent {meta(root)['name']}, which does not exist" in m for m in found)
+
+
+def test_a_shrunk_gang_made_whole_again_on_1_35_is_placed_again() -> None:
+    """Found with the PodGroup invariants (I11) run on 1.35: worker 2 -> 1 at t=100 (the
+    gang needs 2 pods, not 3), the leader crashes at t=200 and the gang is restarted. Its
+    pods named the Workload it was made with (minCount 3) and were never placed; a gang
+    whose pods are all made again now moves to the current Workload."""
+    scenario = sc.Scenario(
+        gangs=1,
+        startup="AnyOrder",
+        gang_scheduling=True,
+        gang_api="v1alpha1",
+        latency=sc.Latency("fixed", 10),
+        policy=sc.Policy(breach=0, initial=0, max_backoff=0),
+        events=(sc.Event(100, "resize", "worker", 1), sc.Event(200, "crash", "llama-0-leader-0")),
+        settle=300,
+    )
+    sim = Simulation(scenario)
+    outcome = sim.run()
+    assert outcome.available and sim.restarts() == 1
+    (left,) = sim.cluster.objects_of("Workload")
+    assert left["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 2}}
+    recorded = {
+        meta(c)["annotations"][labels.ANNOTATION_WORKLOAD] for c in sim.cluster.objects_of("Clique")
+    }
+    assert recorded == {meta(left)["name"]}
+
+
+def test_a_gang_rolled_while_it_grows_is_back_at_the_size_it_served() -> None:
+    """Found by `python -m tests.sim --examples 1500 --seed 7`: 3 gangs, maxUnavailable 0,
+    gang scheduling; the workers are resized 1 -> 4 at t=9 (few new pods fit: every gang
+    Resizing, still serving with the pods it had), a new leader image at t=10 rolls gang
+    0, whose new leader is Ready at t=12: the gang serves again at the size it served
+    before (its workers only grow), so the roll of gang 1 then is within the budget. The
+    checker took the gang as down until it reached the new size (I1)."""
+    scenario = sc.Scenario(
+        gangs=3,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="InOrder",
+        max_unavailable=0,
+        policy=sc.Policy(breach=0, max_restarts=1, initial=0, max_backoff=0),
+        nodes=(1,) * 8,
+        latency=sc.Latency("uniform", 1, 4),
+        grace=0,
+        gang_scheduling=True,
+        events=(
+            sc.Event(1, "node-add", value=1),
+            sc.Event(9, "resize", "worker", 4),
+            sc.Event(10, "image", "leader"),
+        ),
+        settle=1200,
+    )
+    sim = Simulation(scenario)
+    sim.run()
+    assert sim.checker.rolls, sim.history.tail(40)

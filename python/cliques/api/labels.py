@@ -333,11 +333,13 @@ ANNOTATION_SUBDOMAIN_POLICY: Final = _annotation(
 ANNOTATION_WORKLOAD: Final = _annotation(
     "workload",
     on=("Clique", "PodGroup"),
-    meaning="On a Clique whose gang is gang-scheduled: the Workload its pods reference (fixed "
-    "when the gang's Cliques are made; a pod's spec.workloadRef is immutable); on a "
-    "PodGroup, the Workload it belongs to.",
+    meaning="On a Clique whose gang is gang-scheduled: the Workload its pods reference (set "
+    "when the gang's Cliques are made, and moved to the current one when all the gang's pods "
+    "are made again: a pod's spec.workloadRef is immutable); on a PodGroup, the Workload it "
+    "belongs to.",
     writers=(
         "controllers.cliqueset.planner",
+        "controllers.cliqueset.restarts",
         "controllers.features.composite_groups",
         "controllers.features.gang_trees",
         "controllers.features.podgroups",

@@ -666,7 +666,14 @@ def _status(
     restart_now = set(rolls.restart_now)
     moves = setup.sched.wanted
     out.status.gang_restarts = restarts.failure_policy(
-        snap, rolls.failing, facts, rolls.touched, restart_now, out, moves
+        snap,
+        rolls.failing,
+        facts,
+        rolls.touched,
+        restart_now,
+        out,
+        moves,
+        setup.sched.workload_to_move_to,
     )
     kinds = [f.update_kind for f in facts[:replicas]]
     out.status.updated_in_place = kinds.count("in-place")

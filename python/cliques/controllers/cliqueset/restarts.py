@@ -80,10 +80,16 @@ def restarts_and_rolls(
     down = cliqueset_rollout.down(gangs.facts)
     paid = 0
     if stuck is not None and stuck.gangs:
+        # A gang short of pods that was never available whole is the operator's; only
+        # `RecreateGang` tracks that (`was_available`): without it, a broken gang is the
+        # world's (else the gangs a lost node broke would block each other's moves).
+        tracked = snap.cliqueset.spec.failure_policy.restart_policy == (
+            GangRestartPolicy.RECREATE_GANG
+        )
         ours = {
             g
             for g, f in enumerate(gangs.facts)
-            if not f.available and (f.starting or (f.degraded and not f.was_available))
+            if not f.available and (f.starting or (tracked and f.degraded and not f.was_available))
         }
         out.moved, out.move_waiting = drain.pick(
             stuck.gangs,
@@ -144,7 +150,8 @@ def _move_patches(
 ) -> list[Patch]:
     """The annotation patches that move each gang of `moved` (`drain.move_annotations`),
     resourceVersion-guarded, each expected back through the watch (as a gang restart's),
-    and a gang whose pods are all made again moves to the PodGroup the set asks for."""
+    and a gang whose pods are all made again moves to the PodGroup the set asks for (on 1.35
+    to its current Workload, `workload_move`)."""
     out: list[Patch] = []
     for gang in moved:
         members = {
@@ -155,6 +162,8 @@ def _move_patches(
         marks = drain.move_annotations(members, snap.now, setup.sched.wanted.get(gang, ""))
         for name, (annotate, count) in marks.items():
             clique = next(c for c in members.values() if c.metadata.name == name)
+            # (its pods are all made again, in a move or in the levelling that finishes one)
+            annotate.update(workload_move(clique, setup.sched.workload_to_move_to))
             body = {
                 "metadata": {
                     "resourceVersion": clique.metadata.resource_version,
@@ -222,12 +231,26 @@ def _gang_patches(
         group = moved or annotations.get(labels.ANNOTATION_POD_GROUP, "")
         update = inplace.annotation(clique, cliqueset_rollout.hash_of(clique), in_place)
         tmpl = roles[clique.spec.clique_name]
-        patches.append(
-            _template_patch(
-                clique, tmpl, snap, change, packs, moved, via_group(group, gang), update
-            )
+        patch = _template_patch(
+            clique, tmpl, snap, change, packs, moved, via_group(group, gang), update
         )
+        for key, value in workload_move(clique, sched.workload_to_move_to if whole else "").items():
+            patch.patch.append(
+                {"op": "add", "path": _ANNOTATIONS + pointer_key(key), "value": value}
+            )
+        patches.append(patch)
     return patches, kind
+
+
+_ANNOTATIONS = "/metadata/annotations/"
+
+
+def workload_move(clique: Clique, workload: str) -> dict[str, str]:
+    """The annotation that moves a Clique of a gang whose pods are all made again to
+    Workload `workload` (`GangPlan.workload_to_move_to`, 1.35), none when it records no
+    Workload or that one already."""
+    have = clique.metadata.annotations.get(labels.ANNOTATION_WORKLOAD)
+    return {labels.ANNOTATION_WORKLOAD: workload} if workload and have and have != workload else {}
 
 
 #: Seconds before a plan looks again at a gang whose restart waits for the budget (the
@@ -278,6 +301,7 @@ def failure_policy(
     restart_now: set[int],
     out: CliqueSetPlan,
     move_to: Mapping[int, str] | None = None,
+    workload: str = "",
 ) -> int:
     """The decisions of `_failure_decisions` carried out: annotation patches of the gangs'
     Cliques (not of a gang another patch of this plan touches; a restart only for the
@@ -317,6 +341,8 @@ def failure_policy(
             annotate = dict(decision.annotate)
             if moved and clique.metadata.annotations.get(labels.ANNOTATION_POD_GROUP) != moved:
                 annotate[labels.ANNOTATION_POD_GROUP] = moved
+            if decision.restart:
+                annotate.update(workload_move(clique, workload))
             body = {
                 "metadata": {
                     "resourceVersion": clique.metadata.resource_version,

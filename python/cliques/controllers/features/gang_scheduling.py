@@ -152,6 +152,15 @@ class GangPlan:
     #: the gang trees planned, for the next plan of the set (`gang_trees.Memo`)
     tree_memo: gang_trees.Memo | None = None
 
+    @property
+    def workload_to_move_to(self) -> str:
+        """On 1.35 (no PodGroups): the Workload a gang whose pods are all made again moves
+        to, the set's current one (its gang shape now), once the cache shows it; "" where
+        gangs name PodGroups or no Workload is used. A gang that kept the Workload of an
+        older shape would ask for a `minCount` it no longer has (after a shrink, more pods
+        than it has: its pods would never be placed)."""
+        return self.current if not self.pod_groups and self.ready else ""
+
     def pod_group(self, gang: int) -> str:
         """The PodGroup a new Clique of gang `gang` names: the one the gang's other Cliques
         name, else the wanted one ("" without PodGroups)."""
