@@ -80,16 +80,14 @@ def restarts_and_rolls(
     down = cliqueset_rollout.down(gangs.facts)
     paid = 0
     if stuck is not None and stuck.gangs:
-        # A gang short of pods that was never available whole is the operator's; only
-        # `RecreateGang` tracks that (`was_available`): without it, a broken gang is the
-        # world's (else the gangs a lost node broke would block each other's moves).
-        tracked = snap.cliqueset.spec.failure_policy.restart_policy == (
-            GangRestartPolicy.RECREATE_GANG
-        )
+        # A gang short of pods that was never available whole is the operator's; without
+        # `RecreateGang` no epoch is tracked and a broken gang counts as the world's
+        # (`GangFacts.was_available`), else the gangs a lost node broke would block each
+        # other's moves.
         ours = {
             g
             for g, f in enumerate(gangs.facts)
-            if not f.available and (f.starting or (tracked and f.degraded and not f.was_available))
+            if not f.available and (f.starting or (f.degraded and not f.was_available))
         }
         out.moved, out.move_waiting = drain.pick(
             stuck.gangs,

@@ -14,7 +14,8 @@ evictions wait for them (docs/gangs.md#nodedrain-gangs-move-whole-off-drained-no
   confirmed gone: deleted, it stays terminating, holding its name, until the node comes
   back, an administrator taints it `node.kubernetes.io/out-of-service` (the pod garbage
   collector then deletes such pods at once, KEP-2268) or deletes the Node; the gang's
-  other pods are made again meanwhile, and the condition says what to do.
+  other Cliques make their pods again meanwhile (that pod's Clique waits for the delete to
+  show, at most its expectations' limit), and the condition says what to do.
   The controller keeps the nodes that are cordoned or carry a `NoExecute`
   taint (`Informers.marked`, from the Node informer, which decodes only names, cordons
   and taints, `api.node`), and looks up the pods on them by the pod informer's `node`
