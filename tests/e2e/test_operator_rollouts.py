@@ -157,16 +157,28 @@ async def test_hash_algorithm_upgrade_relabels_pods_in_place(cluster: Cluster, c
     assert cqs.status is not None and cqs.status.hash_algorithm == 2
 
 
-def _partitioned(partition: int, image: str = "busybox:1.36") -> dict[str, object]:
+#: The dev cluster's start model (docs/devcluster.md): seconds every container start takes.
+LOAD = "start.stage.kwok.x-k8s.io/load-seconds"
+
+
+def _partitioned(partition: int, image: str = "busybox:1.36", load: int = 0) -> dict[str, object]:
     body = cliqueset(replicas=4, workers=1, max_unavailable=2, image=image)
     body["spec"]["updateStrategy"]["partition"] = partition  # type: ignore[index]
+    if load:
+        for c in body["spec"]["template"]["cliques"]:  # type: ignore[index]
+            c["template"].setdefault("metadata", {})["annotations"] = {LOAD: str(load)}
     return body
 
 
-async def test_a_partition_rolls_only_the_gangs_from_it_on(cluster: Cluster, crds: str) -> None:
+@pytest.mark.parametrize("load", [0, 60], ids=["instant-pods", "pods-take-a-minute"])
+async def test_a_partition_rolls_only_the_gangs_from_it_on(
+    cluster: Cluster, crds: str, load: int
+) -> None:
     """partition 2 over 4 gangs: an image change rolls gangs 2 and 3 and leaves the pods of 0
     and 1 as they were; the set counts 2 gangs updated and says Partitioned; lowering the
-    partition to 0 continues the roll to every gang."""
+    partition to 0 continues the roll to every gang. The same with pods whose containers
+    take a minute to start (the dev cluster's start model)."""
+    slow = 3 * load
 
     async def images() -> dict[int, set[str]]:
         """The images of the main container of each gang's Ready pods."""
@@ -179,10 +191,10 @@ async def test_a_partition_rolls_only_the_gangs_from_it_on(cluster: Cluster, crd
         return out
 
     async with running_operator(crds, cluster.namespace):
-        await cluster.apply(_partitioned(0))
-        await cluster.wait_available("llama")
+        await cluster.apply(_partitioned(0, load=load))
+        await cluster.wait_available("llama", timeout=90 + slow)
         before = await uids(cluster)
-        await cluster.apply(_partitioned(2, image="busybox:1.37"))
+        await cluster.apply(_partitioned(2, image="busybox:1.37", load=load))
 
         async def partitioned() -> object:
             cqs = await cluster.cliqueset("llama")
@@ -192,7 +204,9 @@ async def test_a_partition_rolls_only_the_gangs_from_it_on(cluster: Cluster, crd
             done = any(c.type == "Progressing" and c.reason == "Partitioned" for c in st.conditions)
             return cqs if done and st.available_replicas == 4 else None
 
-        cqs = await wait_for(partitioned, timeout=180, what="gangs 2 and 3 rolled, Partitioned")
+        cqs = await wait_for(
+            partitioned, timeout=180 + slow, what="gangs 2 and 3 rolled, Partitioned"
+        )
         assert cqs.status is not None and cqs.status.updated_replicas == 2  # type: ignore[attr-defined]
         seen = await images()
         assert [("busybox:1.37" in seen[g]) for g in range(4)] == [False, False, True, True], seen
@@ -200,8 +214,8 @@ async def test_a_partition_rolls_only_the_gangs_from_it_on(cluster: Cluster, crd
         held = [n for n in before if int(n.split("-")[1]) < 2]
         assert held and all(kept[n] == before[n] for n in held), "a held gang's pod was replaced"
 
-        await cluster.apply(_partitioned(0, image="busybox:1.37"))
-        cqs = await cluster.wait_available("llama", timeout=180)
+        await cluster.apply(_partitioned(0, image="busybox:1.37", load=load))
+        cqs = await cluster.wait_available("llama", timeout=180 + slow)
         assert cqs.status is not None and cqs.status.updated_replicas == 4
         seen = await images()
         assert all(seen[g] == {"busybox:1.37"} for g in range(4)), seen
