@@ -12,11 +12,13 @@ v0.37.2 `v1beta1` and `v1alpha3`, and k8s.io/kubernetes v1.37.2
   `minCount` >= 1); the link to the Workload's template (`podGroupTemplateRef.workload`
   {workloadName, podGroupTemplateName} on v1alpha2, `workloadRef` {workloadName,
   templateName} on v1beta1); `disruptionMode` a string `Pod`/`PodGroup` on v1alpha2
-  (forbidden unless the WorkloadAwarePreemption gate is on, as are `priorityClassName`
+  (dropped unless the WorkloadAwarePreemption gate is on, as are `priorityClassName`
   and `priority`), a union `{single: {}}`/`{all: {}}` on v1beta1; `schedulingConstraints`
-  forbidden without TopologyAwareWorkloadScheduling, `resourceClaims` (at most 4) without
-  DRAWorkloadResourceClaims; `parentCompositePodGroupName` (v1beta1) forbidden without
-  CompositePodGroup and then requiring `workloadRef`. On update the v1alpha2 spec is
+  dropped without TopologyAwareWorkloadScheduling, `resourceClaims` (at most 4) without
+  DRAWorkloadResourceClaims; `parentCompositePodGroupName` (v1beta1) dropped without
+  CompositePodGroup, and requiring `workloadRef`. A field whose gate is off is dropped on
+  create, as the real registry does (k8s.io/kubernetes v1.36.3 and v1.37.2,
+  `pkg/registry/scheduling/podgroup/strategy.go`), not refused. On update the v1alpha2 spec is
   immutable whole; on v1beta1 everything is, except `schedulingPolicy.gang.minCount`
   (the policy may not switch between basic and gang). Unknown spec fields are dropped
   (the server's default field validation, Warn).
@@ -125,9 +127,12 @@ def validate_create(version: str, gates: frozenset[str], kind: str, obj: Obj) ->
         gated |= dict.fromkeys(
             ("disruptionMode", "priorityClassName", "priority"), "WorkloadAwarePreemption"
         )
-    for key, gate in gated.items():
-        if key in spec and gate not in gates:
-            raise _invalid(kind, name, f"spec.{key}: Forbidden: the {gate} feature gate is off")
+    # A field whose gate is off is dropped, not refused (the registry's strategy,
+    # `dropDisabled...Field` in k8s.io/kubernetes pkg/registry/scheduling/podgroup).
+    dropped = [key for key, gate in gated.items() if key in spec and gate not in gates]
+    if dropped:
+        spec = {k: v for k, v in spec.items() if k not in dropped}
+        obj = {**obj, "spec": spec}
     if len(spec.get("resourceClaims") or ()) > 4:
         raise _invalid(kind, name, "spec.resourceClaims: must have at most 4 items")
     mode = spec.get("disruptionMode")

@@ -697,9 +697,10 @@ def test_podgroup_writes_the_real_api_server_refuses_are_refused() -> None:
     with pytest.raises(errors.Invalid):
         old.patch("op", "PodGroup", "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}})
     old.patch("op", "PodGroup", "g", {"metadata": {"labels": {"x": "1"}}})  # metadata may
+    # a field whose gate is off is dropped, as the real registry does (not refused)
     gated = Cluster(gang_api="v1alpha2", gates=frozenset())
-    with pytest.raises(errors.Invalid, match="WorkloadAwarePreemption"):
-        gated.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    kept = gated.create("op", "PodGroup", _group("g", "v1alpha2", disruptionMode="PodGroup"))
+    assert "disruptionMode" not in kept["spec"]
     # a field of another version is dropped, as the server drops unknown fields
     made = old.create("op", "PodGroup", _group("h", "v1alpha2", workloadRef={"x": "y"}))
     assert "workloadRef" not in made["spec"]
@@ -719,7 +720,6 @@ def test_podgroup_writes_the_real_api_server_refuses_are_refused() -> None:
         {"schedulingPolicy": {}},
         {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}},
         {"disruptionMode": "PodGroup"},  # v1alpha2's string
-        {"parentCompositePodGroupName": "p"},  # the CompositePodGroup gate is off
     ):
         body = _group("x", "v1beta1")
         body["spec"] = {**body["spec"], **bad_spec}  # type: ignore[dict-item]
@@ -730,6 +730,10 @@ def test_podgroup_writes_the_real_api_server_refuses_are_refused() -> None:
     with pytest.raises(errors.Invalid):
         old.create("op", "Workload", w)
     Cluster(gang_api="v1alpha1").create("op", "Workload", w)
+    # the CompositePodGroup gate is off: a parent is dropped, not refused
+    body = _group("y", "v1beta1")
+    body["spec"] = {**body["spec"], "parentCompositePodGroupName": "p"}  # type: ignore[dict-item]
+    assert "parentCompositePodGroupName" not in new.create("op", "PodGroup", body)["spec"]
 
 
 def test_a_group_binds_its_pods_only_at_min_count_and_stays_while_a_pod_names_it() -> None:
