@@ -79,7 +79,9 @@ integration: dev
 test: lint cargo-test
 	$(PY) -m pytest -q tests lab/tests
 
-# The gang end-to-end tests on each Kubernetes version the dev cluster supports besides the
+# The gang end-to-end tests, and those of every feature (scaling groups, in-place updates,
+# Kueue, drains and lost nodes, surge and partition, podReadiness, same-node restarts), on
+# each Kubernetes version the dev cluster supports besides the
 # default (not part of `make test`, which runs the default version only and builds only
 # it): one dev cluster per version, its binaries built on first use
 # (~/.cache/cliques/kube-v<version>; 1.38.0-beta.0 with GOTOOLCHAIN=go1.27.3, set by the
@@ -88,7 +90,9 @@ test: lint cargo-test
 # `kube_version(V)`, which need a release of their own (EvictionRequests need 1.38's
 # controller-manager) and are deselected from `make test`, whose cold build they would
 # lengthen by 20 minutes.
-COMPAT_TESTS := $(wildcard tests/e2e/test_gang*.py tests/e2e/test_placement*.py)
+COMPAT_TESTS := $(wildcard tests/e2e/test_gang*.py tests/e2e/test_placement*.py) \
+	$(addprefix tests/e2e/test_,$(addsuffix .py,scaling_groups inplace_updates kueue \
+	    node_drain lost_node rollout_surge operator_rollouts pod_readiness restart_same_nodes))
 COMPAT_COMPOSITE_TESTS := tests/e2e/test_scaling_composite.py
 COMPAT_CLUSTERS := 1.35.4:cliques-compat-135 1.36.3:cliques-compat-136 \
 	1.38.0-beta.0:cliques-compat-138
