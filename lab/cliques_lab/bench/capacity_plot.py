@@ -58,7 +58,7 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
                 ax.annotate(
                     what,
                     (t, 0),
-                    xytext=(2, 4 + 10 * i),
+                    xytext=(2 + 9 * i, 4),
                     textcoords="offset points",
                     fontsize="x-small",
                     color=colors(i),
@@ -68,7 +68,7 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
         ax.set_xlabel(f"seconds since the {phase} began")
         ax.set_ylabel("whole Ready gangs")
         ax.set_title(f"cliques bench scale {doc['shape']}: {phase}" + _start_model(doc))
-        ax.legend(fontsize="small", loc="lower right")
+        ax.legend(fontsize="small", loc="center right")
         p = out_dir / f"{stem}-{phase}.png"
         fig.savefig(p, dpi=110)
         plt.close(fig)
