@@ -11,6 +11,8 @@ time each phase from its first API call:
   IfPossible`, until every pod reports the new image running and every set is Available
   (want no pod replaced);
 - reorder-apply: apply the same desired state re-ordered and re-spelled (must replace 0);
+- drain, node-loss (opt-in, `--with-phases`; `disruption_run`): nodes drained or lost while
+  the workload serves, whole Ready gangs sampled every second;
 - delete: delete the CliqueSets, until every pod is gone.
 
 Per phase: wall time, operator CPU seconds (its whole process tree, from /proc), peak RSS,
