@@ -26,6 +26,7 @@ class _Ctr(msgspec.Struct):
 
 class _PodSpec(msgspec.Struct):
     containers: list[_Ctr] = []
+    nodeName: str = ""  # the API's name; "" until scheduled
 
 
 class _Cond(msgspec.Struct):

@@ -10,6 +10,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from cliques_lab.bench import capacity_plot
+
 PHASES = (
     "pods-created",
     "pods-ready",
@@ -362,7 +364,7 @@ def plots(doc: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     fig.savefig(p, dpi=110)
     plt.close(fig)
     paths.append(p)
-    return paths
+    return paths + capacity_plot.plots(doc, out_dir, stem)
 
 
 def timeline_figure(doc: dict[str, Any], runs: list[dict[str, Any]], names: list[str]) -> Any:

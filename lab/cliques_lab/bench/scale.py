@@ -11,6 +11,8 @@ time each phase from its first API call:
   IfPossible`, until every pod reports the new image running and every set is Available
   (want no pod replaced);
 - reorder-apply: apply the same desired state re-ordered and re-spelled (must replace 0);
+- drain, node-loss (opt-in, `--with-phases`; `disruption_run`): nodes drained or lost while
+  the workload serves, whole Ready gangs sampled every second;
 - delete: delete the CliqueSets, until every pod is gone.
 
 Per phase: wall time, operator CPU seconds (its whole process tree, from /proc), peak RSS,
@@ -53,6 +55,8 @@ from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
 from cliques_lab.bench import (
     apimetrics,
     children,
+    disruption,
+    disruption_run,
     kcmmetrics,
     kinds,
     opmetrics,
@@ -116,6 +120,13 @@ class PhaseResult:
     #: template (every pod it should have Ready and running the phase's image); None when
     #: that did not happen within the phase (or does not apply: delete)
     time_to_serve: float | None = None
+    #: the node phases (`disruption`): whole Ready gangs sampled every second, as
+    #: (seconds from the phase's start, whole gangs); the moments of the phase's actions
+    #: (seconds, what); the nodes it disrupted; what went wrong on the way
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    marks: list[tuple[float, str]] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -252,6 +263,12 @@ class Settings:
     #: per node and image) and of a container's load (every start); None: left out
     pull_seconds: float | None = None
     load_seconds: float | None = None
+    #: the node phases to run after the others, before the delete (`disruption.PHASES`)
+    node_phases: tuple[str, ...] = ()
+    #: node-loss: seconds from the power-off to the out-of-service taint
+    out_of_service_after: float = 120.0
+    #: the cluster's kubectl, for the node phases
+    kubectl: str = "kubectl"
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -371,6 +388,11 @@ PLANE_IDLE_WINDOW = 5.0
 
 #: How long a run waits for its namespace to be deleted before the next one starts.
 NAMESPACE_GONE_TIMEOUT = 300.0
+
+
+def _check_alive(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        raise RuntimeError(f"operator exited with code {proc.returncode}")
 
 
 async def _gone(client: KubeClient, ns: str, timeout: float) -> bool:
@@ -574,12 +596,59 @@ async def _phases(
                 break
             await asyncio.sleep(0.2)
         await record("reorder-apply", t0, cpu0, api0, mark, True)
+    # -- drain, node-loss (opt-in): whole gangs while nodes go away -----------------------
+    await _node_phases(cfg, obs, kind, proc, progress, result, begin, record, new_image)
     if "delete" not in cfg.skip:
         # -- delete ------------------------------------------------------------------------
         api0, cpu0, mark, t0 = await begin(new_image)
         await asyncio.gather(*(load.delete(kind.resource, ns, n) for n in names))
         ok = await wait("delete", lambda: total - len(obs.pods.store), total)
         await record("delete", t0, cpu0, api0, mark, ok)
+
+
+async def _node_phases(
+    cfg: Settings,
+    obs: Observer,
+    kind: WorkloadKind,
+    proc: subprocess.Popen[bytes],
+    progress: Progress,
+    result: OperatorRun,
+    begin: Callable[[str], Awaitable[tuple[Any, float, tuple[int, int], float]]],
+    record: Callable[..., Awaitable[None]],
+    image: str,
+) -> None:
+    """The node phases of `cfg` in turn (`disruption_run`), each recorded with its samples;
+    after a node loss the node is powered on again (also after a failure), outside the
+    phase's time."""
+    for node_phase in cfg.node_phases:
+        api0, cpu0, mark, t0 = await begin(image)
+        ctx = disruption_run.Context(
+            kubectl=cfg.kubectl,
+            kubeconfig=cfg.kubeconfig,
+            obs=obs,
+            kind=kind.name,
+            shape=cfg.shape,
+            timeout=cfg.timeout,
+            out_of_service_after=cfg.out_of_service_after,
+            progress=progress,
+            check=lambda: _check_alive(proc),
+        )
+        run = disruption_run.drain if node_phase == disruption.DRAIN else disruption_run.node_loss
+        outcome = disruption_run.Outcome()
+        try:
+            await run(ctx, t0, outcome)
+            await record(node_phase, t0, cpu0, api0, mark, outcome.completed, **outcome.extra)
+            ph = result.phases[-1]
+            ph.samples, ph.marks, ph.nodes = outcome.samples, outcome.marks, outcome.nodes
+            ph.time_to_serve = outcome.extra.get("whole_again_s")
+        finally:
+            if node_phase == disruption.NODE_LOSS and outcome.nodes:
+                back, notes = await disruption_run.power_on(ctx, outcome.nodes[0])
+                outcome.notes += notes
+                if result.phases and result.phases[-1].phase == node_phase:
+                    result.phases[-1].extra["node_back_ready"] = float(back)
+            if result.phases and result.phases[-1].phase == node_phase:
+                result.phases[-1].notes = outcome.notes
 
 
 def _manifest(kind: WorkloadKind, cfg: Settings, name: str, image: str) -> dict[str, Any]:

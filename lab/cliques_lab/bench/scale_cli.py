@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cliques import argtypes, data
-from cliques_lab.bench import report, workload
+from cliques_lab.bench import disruption, report, workload
 
 if TYPE_CHECKING:
     from cliques_lab.bench import scale
@@ -167,6 +167,24 @@ def add_parsers(bench_sub: Any) -> None:
         metavar="S",
         help="the same for a container's model load, paid at every start, in place too",
     )
+    p.add_argument(
+        "--with-phases",
+        type=_node_phases,
+        default=(),
+        metavar="PHASE[,PHASE]",
+        help="node phases to add after the others, before the delete, comma-separated: drain "
+        "(kubectl drain of 10%% of the nodes holding the workload's pods, at least one) and "
+        "node-loss (a node holding gang pods stops its heartbeat); whole Ready gangs are "
+        "sampled every second and plotted (default: none)",
+    )
+    p.add_argument(
+        "--out-of-service-after",
+        type=argtypes.seconds(),
+        default=120.0,
+        metavar="S",
+        help="node-loss: seconds from the power-off to the taint "
+        f"{disruption.OUT_OF_SERVICE_TAINT}, as an administrator would put it (default 120)",
+    )
     p.add_argument("--steady", type=argtypes.seconds(), default=30.0, help="steady-state window, s")
     p.add_argument("--timeout", type=argtypes.seconds(), default=600.0, help="per-phase limit, s")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="results directory")
@@ -226,6 +244,17 @@ def _skipped(text: str) -> frozenset[str]:
             f"{text!r}: give phases to leave out, comma-separated, of {', '.join(report.SKIPPABLE)}"
         )
     return frozenset(out)
+
+
+def _node_phases(text: str) -> tuple[str, ...]:
+    """`--with-phases`: a comma list of node phases."""
+    try:
+        out = disruption.parse_phases(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not out:
+        raise argparse.ArgumentTypeError(f"{text!r}: give {', '.join(disruption.PHASES)}")
+    return out
 
 
 class UsageError(Exception):
@@ -330,6 +359,16 @@ def _kubeconfig(args: argparse.Namespace) -> str:
     except DevClusterError as exc:
         raise SystemExit(f"cliques bench: {exc}") from None
     return env["KUBECONFIG"]
+
+
+def _kubectl_path(args: argparse.Namespace) -> str:
+    """The dev cluster's kubectl (the node phases drain, cordon and taint with it); plain
+    `kubectl` on PATH for a cluster given by --kubeconfig, or when no node phase runs."""
+    if args.kubeconfig or not args.with_phases:
+        return "kubectl"
+    from cliques_lab.devcluster import cluster
+
+    return str(cluster.info(args.cluster).kubectl)
 
 
 def _control_plane(args: argparse.Namespace) -> dict[str, int]:
@@ -458,6 +497,9 @@ def run_scale(args: argparse.Namespace) -> int:
         skip=args.skip,
         pull_seconds=args.pull_seconds,
         load_seconds=args.load_seconds,
+        node_phases=args.with_phases,
+        out_of_service_after=args.out_of_service_after,
+        kubectl=_kubectl_path(args),
     )
     runs: list[dict[str, Any]] = []
     doc: dict[str, Any] = {
@@ -470,6 +512,9 @@ def run_scale(args: argparse.Namespace) -> int:
         "pod_template_hash": next(iter(hashes.values())),
         "nodes": args.nodes,
         "skipped_phases": sorted(args.skip),
+        "node_phases": list(args.with_phases),
+        "out_of_service_after": args.out_of_service_after if args.with_phases else None,
+        "load_average": list(os.getloadavg()),
         "pull_seconds": args.pull_seconds,
         "load_seconds": args.load_seconds,
         "started": started.isoformat(),
@@ -493,6 +538,7 @@ def run_scale(args: argparse.Namespace) -> int:
                 print(f"==> {name}: {shape} ({shape.total_pods} pods{of})", flush=True)
                 run = scale.OperatorRun(name, subdomain_policy=policy)
                 run_cfg = dataclasses.replace(cfg, subdomain_policy=policy)
+                load0 = list(os.getloadavg())
                 asyncio.run(signals.run(_with_progress(spec, run_cfg, run)))
                 if signals.caught is not None:
                     run.error = f"interrupted by {signal.Signals(signals.caught).name}"
@@ -503,11 +549,15 @@ def run_scale(args: argparse.Namespace) -> int:
                     )
                 elif run.error:
                     print(f"    {spec.name} failed: {run.error} (log: {run.log})", flush=True)
-                runs.append(scale.as_dict(run) | {"round": rnd})
+                runs.append(
+                    scale.as_dict(run)
+                    | {"round": rnd, "load_average": [load0, list(os.getloadavg())]}
+                )
                 # Saved after every operator: a run killed later keeps what it measured.
                 report.save(doc, args.out, stem)
         interrupted = signals.caught
         doc["complete"] = interrupted is None
+        doc["load_average_end"] = list(os.getloadavg())
         summary = report.summarize(runs) if args.repeat > 1 else runs
         if args.repeat > 1:
             doc["summary"] = summary
