@@ -44,7 +44,8 @@ I8  under RollingUpdate with maxSurge >= 1, whole gangs (available, any index: s
     operator did not take down (broken by the world, new) are excused. Checked whenever
     the operator rolls a serving gang and whenever it deletes a surge gang (one it made at
     an index at or above replicas) that is available;
-I9  a gang is moved (its restart count raised with `cliques.dev/moved-at`) only while it
+I9  a gang is moved (its restart count raised with as many forgiven, and `cliques.dev/
+    moved-at` unless it leaves lost nodes only) only while it
     has a pod on a cordoned node; a move is paid from the budget as a roll is (I1, and I8
     with surge); and once the operator is quiet no pod of its Clique's current restart
     count is left on a cordoned node;
@@ -597,9 +598,15 @@ class Checker:
         if after != before:
             self.justify_all[uid] += 1
         if after > st.restarts:
+            # A move raises the restart count and forgives as many in the same write (a
+            # failure restart forgives none), stamping `moved-at` unless the gang left
+            # lost nodes only (whose new pods are not held back).
             stamp = self.cluster.stamp()
-            moved = annotations_of(new).get(labels.ANNOTATION_MOVED_AT) == stamp
-            moved = moved and annotations_of(old).get(labels.ANNOTATION_MOVED_AT) != stamp
+            new_ann, old_ann = annotations_of(new), annotations_of(old)
+            moved = new_ann.get(labels.ANNOTATION_MOVED_AT) == stamp
+            moved = moved and old_ann.get(labels.ANNOTATION_MOVED_AT) != stamp
+            forgiven = labels.ANNOTATION_FORGIVEN_RESTARTS
+            moved = moved or _number(new_ann.get(forgiven)) > _number(old_ann.get(forgiven))
             self._restarted(gang, st, after, moved=moved)
 
     def lost_node_seconds(self) -> int:
@@ -1037,3 +1044,11 @@ def _reset_after(cqs: CliqueSet | None) -> float | None:
     if cqs is None or not callable(fn):
         return None
     return float(fn(cqs.spec.failure_policy))
+
+
+def _number(value: str | None) -> int:
+    """An annotation's count, 0 when absent or not a number."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0

@@ -587,6 +587,11 @@ def test_a_lost_node_moves_its_gangs_once_the_bound_is_past() -> None:
     assert early.requeue_after == pytest.approx(40.0)  # looked at again when it comes due
     late = plan(gangs(4), (lost_pod(1, "2026-11-22T07:58:30Z"),))
     assert set(moved(late)) == {"llama-1-leader", "llama-1-worker"}
+    # off a lost node alone, the new pods are not held back (no drain evicts them by
+    # name there): no moved-at, and an earlier one is removed
+    assert all(a[labels.ANNOTATION_MOVED_AT] is None for a in moved(late).values())
+    assert drain.only_lost(("n1",), {"n1": "unreachable since x"})
+    assert not drain.only_lost(("n1", "n2"), {"n1": "unreachable since x", "n2": "cordoned"})
     cond = moving_condition(late)
     assert cond.status == "True"
     assert "n1 (unreachable since 2026-11-22T07:58:30Z)" in cond.message

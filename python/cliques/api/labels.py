@@ -440,7 +440,8 @@ ANNOTATION_MOVED_AT: Final = _annotation(
     "moved-at",
     on=("Clique",),
     meaning="When the gang was last moved off a drained node: its new pods are made only "
-    "some seconds after (a drain that evicts by name finds the name free meanwhile).",
+    "some seconds after (a drain that evicts by name finds the name free meanwhile). A move "
+    "off lost nodes only removes it: nothing evicts there.",
     writers=("controllers.features.drain",),
     readers=("kubectl.status",),
 )

@@ -7,7 +7,7 @@ carried out (annotations, Events, requeues)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,7 +101,8 @@ def restarts_and_rolls(
             out.move_waiting = sorted(out.moved + out.move_waiting)
             out.moved = []
         paid = sum(1 for g in out.moved if g not in down)
-        out.patches += _move_patches(snap, by_gang, out.moved, setup)
+        unheld = {g for g in out.moved if drain.only_lost(stuck.gangs.get(g, ()), stuck.why)}
+        out.patches += _move_patches(snap, by_gang, out.moved, setup, unheld)
         out.events += [
             drain.move_event(g, stuck.gangs[g], stuck.why, stuck.requested.get(g, ()))
             for g in out.moved
@@ -145,8 +146,10 @@ def _move_patches(
     by_gang: dict[int, dict[str, Clique]],
     moved: list[int],
     setup: Setup,
+    unheld: Collection[int] = (),
 ) -> list[Patch]:
-    """The annotation patches that move each gang of `moved` (`drain.move_annotations`),
+    """The annotation patches that move each gang of `moved` (`drain.move_annotations`;
+    those of `unheld`, off lost nodes only, make their pods again at once),
     resourceVersion-guarded, each expected back through the watch (as a gang restart's),
     and a gang whose pods are all made again moves to the PodGroup the set asks for (on 1.35
     to its current Workload, `workload_move`)."""
@@ -157,7 +160,9 @@ def _move_patches(
             for role, c in by_gang.get(gang, {}).items()
             if c.metadata.deletion_timestamp is None
         }
-        marks = drain.move_annotations(members, snap.now, setup.sched.wanted.get(gang, ""))
+        marks = drain.move_annotations(
+            members, snap.now, setup.sched.wanted.get(gang, ""), held=gang not in unheld
+        )
         for name, (annotate, count) in marks.items():
             clique = next(c for c in members.values() if c.metadata.name == name)
             # (its pods are all made again, in a move or in the levelling that finishes one)

@@ -396,13 +396,20 @@ def _count(value: str) -> int:
         return 0
 
 
+def only_lost(nodes: Sequence[str], why: Mapping[str, str]) -> bool:
+    """Whether every node of `nodes` is a lost one (its reason a `LOST_STATES`): a gang
+    moved off those alone needs no `hold`, since no drain evicts its pods by name there."""
+    return bool(nodes) and all(why.get(n, "").startswith(LOST_STATES) for n in nodes)
+
+
 def move_annotations(
-    members: Mapping[str, Clique], now: str, group: str = ""
+    members: Mapping[str, Clique], now: str, group: str = "", *, held: bool = True
 ) -> dict[str, tuple[dict[str, str | None], str]]:
     """Clique name -> (the annotations that move the gang, the restart count they give it):
     its restart count raised by one on every Clique, as many forgiven (a move is no
     failure), its breach mark cleared, the time of the move (`now`, which holds the new
-    pods back, `hold`), and `group` (the PodGroup the set asks for the gang, "" for none)
+    pods back, `hold`; with `held` False, a move off lost nodes only, none is written and
+    an earlier one goes), and `group` (the PodGroup the set asks for the gang, "" for none)
     named where it differs: all its pods are made again. When its Cliques
     disagree on the count (a move or a restart that reached only some), only the lagging
     ones are brought to the highest: that finishes the move under way."""
@@ -424,7 +431,7 @@ def move_annotations(
     marks: dict[str, str | None] = {
         labels.ANNOTATION_GANG_RESTARTS: str(top + 1),
         labels.ANNOTATION_FORGIVEN_RESTARTS: str(forgiven + 1),
-        labels.ANNOTATION_MOVED_AT: now,
+        labels.ANNOTATION_MOVED_AT: now if held else None,
         # its pods do not go back to the nodes they leave (`same_nodes`)
         labels.ANNOTATION_RESTART_NODES: same_nodes.closed(str(top + 1)),
     }
