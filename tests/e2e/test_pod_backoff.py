@@ -16,7 +16,7 @@ import msgspec
 
 from cliques.api import labels
 from cliques.api.meta import find_condition
-from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.features import pod_backoff
 from cliques.kube.resources import CLIQUES, EVENTS, PODS
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
@@ -70,7 +70,7 @@ async def test_a_pod_that_keeps_finishing_is_replaced_after_a_back_off(
             cq = await cluster.cliques()
             for c in cq:
                 if c.metadata.name == CLIQUE and c.status is not None:
-                    cond = find_condition(c.status.conditions, clique_planner.CONDITION_POD_BACKOFF)
+                    cond = find_condition(c.status.conditions, clique_status.CONDITION_POD_BACKOFF)
                     if cond is not None and cond.status == "True":
                         return cond
             return None

@@ -8,6 +8,7 @@ from cliques.api import labels
 from cliques.api.clique import CliqueStatus
 from cliques.api.meta import find_condition
 from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.clique.planner import CliqueSnapshot
 
 from .planner_fixtures import NOW, clique, pod
@@ -142,7 +143,7 @@ def test_ready_clique_losing_a_pod_is_below_min_available() -> None:
     plan = clique_planner.plan(snap(c, pods))
     ready = find_condition(plan.status.conditions, "Ready")
     assert ready is not None and ready.status == "False"
-    assert ready.reason == clique_planner.REASON_BELOW_MIN
+    assert ready.reason == clique_status.REASON_BELOW_MIN
 
 
 def test_starting_clique_is_not_below_min_available() -> None:

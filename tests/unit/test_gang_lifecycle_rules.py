@@ -23,6 +23,7 @@ from cliques.api.meta import Condition
 from cliques.api.pod import Pod, PodCondition
 from cliques.api.policies import FailurePolicy, RestartBackoff
 from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import restarts
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
@@ -102,7 +103,7 @@ def test_a_resize_that_waits_for_room_is_resizing_not_a_breach() -> None:
     grown = resized(before, 3)
     pods = [pod(grown, 0), pod(grown, 1), unschedulable(pod(grown, 2, ready=False))]
     plan = plan_clique(grown, pods)
-    assert ready_reason(plan.status) == ("False", clique_planner.REASON_RESIZING)
+    assert ready_reason(plan.status) == ("False", clique_status.REASON_RESIZING)
     assert plan.status is not None
     pending = [c for c in plan.status.conditions if c.type == "PodsUnschedulable"]
     assert pending and pending[0].status == "True" and "llama-0-worker-2" in pending[0].message
@@ -110,19 +111,19 @@ def test_a_resize_that_waits_for_room_is_resizing_not_a_breach() -> None:
 
     # And stays Resizing while it waits: the next plan reads the status just written.
     again = plan_clique(with_status(grown, plan.status), pods)
-    assert again.status is None or ready_reason(again.status)[1] == clique_planner.REASON_RESIZING
+    assert again.status is None or ready_reason(again.status)[1] == clique_status.REASON_RESIZING
 
 
 def test_a_ready_pod_lost_while_resizing_is_a_breach_and_sticks_until_ready() -> None:
     grown = resized(clique(0, "worker", replicas=2), 3)
     first = plan_clique(grown, [pod(grown, 0), pod(grown, 1)])
-    assert ready_reason(first.status)[1] == clique_planner.REASON_RESIZING
+    assert ready_reason(first.status)[1] == clique_status.REASON_RESIZING
     lost = with_status(grown, first.status)
     crashed = plan_clique(lost, [pod(grown, 0), pod(grown, 1, ready=False)])
-    assert ready_reason(crashed.status) == ("False", clique_planner.REASON_BELOW_MIN)
+    assert ready_reason(crashed.status) == ("False", clique_status.REASON_BELOW_MIN)
     # It stays breached while it has 2 ready pods again but not 3 ...
     still = plan_clique(with_status(grown, crashed.status), [pod(grown, 0), pod(grown, 1)])
-    assert still.status is None or ready_reason(still.status)[1] == clique_planner.REASON_BELOW_MIN
+    assert still.status is None or ready_reason(still.status)[1] == clique_status.REASON_BELOW_MIN
     # ... and is Ready once it has them all.
     whole = plan_clique(
         with_status(grown, crashed.status), [pod(grown, 0), pod(grown, 1), pod(grown, 2)]
@@ -133,7 +134,7 @@ def test_a_ready_pod_lost_while_resizing_is_a_breach_and_sticks_until_ready() ->
 def test_a_ready_clique_that_loses_a_pod_is_below_min_available() -> None:
     c = clique(0, "worker", replicas=2)
     plan = plan_clique(c, [pod(c, 0), pod(c, 1, ready=False)])
-    assert ready_reason(plan.status) == ("False", clique_planner.REASON_BELOW_MIN)
+    assert ready_reason(plan.status) == ("False", clique_status.REASON_BELOW_MIN)
 
 
 def test_after_a_gang_restart_the_clique_is_starting_and_reports_the_count() -> None:
@@ -146,7 +147,7 @@ def test_after_a_gang_restart_the_clique_is_starting_and_reports_the_count() -> 
     plan = plan_clique(c, [pod(c, 0), pod(c, 1, ready=False)])
     assert sorted(d.reason for d in plan.deletes) == ["GangRestart", "GangRestart"]
     assert plan.status is not None and plan.status.gang_restarts == 1
-    assert ready_reason(plan.status) == ("False", clique_planner.REASON_STARTING)
+    assert ready_reason(plan.status) == ("False", clique_status.REASON_STARTING)
 
 
 def test_a_starting_clique_that_loses_a_pod_is_still_starting() -> None:
@@ -154,7 +155,7 @@ def test_a_starting_clique_that_loses_a_pod_is_still_starting() -> None:
     assert c.status is not None
     c = with_status(c, msgspec.structs.replace(c.status, ready_replicas=1))
     plan = plan_clique(c, [pod(c, 0, ready=False), pod(c, 1, ready=False)])
-    assert plan.status is None or ready_reason(plan.status)[1] == clique_planner.REASON_STARTING
+    assert plan.status is None or ready_reason(plan.status)[1] == clique_status.REASON_STARTING
 
 
 def test_a_pod_being_deleted_never_makes_its_clique_ready() -> None:
@@ -262,7 +263,7 @@ def resizing_gangs(n: int) -> list[Clique]:
                         Condition(
                             type="Ready",
                             status="False",
-                            reason=clique_planner.REASON_RESIZING,
+                            reason=clique_status.REASON_RESIZING,
                             last_transition_time=NOW,
                             observed_generation=2,
                         ),

@@ -36,6 +36,7 @@ from cliques.controllers.features import (
     composite_groups,
     gang_apis,
     gang_scheduling,
+    gang_tree_parts,
     gang_trees,
     podgroups,
     workload,
@@ -532,7 +533,7 @@ def test_a_roll_of_a_whole_gang_moves_each_clique_to_its_part_of_the_new_tree() 
     assert moved["frontend"] == moved["decode"] and moved["frontend"] != old["frontend"]
     assert moved["pleader-1"] == moved["pworker-1"] != moved["pleader-0"]
     assert not set(moved.values()) & old_groups
-    names = gang_trees.wanted_names("llama", 0, gang_trees.parts(cqs, ON))
+    names = gang_tree_parts.wanted_names("llama", 0, gang_tree_parts.parts(cqs, ON))
     assert moved["pleader-1"] == names.of("prefill", 1) and moved["decode"] == names.of()
     # next: the new tree is made, the old PodGroups deleted; the old composites only once
     # their children are gone from the cache
@@ -628,12 +629,12 @@ def test_the_plain_planner_leaves_a_tree_parts_min_count_alone() -> None:
 
 def test_names_of_an_old_tree() -> None:
     cqs = with_backend(prefill_set(replicas=1))
-    of = gang_trees.parts(cqs, ON)
-    wanted = gang_trees.wanted_names("llama", 0, of)
+    of = gang_tree_parts.parts(cqs, ON)
+    wanted = gang_tree_parts.wanted_names("llama", 0, of)
     assert wanted.of("prefill", 7) == composite_groups.instance_name(
         "llama", 0, "prefill", 7, wanted.instances["prefill"]
     )
-    old = gang_trees.Names(
+    old = gang_tree_parts.Names(
         "llama",
         0,
         instances={"prefill": "abcdef12"},
@@ -644,10 +645,10 @@ def test_names_of_an_old_tree() -> None:
     assert old.of("prefill", 0) == "llama-0-prefill-0-abcdef12"
     assert old.of("prefill", 5) == "llama-0-prefill-5-abcdef12"
     assert old.of("decode", 0) == "llama-0-old"  # no place in the tree: a group it names
-    assert gang_trees.instance_hash("llama", 0, "prefill", 5, "llama-0-prefill-5-abcdef12") == (
-        "abcdef12"
-    )
-    assert gang_trees.instance_hash("llama", 0, "prefill", 5, "llama-0-abcdef12") == ""
+    assert gang_tree_parts.instance_hash(
+        "llama", 0, "prefill", 5, "llama-0-prefill-5-abcdef12"
+    ) == ("abcdef12")
+    assert gang_tree_parts.instance_hash("llama", 0, "prefill", 5, "llama-0-abcdef12") == ""
 
 
 def test_member_pod_group_without_trees_is_the_gangs() -> None:

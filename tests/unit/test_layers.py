@@ -13,6 +13,8 @@ lab/tests/unit/test_lab_layers.py.)
 The product's unit tests (tests/unit) run with cliques alone installed: none of them imports
 cliques_lab, not even inside a function, and nor does any module of tests/ they import (when it
 is imported). The lab's tests are lab/tests.
+
+No module of the product is over 800 lines: a file says one thing.
 """
 
 from __future__ import annotations
@@ -125,6 +127,19 @@ def test_the_controllers_are_packages_with_few_modules_beside_them() -> None:
     packages = sorted(p.name for p in CONTROLLERS.iterdir() if (p / "__init__.py").is_file())
     assert set(CONTROLLER_RANK) <= set(packages)
     assert len(beside) <= 6, beside
+
+
+#: The most lines a module of the product may have: a file says one thing.
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_of_the_product_is_over_800_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these modules by what they hold: {long}"
 
 
 def test_the_controller_layer_check_sees_a_feature_reaching_up(tmp_path: Path) -> None:

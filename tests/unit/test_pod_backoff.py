@@ -7,6 +7,7 @@ import pytest
 from cliques.api import labels
 from cliques.api.meta import find_condition
 from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.clique.planner import CliqueSnapshot
 from cliques.controllers.features import pod_backoff
 from cliques.kube.resources import CLIQUES
@@ -63,7 +64,7 @@ def test_a_repeat_waits_holding_its_index_and_says_so() -> None:
     assert not plan.deletes and not plan.creates
     assert plan.requeue_after == 15.0
     assert plan.status is not None
-    cond = find_condition(plan.status.conditions, clique_planner.CONDITION_POD_BACKOFF)
+    cond = find_condition(plan.status.conditions, clique_status.CONDITION_POD_BACKOFF)
     assert cond is not None and cond.status == "True" and "index(es) 1" in cond.message
 
 
@@ -74,7 +75,7 @@ def test_a_repeat_past_its_back_off_is_replaced_with_an_event() -> None:
     (patch,) = [p for p in plan.patches if p.resource == CLIQUES]
     assert patch.patch["metadata"]["annotations"][labels.ANNOTATION_FINISHED_PODS] == "1:3"
     assert plan.status is not None
-    assert find_condition(plan.status.conditions, clique_planner.CONDITION_POD_BACKOFF) is None
+    assert find_condition(plan.status.conditions, clique_status.CONDITION_POD_BACKOFF) is None
 
 
 def test_counts_of_indices_scaled_away_are_dropped() -> None:

@@ -140,6 +140,7 @@ LABEL_CLIQUESET: Final = _label(
         "controllers.base.executor",
         "controllers.clique.controller",
         "controllers.clique.planner",
+        "controllers.clique.status",
         "controllers.cliqueset.controller",
         "controllers.cliqueset.status",
         "controllers.features.eviction_requests",
@@ -165,7 +166,7 @@ LABEL_GANG_INDEX: Final = _label(
     readers=(
         "controllers.base.executor",
         "controllers.clique.controller",
-        "controllers.clique.planner",
+        "controllers.clique.status",
         "controllers.cliqueset.planner",
         "controllers.features.eviction_requests",
         "controllers.features.gang_trees",
@@ -182,7 +183,7 @@ LABEL_CLIQUE: Final = _label(
     ),
     readers=(
         "controllers.base.executor",
-        "controllers.clique.planner",
+        "controllers.clique.status",
         "controllers.features.placement",
     ),
 )
@@ -212,6 +213,7 @@ LABEL_TEMPLATE_HASH: Final = _label(
     ),
     readers=(
         "controllers.clique.controller",
+        "controllers.clique.status",
         "controllers.cliqueset.controller",
         "controllers.features.gang_failures",
         "kubectl.diff",
@@ -246,7 +248,7 @@ LABEL_SCALING_GROUP: Final = _label(
         "controllers.features.gang_trees",
         "controllers.features.scaling",
     ),
-    readers=(),
+    readers=("controllers.features.gang_tree_parts",),
 )
 LABEL_GROUP_INDEX: Final = _label(
     "group-index",
@@ -259,7 +261,7 @@ LABEL_GROUP_INDEX: Final = _label(
         "controllers.features.scaling",
     ),
     readers=(
-        "controllers.clique.planner",
+        "controllers.clique.status",
         "controllers.features.podgroups",
     ),
 )
@@ -425,7 +427,7 @@ ANNOTATION_GANG_RESTARTS: Final = _annotation(
     ),
     readers=(
         "controllers.clique.controller",
-        "controllers.clique.planner",
+        "controllers.clique.status",
         "controllers.features.eviction_requests",
         "kubectl.status",
     ),

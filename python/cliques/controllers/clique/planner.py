@@ -40,7 +40,7 @@ phases before it decided:
    of a gang restart prefer the recorded nodes).
 6. `_open_start_gates`: a Clique with start gates opens them (a pod patch) once it no
    longer waits (`start_gate`).
-7. `_changed_status`: the new status (`_status`), unless it is the one the Clique has.
+7. `_changed_status`: the new status (`status.status`), unless it is the one the Clique has.
 8. `_gang_gates`: with `podReadiness: Gang`, the Clique that keeps its gang's gates
    (`keeper`, one per gang) sets each pod's `cliques.dev/gang-ready` condition where it is
    not what the gang says (`gang_ready`: True while the gang is whole, `gang_whole`, read
@@ -75,18 +75,19 @@ controller may hold it back briefly) from one that carries news.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cliques.api import labels
 from cliques.api.clique import CONDITION_READY, CONDITION_STARTED, Clique, CliqueStatus
-from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition, same_marks
+from cliques.api.meta import CONDITION_REPLICA_FAILURE, find_condition, same_marks
 from cliques.api.pod import Pod
-from cliques.controllers.base import conditions, failures
 from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event, Patch, Plan
 from cliques.controllers.clique import bodies
+from cliques.controllers.clique import status as clique_status
+from cliques.controllers.clique.snapshot import CliqueSnapshot, GangView
+from cliques.controllers.clique.status import of_epoch, restart_count, restarts_of, serving
 from cliques.controllers.features import (
     drain,
     gang_ready,
@@ -98,48 +99,8 @@ from cliques.controllers.features import (
 )
 from cliques.kube.resources import CLIQUES, PODS
 
-REASON_BELOW_MIN = "BelowMinAvailable"
-REASON_RESIZING = "Resizing"
-REASON_STARTING = "Starting"
-REASON_UPDATING = "Updating"
-CONDITION_POD_BACKOFF = "PodBackOff"
-CONDITION_UNSCHEDULABLE = "PodsUnschedulable"
-CONDITION_CONTAINERS_WAITING = "ContainersWaiting"
-
-
-@dataclass(frozen=True)
-class CliqueSnapshot:
-    clique: Clique
-    pods: list[Pod]
-    #: Names of the Cliques this one starts after that are not Ready yet.
-    waiting_for: list[str] = field(default_factory=list)
-    expectations_satisfied: bool = True
-    template_hash: str = ""
-    algorithm: int = 1
-    now: str = "1970-01-01T00:00:00Z"
-    #: the API server's refusal of this Clique's last writes, until a write succeeds
-    failure: failures.Failure | None = None
-    #: the image of the start gate's init container (`start_gate`)
-    gate_image: str = ""
-    #: the cluster serves Evictions: pods outside PodGroups name the operator's responder
-    responder: bool = False
-    #: the pods whose deletes were sent and are not in the cache yet (expectations): going,
-    #: though the cache may still show them as they were
-    deleting: frozenset[str] = frozenset()
-    #: with `podReadiness: Gang`, for the Clique that keeps its gang's gates (`keeper`): the
-    #: gang's Cliques and their pods (`gang_ready`); None for any other
-    gang: GangView | None = None
-    #: pods made for a gang restart prefer the nodes of the restart before (`same_nodes`)
-    same_nodes: bool = True
-
-
-@dataclass(frozen=True)
-class GangView:
-    """A gang as the Clique that keeps its gates (`keeper`) sees it: its Cliques and each
-    one's pods, by the Clique's name (`gang_whole`, `_gang_gates`)."""
-
-    cliques: tuple[Clique, ...]
-    pods: Mapping[str, Sequence[Pod]]
+#: The planner's input, output and entry point.
+__all__ = ["CliqueSnapshot", "GangView", "Plan", "plan"]
 
 
 def same_to_planner(old: Pod, new: Pod) -> bool:
@@ -171,19 +132,6 @@ def _in_place_patch(pod: Pod, template: Mapping[str, Any], patch: list[Any]) -> 
             PODS, pod.metadata.name, resize, patch_type="json", reason="InPlaceResize", sub="resize"
         )
     return Patch(PODS, pod.metadata.name, patch, patch_type="json", reason="InPlaceUpdate")
-
-
-def _restarts(annotations: dict[str, str]) -> str:
-    """A gang's restart count as recorded on a Clique or pod ("0" when not recorded)."""
-    return annotations.get(labels.ANNOTATION_GANG_RESTARTS) or "0"
-
-
-def restart_count(clique: Clique) -> int:
-    """The gang restart count a Clique records (0 when none or unreadable)."""
-    try:
-        return int(_restarts(clique.metadata.annotations))
-    except ValueError:
-        return 0
 
 
 def status_current(clique: Clique) -> bool:
@@ -274,7 +222,7 @@ class _PodRules:
     previous: frozenset[str]
     #: hashes the Clique may update its pods in place from (`inplace`)
     in_place_from: frozenset[str]
-    #: the gang restart count the Clique records (`_restarts`)
+    #: the gang restart count the Clique records (`status.restarts_of`)
     restarts: str
     #: pods finished in a row by index, as the Clique records them (`pod_backoff`)
     finished: dict[int, int]
@@ -288,7 +236,7 @@ def _pod_rules(snap: CliqueSnapshot) -> _PodRules:
         desired=snap.template_hash,
         previous=frozenset(h for h in previous if h),
         in_place_from=frozenset(inplace.from_hashes(snap.clique)),
-        restarts=_restarts(annotations),
+        restarts=restarts_of(annotations),
         finished=pod_backoff.parse(annotations.get(labels.ANNOTATION_FINISHED_PODS, "")),
     )
 
@@ -334,7 +282,7 @@ def _judge(snap: CliqueSnapshot, rules: _PodRules, idx: int, pod: Pod) -> _Verdi
         )
     spec = snap.clique.spec
     pod_hash = meta.labels.get(labels.LABEL_TEMPLATE_HASH, "")
-    other_restart = _restarts(meta.annotations) != rules.restarts
+    other_restart = restarts_of(meta.annotations) != rules.restarts
     if idx >= spec.replicas:
         return _Verdict(idx, pod, delete="ScaleDown")
     if pod.is_terminal:
@@ -433,7 +381,7 @@ def _started(snap: CliqueSnapshot, pods: dict[int, Pod]) -> bool:
     clique = snap.clique
     status = clique.status or CliqueStatus()
     cond = find_condition(status.conditions, CONDITION_STARTED)
-    epoch = _of_epoch(pods.values(), snap.template_hash, _restarts(clique.metadata.annotations))
+    epoch = of_epoch(pods.values(), snap.template_hash, restarts_of(clique.metadata.annotations))
     return (
         cond is not None
         and cond.status == "True"
@@ -441,24 +389,6 @@ def _started(snap: CliqueSnapshot, pods: dict[int, Pod]) -> bool:
         and status.gang_restarts == restart_count(clique)
         and any(not start_gate.is_closed(p) for p in epoch)
     )
-
-
-def _of_epoch(pods: Iterable[Pod], template_hash: str, restarts: str) -> list[Pod]:
-    """The live pods of one epoch of a Clique: of its template and its gang restart."""
-    return [
-        p
-        for p in pods
-        if p.metadata.deletion_timestamp is None
-        and p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == template_hash
-        and _restarts(p.metadata.annotations) == restarts
-    ]
-
-
-def _serving(pod: Pod) -> bool:
-    """Ready by its containers (`Pod.containers_ready`: not its Ready, which with
-    `podReadiness: Gang` waits for the gang to be whole), and done with any in-place update
-    (`inplace.settled`)."""
-    return pod.containers_ready and inplace.settled(pod)
 
 
 def keeper(gang: Iterable[Clique]) -> str:
@@ -487,11 +417,11 @@ def gang_whole(
             return False
         replicas = clique.spec.replicas
         own = pods.get(clique.metadata.name, ())
-        epoch = _of_epoch(own, want, _restarts(clique.metadata.annotations))
+        epoch = of_epoch(own, want, restarts_of(clique.metadata.annotations))
         ready = {
             i
             for p in epoch
-            if _serving(p)
+            if serving(p)
             and p.metadata.name not in going
             and (i := pod_index(p.metadata.name, p.metadata.labels)) is not None
             and i < replicas
@@ -516,7 +446,7 @@ def _gang_gates(snap: CliqueSnapshot, going: frozenset[str] | set[str]) -> list[
         want = clique.metadata.labels.get(labels.LABEL_TEMPLATE_HASH, "")
         own = view.pods.get(clique.metadata.name, ())
         epoch = {
-            p.metadata.name for p in _of_epoch(own, want, _restarts(clique.metadata.annotations))
+            p.metadata.name for p in of_epoch(own, want, restarts_of(clique.metadata.annotations))
         }
         pods += [(p, p.metadata.name in epoch) for p in own if p.metadata.name not in going]
     clique = snap.clique
@@ -561,7 +491,7 @@ def _restart_nodes(snap: CliqueSnapshot, rules: _PodRules, verdicts: list[_Verdi
     leaving = [
         (v.index, v.pod)
         for v in verdicts
-        if v.delete and _restarts(v.pod.metadata.annotations) != rules.restarts
+        if v.delete and restarts_of(v.pod.metadata.annotations) != rules.restarts
     ]
     patch = same_nodes.record(snap.clique, rules.restarts, leaving) if leaving else None
     return [patch] if patch is not None else []
@@ -580,7 +510,7 @@ def _creates(snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder) -> 
     clique = snap.clique
     missing = [i for i in range(clique.spec.replicas) if i not in pods]
     nodes = (
-        same_nodes.recorded(clique, _restarts(clique.metadata.annotations))
+        same_nodes.recorded(clique, restarts_of(clique.metadata.annotations))
         if snap.same_nodes
         else {}
     )
@@ -620,8 +550,8 @@ def _open_start_gates(pods: dict[int, Pod], order: _StartOrder) -> list[Patch]:
 def _changed_status(
     snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder, backoff: dict[int, float]
 ) -> CliqueStatus | None:
-    """Phase 7: the Clique's new status (`_status`), None if it is the one it has."""
-    status = _status(snap, pods, order, backoff)
+    """Phase 7: the Clique's new status (`status.status`), None if it is the one it has."""
+    status = clique_status.status(snap, pods, order.waiting, order.start_gates, backoff)
     return None if status == snap.clique.status else status
 
 
@@ -711,158 +641,6 @@ def _ready_in_cache(dep: Clique, pods: Sequence[Pod]) -> bool:
     if not want:
         return True
     ready = sum(
-        1 for p in _of_epoch(pods, want, _restarts(dep.metadata.annotations)) if _serving(p)
+        1 for p in of_epoch(pods, want, restarts_of(dep.metadata.annotations)) if serving(p)
     )
     return ready >= dep.spec.effective_min_available
-
-
-def _status(
-    snap: CliqueSnapshot, pods: dict[int, Pod], order: _StartOrder, backoff: dict[int, float]
-) -> CliqueStatus:
-    """The Clique's status: the counts and conditions of the module docstring."""
-    clique = snap.clique
-    desired = snap.template_hash
-    spec = clique.spec
-    old = clique.status or CliqueStatus()
-    gen = clique.metadata.generation
-    live = [p for p in pods.values() if p.metadata.deletion_timestamp is None]
-    updated = [p for p in live if p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) == desired]
-    ready = sum(1 for p in live if _serving(p))
-    current = _of_epoch(updated, desired, _restarts(clique.metadata.annotations))
-    ready_current = sum(1 for p in current if _serving(p))
-    stuck = sorted(
-        (p.metadata.name, reason) for p in current for reason in inplace.waiting_reasons(p)[:1]
-    )
-    pending = sorted((p for p in current if p.is_unschedulable), key=lambda p: p.metadata.name)
-    unschedulable = [p.metadata.name for p in pending]
-    why = pending[0].unschedulable_why if pending else ""
-    min_available = spec.effective_min_available
-    queued = sum(1 for p in live if any(g.name == kueue.GATE for g in p.spec.scheduling_gates))
-
-    conds = conditions.Setter(old.conditions, snap.now, gen)
-    if order.waiting:
-        deps = ", ".join(sorted(snap.waiting_for))
-        message = (
-            f"pods created; their start gates open when {deps} "
-            + ("is" if len(snap.waiting_for) == 1 else "are")
-            + " Ready"
-            if order.start_gates
-            else f"waiting for {deps} to be Ready"
-        )
-        started_c = conds.set(CONDITION_STARTED, "False", "WaitingForDependencies", message)
-    else:
-        started_c = conds.set(CONDITION_STARTED, "True", "Started", "pods may be created")
-
-    if ready_current >= min_available:
-        enough = f"{ready_current}/{spec.replicas} pods ready (minAvailable {min_available})"
-        ready_c = conds.set(CONDITION_READY, "True", "MinAvailable", enough)
-    else:
-        reason = _not_ready_reason(old, desired, restart_count(clique), ready_current)
-        short = f"{ready_current}/{spec.replicas} pods ready, minAvailable {min_available}"
-        if queued:
-            short += f"; {queued} pod(s) wait for Kueue to admit the gang"
-        if unschedulable:
-            short += f"; {len(unschedulable)} pod(s) wait for a node"
-        ready_c = conds.set(CONDITION_READY, "False", reason, short)
-    return CliqueStatus(
-        observed_generation=gen,
-        replicas=len(live),
-        ready_replicas=ready,
-        updated_replicas=len(updated),
-        queued_replicas=queued,
-        template_hash=desired,
-        hash_algorithm=snap.algorithm,
-        selector=_selector(clique),
-        gang_restarts=restart_count(clique),
-        conditions=[
-            started_c,
-            ready_c,
-            *failures.condition(conds, snap.failure),
-            *_backoff_condition(conds, backoff),
-            *_unschedulable_condition(conds, unschedulable, why),
-            *_containers_waiting_condition(conds, stuck),
-        ],
-    )
-
-
-def _not_ready_reason(old: CliqueStatus, desired: str, restarts: int, ready: int) -> str:
-    """Why a Clique with `ready` ready pods of its epoch is not Ready (the reasons of the
-    module docstring), from its last status `old`. Only a Clique that was Ready in this
-    very epoch and has fewer ready pods than it reported is BelowMinAvailable: one that is
-    short because it starts, was restarted, rolls or grew is not broken."""
-    prev = find_condition(old.conditions, CONDITION_READY)
-    if old.template_hash != desired:
-        return REASON_UPDATING if old.template_hash else REASON_STARTING
-    if old.gang_restarts != restarts or prev is None:
-        return REASON_STARTING
-    if prev.reason == REASON_BELOW_MIN and prev.status == "False":
-        return REASON_BELOW_MIN  # until Ready again
-    if prev.status == "True" or prev.reason == REASON_RESIZING:
-        return REASON_BELOW_MIN if ready < old.ready_replicas else REASON_RESIZING
-    return REASON_UPDATING if prev.reason == REASON_UPDATING else REASON_STARTING
-
-
-#: Characters of the scheduler's message kept in a condition.
-WHY_LENGTH = 400
-
-
-def _unschedulable_condition(
-    conds: conditions.Setter, names: list[str], why: str = ""
-) -> list[Condition]:
-    """PodsUnschedulable while pods of the Clique's epoch wait for a node, naming a few,
-    and what the scheduler says of the first (its devices, say: `claims`)."""
-    if not names:
-        return []
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    message = (
-        f"{len(names)} pod(s) Pending: the scheduler finds no node with room for them "
-        f"({shown}); they start when room appears"
-    )
-    if why:
-        cut = why if len(why) <= WHY_LENGTH else why[: WHY_LENGTH - 3] + "..."
-        message += f". The scheduler of {names[0]}: {cut}"
-    return [conds.set(CONDITION_UNSCHEDULABLE, "True", "Unschedulable", message)]
-
-
-def _containers_waiting_condition(
-    conds: conditions.Setter, stuck: list[tuple[str, str]]
-) -> list[Condition]:
-    """ContainersWaiting while containers of the epoch's pods wait for something that does
-    not come by itself (an image that cannot be pulled, a container that keeps crashing):
-    its reason is the first pod's, and the message names a few pods and their reasons."""
-    if not stuck:
-        return []
-    shown = ", ".join(f"{name} ({reason})" for name, reason in stuck[:3])
-    more = f" and {len(stuck) - 3} more" if len(stuck) > 3 else ""
-    message = f"{len(stuck)} pod(s) have containers that wait: {shown}{more}"
-    reason = stuck[0][1] if _REASON.fullmatch(stuck[0][1]) else CONDITION_CONTAINERS_WAITING
-    return [conds.set(CONDITION_CONTAINERS_WAITING, "True", reason, message)]
-
-
-#: What a condition reason may be (the CRD's pattern).
-_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
-
-
-def _backoff_condition(conds: conditions.Setter, backoff: dict[int, float]) -> list[Condition]:
-    """PodBackOff while finished pods wait for their back-off, naming their indices."""
-    if not backoff:
-        return []
-    first = min(backoff.values())
-    message = (
-        f"pods that keep finishing at index(es) {', '.join(map(str, sorted(backoff)))} are "
-        f"replaced after a back-off (the next in {first:.0f}s)"
-    )
-    return [conds.set(CONDITION_POD_BACKOFF, "True", "PodsKeepFinishing", message)]
-
-
-def _selector(clique: Clique) -> str:
-    cl = clique.metadata.labels
-    out = (
-        f"{labels.LABEL_CLIQUESET}={cl.get(labels.LABEL_CLIQUESET, '')},"
-        f"{labels.LABEL_GANG_INDEX}={clique.spec.gang_index},"
-        f"{labels.LABEL_CLIQUE}={clique.spec.clique_name}"
-    )
-    instance = cl.get(labels.LABEL_GROUP_INDEX)
-    if instance is not None:  # an instance of a scaling group: its own pods only
-        out += f",{labels.LABEL_GROUP_INDEX}={instance}"
-    return out

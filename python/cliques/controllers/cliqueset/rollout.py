@@ -40,10 +40,11 @@ from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import CONDITION_REPLICA_FAILURE, Condition, find_condition
 from cliques.api.policies import GangRestartPolicy, UpdateStrategyType
 from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.features import gang_failures, gang_trees, inplace, scaling, subdomains
 
 #: Ready=False reasons of a Clique that is not on its way up: it grew, or it broke.
-_NOT_STARTING = frozenset({clique_planner.REASON_BELOW_MIN, clique_planner.REASON_RESIZING})
+_NOT_STARTING = frozenset({clique_status.REASON_BELOW_MIN, clique_status.REASON_RESIZING})
 
 
 def hash_of(clique: Clique) -> str:
@@ -363,17 +364,17 @@ def _gang_facts(
         cond = find_condition(status.conditions, CONDITION_READY)
         if cond is None:
             continue
-        stuck = find_condition(status.conditions, clique_planner.CONDITION_CONTAINERS_WAITING)
+        stuck = find_condition(status.conditions, clique_status.CONDITION_CONTAINERS_WAITING)
         if stuck is not None:
             facts.containers_waiting.append(f"{gang}/{name} ({stuck.reason})")
-        waiting = find_condition(status.conditions, clique_planner.CONDITION_UNSCHEDULABLE)
+        waiting = find_condition(status.conditions, clique_status.CONDITION_UNSCHEDULABLE)
         if waiting is not None:
             facts.unschedulable.append(f"{gang}/{name}")
             facts.waiting_why.append(waiting.message)
         if cond.status == "True":
             ready_true.add(name)
             since = max(since, cond.last_transition_time or "")
-        elif cond.status == "False" and cond.reason == clique_planner.REASON_BELOW_MIN:
+        elif cond.status == "False" and cond.reason == clique_status.REASON_BELOW_MIN:
             in_group = lay.group_of.get(clique.spec.clique_name)
             if in_group is None:
                 facts.degraded.append(f"{gang}/{name}")

@@ -32,7 +32,7 @@ from cliques.api.cliqueset_status import (
 )
 from cliques.api.meta import find_condition
 from cliques.controllers.base import conditions, failures
-from cliques.controllers.clique import planner as clique_planner
+from cliques.controllers.clique import status as clique_status
 from cliques.controllers.cliqueset.rollout import GangFacts
 
 
@@ -106,7 +106,7 @@ def status(
         prog_c = conds.set(CONDITION_PROGRESSING, "False", "Complete", done)
     if degraded:
         below = "below minAvailable: " + ", ".join(degraded[:10])
-        deg_c = conds.set(CONDITION_DEGRADED, "True", clique_planner.REASON_BELOW_MIN, below)
+        deg_c = conds.set(CONDITION_DEGRADED, "True", clique_status.REASON_BELOW_MIN, below)
     else:
         none_below = "no gang is below minAvailable"
         deg_c = conds.set(CONDITION_DEGRADED, "False", "AsExpected", none_below)

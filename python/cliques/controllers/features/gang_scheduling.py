@@ -48,7 +48,13 @@ from cliques.api.podgroup import CompositePodGroup, PodGroup
 from cliques.api.workload import Workload
 from cliques.controllers.base import conditions
 from cliques.controllers.base.actions import Create, Delete, Event, Patch
-from cliques.controllers.features import composite_groups, gang_trees, podgroups, workload
+from cliques.controllers.features import (
+    composite_groups,
+    gang_tree_parts,
+    gang_trees,
+    podgroups,
+    workload,
+)
 from cliques.controllers.features.gang_apis import GangAPIVersion, NoGangAPI
 from cliques.kube import gangapi, store
 from cliques.kube.informer import Informer
@@ -147,8 +153,8 @@ class GangPlan:
     wanted: dict[int, str] = field(default_factory=dict)
     #: where gangs are composite trees (`gang_trees`): gang -> the PodGroup each part of
     #: it names (a new Clique), and that of the tree it moves to when made whole again
-    trees: dict[int, gang_trees.Names] = field(default_factory=dict)
-    moves: dict[int, gang_trees.Names] = field(default_factory=dict)
+    trees: dict[int, gang_tree_parts.Names] = field(default_factory=dict)
+    moves: dict[int, gang_tree_parts.Names] = field(default_factory=dict)
     #: the gang trees planned, for the next plan of the set (`gang_trees.Memo`)
     tree_memo: gang_trees.Memo | None = None
 
@@ -183,7 +189,7 @@ class GangPlan:
         names = self.moves.get(gang)
         if names is None or not self.pod_groups:
             return self.wanted.get(gang, "")
-        return names.of(*gang_trees.part_of(clique))
+        return names.of(*gang_tree_parts.part_of(clique))
 
 
 def plan(
