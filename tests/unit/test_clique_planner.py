@@ -195,6 +195,39 @@ def test_progress_only_for_pods_on_their_way_to_ready() -> None:
     assert not clique_planner.progress_only(c.status, done.status)
 
 
+def test_a_new_templates_first_status_is_progress_and_its_ready_news() -> None:
+    # A Ready Clique whose template changes: its first status of the new template (Updating)
+    # may wait, since nobody takes the old template's status for the new one's.
+    c = clique(0, "worker", replicas=2)
+    assert c.status is not None and c.status.template_hash == "h1"
+    updating = clique_planner.plan(snap(c, [pod(c, 0), pod(c, 1)], template_hash="h2"))
+    assert updating.status is not None and updating.status.template_hash == "h2"
+    ready = find_condition(updating.status.conditions, "Ready")
+    assert ready is not None and ready.reason == "Updating"
+    assert clique_planner.progress_only(c.status, updating.status)
+    c2 = msgspec.structs.replace(c, status=c.status)
+    assert not clique_planner.status_current(
+        msgspec.structs.replace(
+            c2,
+            metadata=msgspec.structs.replace(
+                c2.metadata, labels={**c2.metadata.labels, "cliques.dev/template-hash": "h2"}
+            ),
+        )
+    ), "the held status of h1 does not speak for h2"
+    # a Starting Clique whose template changes: the same
+    s = clique(0, "worker", replicas=2, ready=False)
+    again = clique_planner.plan(snap(s, [pod(s, 0, ready=False)], template_hash="h2"))
+    assert again.status is not None
+    assert clique_planner.progress_only(s.status, again.status)
+    # the new template's pods Ready: news
+    c.status = updating.status
+    done = clique_planner.plan(
+        snap(c, [pod(c, 0, hash_="h2"), pod(c, 1, hash_="h2")], template_hash="h2")
+    )
+    assert done.status is not None
+    assert not clique_planner.progress_only(c.status, done.status)
+
+
 def test_news_is_never_progress_only() -> None:
     # a Ready Clique losing a pod (BelowMinAvailable) is news
     c = clique(0, "worker", replicas=2)
@@ -207,11 +240,6 @@ def test_news_is_never_progress_only() -> None:
     gated = clique_planner.plan(snap(g, [], waiting_for=["llama-0-leader"]))
     assert gated.status is not None
     assert not clique_planner.progress_only(None, gated.status)
-    # a Starting Clique whose template changes begins an update: a new Ready reason
-    s = clique(0, "worker", replicas=2, ready=False)
-    updating = clique_planner.plan(snap(s, [pod(s, 0, ready=False)], template_hash="h2"))
-    assert updating.status is not None
-    assert not clique_planner.progress_only(s.status, updating.status)
     # fewer ready pods while not Ready: news too
     one = clique(0, "worker", replicas=3, ready=False)
     one.status = msgspec.structs.replace(one.status, ready_replicas=2)

@@ -87,7 +87,13 @@ from cliques.controllers.base.actions import CREATE_BURST, Create, Delete, Event
 from cliques.controllers.clique import bodies
 from cliques.controllers.clique import status as clique_status
 from cliques.controllers.clique.snapshot import CliqueSnapshot, GangView
-from cliques.controllers.clique.status import of_epoch, restart_count, restarts_of, serving
+from cliques.controllers.clique.status import (
+    REASON_UPDATING,
+    of_epoch,
+    restart_count,
+    restarts_of,
+    serving,
+)
 from cliques.controllers.features import (
     drain,
     gang_ready,
@@ -559,9 +565,14 @@ def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
     """Whether `new` only reports progress towards Ready that `old` does not show yet.
 
     True when the Clique has started and stays not Ready for the same reason, and no pod
-    stopped being ready: pods created, scheduled or updated while Ready is still False. Any
-    condition change (a Clique that starts, turns Ready, drops below minAvailable, begins
-    an update, has its writes refused or accepted again) and a lower readyReplicas are
+    stopped being ready: pods created, scheduled or updated while Ready is still False.
+    True also for the first status of a new template (`Updating`, from a status of another
+    template): nobody reads it as news, since a status speaks only for the template it
+    names (`status_current`), so the CliqueSet, the Cliques that start after this one and
+    `kubectl cliques` take the Clique for one on its way from its new template alone; held,
+    it is overtaken by the Ready of a roll that takes less than the hold, one write per
+    Clique saved. Any other condition change (a Clique that starts, turns Ready, drops below
+    minAvailable, has its writes refused or accepted again) and a lower readyReplicas are
     news, never progress.
     """
     ready = find_condition(new.conditions, CONDITION_READY)
@@ -575,6 +586,13 @@ def progress_only(old: CliqueStatus | None, new: CliqueStatus) -> bool:
         return False  # writes refused, or accepted again: news
     if old is None:
         return new.ready_replicas == 0
+    if (
+        ready.reason == REASON_UPDATING
+        and old.template_hash
+        and old.template_hash != new.template_hash
+        and old.gang_restarts == new.gang_restarts
+    ):
+        return True  # a new template's first status
     old_ready = find_condition(old.conditions, CONDITION_READY)
     old_started = find_condition(old.conditions, CONDITION_STARTED)
     return (
