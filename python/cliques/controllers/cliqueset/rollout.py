@@ -196,6 +196,9 @@ class Judgement:
     counts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     #: the gang trees planned with these verdicts (`gang_trees.Memo`), reused the same way
     trees: gang_trees.Memo | None = None
+    #: the planner's sort of the Cliques by gang (`planner._members_by_gang`), kept for
+    #: the next plan of the set
+    members: object = None
 
     def verdict(
         self,
