@@ -1,11 +1,13 @@
 """The CliqueSet plan's shortcuts for a set planned again after one of its Cliques changed
 decide as the definitions they shortcut: the Cliques by gang from the last plan's
-(`planner._members_again`) as `_members_by_gang` from scratch, the stale Cliques from the
-last plan's as `_stale` over every Clique, the bounds of an unchanged spec as
-`bounds.invalid`, and the Services of a lazily asked subdomain policy as of the policy
-itself. Each is checked over random walks of changes: a Clique's new object, its gang,
-clique, instance label, hash label or deletion changed, Cliques added, removed and
-reordered, the replicas and the cliques of the spec changed."""
+(`planner._members_again`) as `_members_by_gang` from scratch, the verdicts gathered from
+the last plan's (`rollout._judged_again`) as `judge_gangs` from scratch, whole plans handed
+on as plans from scratch, the stale Cliques from the last plan's as `_stale` over every
+Clique, the gang metrics' views from the last plan's as `gang_views`, the bounds of an
+unchanged spec as `bounds.invalid`, and the Services of a lazily asked subdomain policy as
+of the policy itself. Each is checked over random walks of changes: a Clique's new object,
+status, size or hash, its gang, clique, instance label or deletion changed, Cliques added,
+removed and reordered, the replicas and the cliques of the spec changed."""
 
 from __future__ import annotations
 
@@ -20,16 +22,18 @@ from cliques.api import labels
 from cliques.api.clique import Clique
 from cliques.controllers.base import bounds
 from cliques.controllers.cliqueset import planner as cliqueset_planner
+from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import setup as setups
 from cliques.controllers.cliqueset.controller import (
     CliqueSetController,
     SetState,
     _stale,
+    gang_views,
     moved_or_new,
 )
 from cliques.controllers.features import subdomains
 
-from .planner_fixtures import HASHES, clique, cliqueset, gangs
+from .planner_fixtures import HASHES, clique, cliqueset, gangs, services
 from .planner_fixtures import set_snapshot as snap
 
 
@@ -79,14 +83,30 @@ def _sorted(m: Any) -> tuple[Any, Any]:
     return by_gang, [(d.name, d.reason) for d in m.removed]
 
 
+def _counting(monkeypatch: Any, module: Any, name: str) -> list[int]:
+    """Counts the answers (not None) of `module.name`: the shortcut was taken."""
+    hits: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args: Any) -> Any:
+        got = real(*args)
+        hits.extend([1] if got is not None else [])
+        return got
+
+    monkeypatch.setattr(module, name, counted)
+    return hits
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_the_members_from_the_last_plan_are_those_found_from_scratch(seed: int) -> None:
+def test_the_members_from_the_last_plan_are_those_found_from_scratch(
+    seed: int, monkeypatch: Any
+) -> None:
+    hits = _counting(monkeypatch, cliqueset_planner, "_members_again")
     rng = random.Random(seed)
     cl = gangs(5)
     replicas = 5
     roles: tuple[tuple[str, int], ...] = (("leader", 1), ("worker", 2))
     last = None
-    reused = 0
     for _ in range(300):
         if rng.random() < 0.03:
             replicas = rng.randrange(3, 7)
@@ -99,9 +119,8 @@ def test_the_members_from_the_last_plan_are_those_found_from_scratch(seed: int) 
         want = cliqueset_planner._members_by_gang(s, setup)
         got = cliqueset_planner._members_by_gang(s, setup, last)
         assert _sorted(got) == _sorted(want)
-        reused += got.by_gang is not want.by_gang and last is not None
         last = got
-    assert reused > 0
+    assert len(hits) > 20
 
 
 def test_the_members_are_found_again_when_the_caller_changes_its_list() -> None:
@@ -114,6 +133,102 @@ def test_the_members_are_found_again_when_the_caller_changes_its_list() -> None:
     s = snap(cliqueset(replicas=3), cl, hashes=dict(HASHES))
     want = cliqueset_planner._members_by_gang(s, setup)
     assert _sorted(cliqueset_planner._members_by_gang(s, setup, first)) == _sorted(want)
+
+
+def _status_step(rng: random.Random, cl: list[Clique]) -> list[Clique]:
+    """A new list with one Clique remade with another status, hash or size (the set's
+    usual change while it waits), or `_mutate`'s change."""
+    if not cl or rng.random() < 0.3:
+        return _mutate(rng, cl)
+    cl = list(cl)
+    i = rng.randrange(len(cl))
+    old = cl[i]
+    cl[i] = clique(
+        old.spec.gang_index,
+        old.spec.clique_name,
+        ready=rng.random() < 0.7,
+        hash_=rng.choice(["h1", "h1", "h0"]),
+        replicas=rng.choice([1, 1, 2]) if old.spec.clique_name == "leader" else 2,
+    )
+    return cl
+
+
+def _gathered(g: Any) -> tuple[Any, ...]:
+    return (g.facts, g.changes, g.outdated, list(g.judgement.gangs.items()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_verdicts_gathered_from_the_last_plan_are_those_gathered_from_scratch(
+    seed: int, monkeypatch: Any
+) -> None:
+    hits = _counting(monkeypatch, cliqueset_rollout, "_judged_again")
+    rng = random.Random(seed)
+    cl = gangs(5)
+    replicas = 5
+    hashes = dict(HASHES)
+    last_members = None
+    previous = None
+    for _ in range(300):
+        if rng.random() < 0.03:
+            replicas = rng.randrange(3, 7)
+        if rng.random() < 0.03:
+            hashes = rng.choice([dict(HASHES), {"leader": "h0", "worker": "h1"}])
+        cl = _status_step(rng, cl)
+        s = snap(cliqueset(replicas=replicas), cl, hashes=hashes)
+        setup = setups.read(s)
+        assert not isinstance(setup, str)
+        members = cliqueset_planner._members_by_gang(s, setup, last_members)
+        ctx = cliqueset_rollout.context(s.cliqueset, hashes, setup.deps, s.algorithm)
+        rehashes: dict[str, str] = {}
+        want = cliqueset_rollout.judge_gangs(members.by_gang, replicas, ctx, rehashes, None)
+        got = cliqueset_rollout.judge_gangs(members.by_gang, replicas, ctx, rehashes, previous)
+        assert _gathered(got) == _gathered(want)
+        last_members, previous = members, got.judgement
+    assert len(hits) > 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plans_handed_on_from_the_last_are_the_plans_from_scratch(
+    seed: int, monkeypatch: Any
+) -> None:
+    judged = _counting(monkeypatch, cliqueset_rollout, "_judged_again")
+    sorted_ = _counting(monkeypatch, cliqueset_planner, "_members_again")
+    state = SetState()
+    ctl = SimpleNamespace(_state=lambda cqs: state)
+    rng = random.Random(seed)
+    cl = gangs(6)
+    replicas = 6
+    previous = None
+    for _ in range(150):
+        if rng.random() < 0.03:
+            replicas = rng.randrange(4, 8)
+        cl = _status_step(rng, cl)
+        cqs = cliqueset(replicas=replicas, max_unavailable=2)
+        hashes = dict(HASHES)
+        fresh = cliqueset_planner.plan(snap(cqs, cl, services=services(8), hashes=hashes))
+        handed_on = cliqueset_planner.plan(
+            snap(cqs, cl, services=services(8), hashes=hashes, previous=previous)
+        )
+        assert _same_plan(fresh, handed_on)
+        previous = handed_on.judgement
+        # the gang metrics' views, from the last plan's where the verdicts are the same
+        assert previous is not None
+        views = CliqueSetController._gang_views(ctl, cqs, previous.gangs)  # type: ignore[arg-type]
+        assert list(views.items()) == list(gang_views(previous.gangs, replicas).items())
+    assert len(judged) > 20 and len(sorted_) > 20
+
+
+def _same_plan(a: Any, b: Any) -> bool:
+    return bool(
+        a.status == b.status
+        and [(p.name, p.patch) for p in a.patches] == [(p.name, p.patch) for p in b.patches]
+        and [(c.name, c.body) for c in a.creates] == [(c.name, c.body) for c in b.creates]
+        and [(d.name, d.reason) for d in a.deletes] == [(d.name, d.reason) for d in b.deletes]
+        and a.events == b.events
+        and a.requeue_after == b.requeue_after
+        and (a.restarting, a.failed, a.deferred, a.moving)
+        == (b.restarting, b.failed, b.deferred, b.moving)
+    )
 
 
 def test_moved_or_new_is_every_object_not_where_it_was() -> None:

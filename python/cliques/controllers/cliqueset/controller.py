@@ -111,6 +111,23 @@ def _unread_change(old: Any, new: Any) -> bool:
 T = TypeVar("T")
 
 
+def _gang_view(v: cliqueset_rollout.Verdict) -> gang_metrics.GangView:
+    return gang_metrics.GangView(
+        whole=v.facts.ready,
+        available=v.facts.available,
+        updated=v.facts.updated,
+        outdated=v.outdated,
+    )
+
+
+def gang_views(
+    judged: Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]], replicas: int
+) -> dict[int, gang_metrics.GangView]:
+    """The gang metrics' view (`gang_metrics.GangView`) of the gangs below `replicas` a
+    plan judged, by gang, in the order judged."""
+    return {g: _gang_view(v) for g, (_, v) in judged.items() if g < replicas}
+
+
 def _stale(cliques: Iterable[Clique], hashes: Mapping[str, str]) -> list[Clique]:
     """The Cliques whose template hash label is not the one their clique's template has
     now (only these may need a rehash, `cliqueset_rollout.needs_rehash`; a clique the spec
@@ -232,6 +249,15 @@ class SetState:
     judgement: cliqueset_rollout.Judgement | None = None
     #: the hashes and Cliques of its last plan when none of them was stale (`_stale`)
     fresh: tuple[dict[str, str], list[Clique]] | None = None
+    #: the replicas and verdicts of its last gang metrics, and their views (`_gang_views`)
+    views: (
+        tuple[
+            int,
+            Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]],
+            dict[int, gang_metrics.GangView],
+        ]
+        | None
+    ) = None
     #: the spec `bounds.invalid` last judged, and what it found (a pure function of it)
     bounds: tuple[CliqueSetSpec, str] | None = None
 
@@ -639,16 +665,7 @@ class CliqueSetController:
         """The set's gang metrics from what this plan found (`gang_metrics`)."""
         meta, replicas = cqs.metadata, cqs.spec.replicas
         judged = plan.judgement.gangs if plan.judgement is not None else {}
-        gangs = {
-            g: gang_metrics.GangView(
-                whole=v.facts.ready,
-                available=v.facts.available,
-                updated=v.facts.updated,
-                outdated=v.outdated,
-            )
-            for g, (_, v) in judged.items()
-            if g < replicas
-        }
+        gangs = self._gang_views(cqs, judged)
         status = plan.status or cqs.status
         queue = status.queue if status is not None else None
         if cqs.status is not None:
@@ -663,6 +680,30 @@ class CliqueSetController:
             failed=len(plan.failed),
             queued=max(0, replicas - queue.admitted_gangs) if queue is not None else 0,
         )
+
+    def _gang_views(
+        self,
+        cqs: CliqueSet,
+        judged: Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]],
+    ) -> dict[int, gang_metrics.GangView]:
+        """The gang metrics' view of gangs `0..replicas-1` as judged: `gang_views`, taken
+        from the last plan's where its verdicts are the very ones of this plan (a verdict
+        handed on, `rollout.judge_gangs`: only the gangs judged again are read)."""
+        state = self._state(cqs)
+        replicas = cqs.spec.replicas
+        last = state.views
+        if last is not None and last[0] == replicas and list(last[1]) == list(judged):
+            views = dict(last[2])
+            keys = list(judged)
+            for g in itertools.compress(
+                keys, map(operator.is_not, judged.values(), last[1].values())
+            ):
+                if g < replicas:
+                    views[g] = _gang_view(judged[g][1])
+        else:
+            views = gang_views(judged, replicas)
+        state.views = (replicas, judged, views)
+        return dict(views)
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
