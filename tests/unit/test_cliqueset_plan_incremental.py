@@ -1,11 +1,12 @@
 """The CliqueSet plan's shortcuts for a set planned again after one of its Cliques changed
 decide as the definitions they shortcut: the Cliques by gang from the last plan's
-(`planner._members_again`) as `_members_by_gang` from scratch, the verdicts gathered from
-the last plan's (`rollout._judged_again`) as `judge_gangs` from scratch, whole plans handed
-on as plans from scratch, the stale Cliques from the last plan's as `_stale` over every
-Clique, the gang metrics' views from the last plan's as `gang_views`, the bounds of an
-unchanged spec as `bounds.invalid`, and the Services of a lazily asked subdomain policy as
-of the policy itself. Each is checked over random walks of changes: a Clique's new object,
+(`planner._members_again`) as `_members_by_gang` from scratch (and the gangs that lack a
+member as those `_new_cliques` does not skip), the verdicts gathered from the last plan's
+(`rollout._judged_again`) as `judge_gangs` from scratch, whole plans handed on as plans
+from scratch, the stale Cliques from the last plan's as `_stale` over every Clique, the
+gang metrics' views from the last plan's as `gang_views`, the bounds of a spec object
+judged once as `bounds.invalid`, and the Services of a lazily asked subdomain policy as of
+the policy itself. Each is checked over random walks of changes: a Clique's new object,
 status, size or hash, its gang, clique, instance label or deletion changed, Cliques added,
 removed and reordered, the replicas and the cliques of the spec changed."""
 
@@ -119,6 +120,10 @@ def test_the_members_from_the_last_plan_are_those_found_from_scratch(
         want = cliqueset_planner._members_by_gang(s, setup)
         got = cliqueset_planner._members_by_gang(s, setup, last)
         assert _sorted(got) == _sorted(want)
+        # the gangs `_new_cliques` looks at: those it does not skip as whole
+        wanted = setup.wanted_of(0).keys()
+        whole = [g in got.by_gang and wanted <= got.by_gang[g].keys() for g in range(replicas)]
+        assert got.lacking == [g for g in range(replicas) if not whole[g]]
         last = got
     assert len(hits) > 20
 
@@ -256,14 +261,17 @@ def test_the_stale_cliques_from_the_last_plan_are_those_of_every_clique(seed: in
         assert [id(c) for c in got] == [id(c) for c in _stale(cl, hashes)]
 
 
-def test_the_bounds_of_an_unchanged_spec_are_judged_once() -> None:
+def test_the_bounds_of_a_spec_are_judged_once(monkeypatch: Any) -> None:
     state = SetState()
     ctl = SimpleNamespace(_state=lambda cqs: state)
-    for replicas in (2, 2, 20_000, 20_000, 3):
-        cqs = cliqueset(replicas=replicas)
+    real = bounds.invalid
+    judged = _counting(monkeypatch, bounds, "invalid")
+    # (the same generation throughout: a spec changed under it is judged again too)
+    sets = [cliqueset(replicas=r) for r in (2, 20_000, 3)]
+    for cqs in [sets[0], sets[0], sets[1], sets[1], sets[2], sets[0]]:
         got = CliqueSetController._out_of_bounds(ctl, cqs)  # type: ignore[arg-type]
-        assert got == bounds.invalid(cqs)
-    assert CliqueSetController._out_of_bounds(ctl, cliqueset(replicas=20_000))  # type: ignore[arg-type]
+        assert got == real(cqs)
+    assert len(judged) == 4
 
 
 @pytest.mark.parametrize("policy", ["Shared", "UniquePerGang"])

@@ -258,7 +258,7 @@ class SetState:
         ]
         | None
     ) = None
-    #: the spec `bounds.invalid` last judged, and what it found (a pure function of it)
+    #: the spec `bounds.invalid` last judged (the very object), and what it found
     bounds: tuple[CliqueSetSpec, str] | None = None
 
 
@@ -550,11 +550,13 @@ class CliqueSetController:
         return state.hashes[1], state.hashes[2]
 
     def _out_of_bounds(self, cqs: CliqueSet) -> str:
-        """`bounds.invalid(cqs)`, judged again only when the spec differs from the one it
-        last judged (it encodes every pod template to count their bytes)."""
+        """`bounds.invalid(cqs)` (a pure function of the spec), judged again only for
+        another spec object than the one it last judged: it encodes every pod template to
+        count their bytes, and the set's plans between two of its own watch events read
+        the same object. (Comparing specs by value costs as much as judging them.)"""
         state = self._state(cqs)
         spec = cqs.spec
-        if state.bounds is None or not (state.bounds[0] is spec or state.bounds[0] == spec):
+        if state.bounds is None or state.bounds[0] is not spec:
             state.bounds = (spec, bounds.invalid(cqs))
         return state.bounds[1]
 
@@ -567,10 +569,9 @@ class CliqueSetController:
     ) -> dict[str, str]:
         """The hashes under the current algorithm of the Cliques that need one (a ValueError
         of a template the canonical form refuses fails the reconcile); only `stale` may
-        (`_stale`, of `cliques` unless given). A Clique's template
-        carries its gang's placement terms: they are swapped for gang 0's, as in
-        `placement.hash_basis`, and the claim entries the operator added are left out, as
-        in `claims.hash_basis`."""
+        (`_stale`, of `cliques` unless given). A Clique's template carries its gang's
+        placement terms: they are swapped for gang 0's, as in `placement.hash_basis`, and
+        the claim entries the operator added are left out, as in `claims.hash_basis`."""
         algorithm = self.hasher.algorithm
         where, name = cqs.spec.placement, cqs.metadata.name
         if stale is None:

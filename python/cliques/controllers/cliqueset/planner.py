@@ -116,6 +116,9 @@ class _Members:
     #: (gang, member) -> the place in `cliques` of the Clique `by_gang` holds (the last
     #: of that gang and member)
     where: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: the gangs below replicas that lack a member, in order, of a set without scaling
+    #: groups (`_new_cliques` makes their Cliques; None: every gang is looked at)
+    lacking: list[int] | None = None
 
 
 @dataclass
@@ -250,7 +253,10 @@ def _gang_scheduling(step: Step) -> None:
 def _cliques(step: Step) -> None:
     """The Cliques of new gangs and members."""
     if step.snap.expectations_satisfied:
-        step.creates += _new_cliques(step.snap, step.setup, step.members.by_gang, step.room)
+        members = step.members
+        step.creates += _new_cliques(
+            step.snap, step.setup, members.by_gang, step.room, members.lacking
+        )
 
 
 def _subdomains(step: Step) -> None:
@@ -401,8 +407,14 @@ def _members_by_gang(
         Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, uid, why)
         for _, _, _, clique, why in sorted(removed, key=lambda r: r[:3])
     ]
-    # (a copy: what the caller's list holds now, whatever it does with it later)
-    return _Members(by_gang, deletes, list(snap.cliques), read, where)
+    lacking = None
+    if same is not None:
+        wanted = same.keys()
+        lacking = [
+            g for g in range(replicas) if g not in by_gang or not wanted <= by_gang[g].keys()
+        ]
+    # (a copy of the list: what the caller's holds now, whatever it does with it later)
+    return _Members(by_gang, deletes, list(snap.cliques), read, where, lacking)
 
 
 def _members_again(
@@ -411,12 +423,13 @@ def _members_again(
     """`_members_by_gang` of `cliques` from what the last plan found (`last`, of a set
     without scaling groups whose replicas, cliques and wanted members were the same:
     `read`), or None where it cannot tell. Only the Cliques not where they were in the
-    last plan's list are read (`moved_or_new`: the list of a store index keeps its order):
-    each must stand for its predecessor at that place, a member of the same gang and name
-    that a gang keeps (no delete), at the place the last plan kept it from (no later one
-    of the same gang and member: an object may be listed twice). Every other place holds the
-    same object, sorted as before; so the new Clique takes its predecessor's place in its
-    gang, the deletes are the same, and no gang changes but those."""
+    last plan's list are read (as `controller.moved_or_new`: the list of a store index
+    keeps its order): each must stand for its predecessor at that place, a member of the
+    same gang and name that a gang keeps (no delete), at the place the last plan kept it
+    from (no later one of the same gang and member: an object may be listed twice). Every
+    other place holds the same object, sorted as before; so the new Clique takes its
+    predecessor's place in its gang, the deletes are the same, and no gang changes but
+    those (nor lacks a member it did not)."""
     before = last.cliques
     if len(cliques) != len(before):
         return None
@@ -442,20 +455,25 @@ def _members_again(
         members = by_gang[gang] = dict(by_gang[gang])
         for key, new in news:
             members[key] = new
-    return _Members(by_gang, list(last.removed), list(cliques), read, last.where)
+    return _Members(by_gang, list(last.removed), list(cliques), read, last.where, last.lacking)
 
 
 def _new_cliques(
-    snap: CliqueSetSnapshot, setup: Setup, by_gang: Mapping[int, Mapping[str, Clique]], room: int
+    snap: CliqueSetSnapshot,
+    setup: Setup,
+    by_gang: Mapping[int, Mapping[str, Clique]],
+    room: int,
+    lacking: list[int] | None = None,
 ) -> list[Create]:
     """The Cliques of gangs and members that have none, gang by gang, at most `room` (the
-    next pass, started by these creates' watch events, goes on)."""
+    next pass, started by these creates' watch events, goes on). `lacking`: the gangs
+    that lack a member, if known (`_Members.lacking`): only those are looked at."""
     cqs = snap.cliqueset
     sched = setup.sched
     creates: list[Create] = []
     # Without scaling groups every gang wants the same members (`setup._members`).
     same = setup.wanted_of(0).keys() if not setup.lay.groups else None
-    for index in range(cqs.spec.replicas):
+    for index in lacking if lacking is not None else range(cqs.spec.replicas):
         if len(creates) >= room:
             break
         have = by_gang.get(index)
