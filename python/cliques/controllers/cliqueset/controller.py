@@ -34,14 +34,16 @@ status its informer shows counts its gang restarts; `forget` drops them with the
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from cliques import gang_metrics
 from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
-from cliques.api.cliqueset import CliqueSet
+from cliques.api.cliqueset import CliqueSet, CliqueSetSpec
 from cliques.api.cliqueset_status import CONDITION_PROGRESSING, CliqueSetStatus
 from cliques.api.eviction import Eviction
 from cliques.api.hpa import HorizontalPodAutoscaler
@@ -104,6 +106,48 @@ def _unread_change(old: Any, new: Any) -> bool:
     if isinstance(new, PodGroup) and isinstance(old, PodGroup):
         return bool(old.spec == new.spec and same_marks(old.metadata, new.metadata))
     return False
+
+
+T = TypeVar("T")
+
+
+def _gang_view(v: cliqueset_rollout.Verdict) -> gang_metrics.GangView:
+    return gang_metrics.GangView(
+        whole=v.facts.ready,
+        available=v.facts.available,
+        updated=v.facts.updated,
+        outdated=v.outdated,
+    )
+
+
+def gang_views(
+    judged: Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]], replicas: int
+) -> dict[int, gang_metrics.GangView]:
+    """The gang metrics' view (`gang_metrics.GangView`) of the gangs below `replicas` a
+    plan judged, by gang, in the order judged."""
+    return {g: _gang_view(v) for g, (_, v) in judged.items() if g < replicas}
+
+
+def _stale(cliques: Iterable[Clique], hashes: Mapping[str, str]) -> list[Clique]:
+    """The Cliques whose template hash label is not the one their clique's template has
+    now (only these may need a rehash, `cliqueset_rollout.needs_rehash`; a clique the spec
+    no longer has is not one): one lookup each."""
+    label = labels.LABEL_TEMPLATE_HASH
+    return [
+        c
+        for c in cliques
+        if hashes.get(c.spec.clique_name, "") not in ("", c.metadata.labels.get(label, ""))
+    ]
+
+
+def moved_or_new(now: Sequence[T], before: Sequence[T]) -> list[T]:
+    """The objects of `now` that are not, by identity, the object at the same place in
+    `before` (those beyond its length included): what a check of each object of
+    `before` does not cover in `now`. Unchanged lists cost a C loop, no Python step."""
+    out = list(itertools.compress(now, map(operator.is_not, now, before)))
+    if len(now) > len(before):
+        out += now[len(before) :]
+    return out
 
 
 #: Child-event windows, as multiples of what the set's last plan cost: planning takes at
@@ -203,6 +247,19 @@ class SetState:
     hashes: tuple[int, dict[str, str], str] | None = None
     #: the gang verdicts of its last plan, as the planner returned them
     judgement: cliqueset_rollout.Judgement | None = None
+    #: the hashes and Cliques of its last plan when none of them was stale (`_stale`)
+    fresh: tuple[dict[str, str], list[Clique]] | None = None
+    #: the replicas and verdicts of its last gang metrics, and their views (`_gang_views`)
+    views: (
+        tuple[
+            int,
+            Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]],
+            dict[int, gang_metrics.GangView],
+        ]
+        | None
+    ) = None
+    #: the spec `bounds.invalid` last judged (the very object), and what it found
+    bounds: tuple[CliqueSetSpec, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -492,23 +549,33 @@ class CliqueSetController:
             state.hashes = (generation, hashes, rev)
         return state.hashes[1], state.hashes[2]
 
+    def _out_of_bounds(self, cqs: CliqueSet) -> str:
+        """`bounds.invalid(cqs)` (a pure function of the spec), judged again only for
+        another spec object than the one it last judged: it encodes every pod template to
+        count their bytes, and the set's plans between two of its own watch events read
+        the same object. (Comparing specs by value costs as much as judging them.)"""
+        state = self._state(cqs)
+        spec = cqs.spec
+        if state.bounds is None or state.bounds[0] is not spec:
+            state.bounds = (spec, bounds.invalid(cqs))
+        return state.bounds[1]
+
     def _rehashes(
-        self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
+        self,
+        cqs: CliqueSet,
+        cliques: list[Clique],
+        hashes: dict[str, str],
+        stale: list[Clique] | None = None,
     ) -> dict[str, str]:
         """The hashes under the current algorithm of the Cliques that need one (a ValueError
-        of a template the canonical form refuses fails the reconcile). A Clique's template
-        carries its gang's placement terms: they are swapped for gang 0's, as in
-        `placement.hash_basis`, and the claim entries the operator added are left out, as
-        in `claims.hash_basis`."""
+        of a template the canonical form refuses fails the reconcile); only `stale` may
+        (`_stale`, of `cliques` unless given). A Clique's template carries its gang's
+        placement terms: they are swapped for gang 0's, as in `placement.hash_basis`, and
+        the claim entries the operator added are left out, as in `claims.hash_basis`."""
         algorithm = self.hasher.algorithm
         where, name = cqs.spec.placement, cqs.metadata.name
-        label = labels.LABEL_TEMPLATE_HASH
-        # (most Cliques carry the desired hash: one lookup each, before `needs_rehash`)
-        stale = [
-            c
-            for c in cliques
-            if hashes.get(c.spec.clique_name, "") not in ("", c.metadata.labels.get(label, ""))
-        ]
+        if stale is None:
+            stale = _stale(cliques, hashes)
         return {
             c.metadata.name: self.hasher.template_hash(
                 dict(
@@ -524,6 +591,22 @@ class CliqueSetController:
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
 
+    def _stale(self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]) -> list[Clique]:
+        """`_stale(cliques, hashes)`, reading only the Cliques that are not where they were
+        in the last plan's list (`moved_or_new`) when that plan found none stale under the
+        same hashes: the same object under the same hashes is as fresh as it was. A set
+        waiting for its Cliques' statuses then reads the one or two that changed."""
+        state = self._state(cqs)
+        last = state.fresh
+        check = (
+            moved_or_new(cliques, last[1]) if last is not None and last[0] is hashes else cliques
+        )
+        stale = _stale(check, hashes)
+        if stale and check is not cliques:
+            stale = _stale(cliques, hashes)  # (in the order of the list, as the definition)
+        state.fresh = (hashes, list(cliques)) if not stale else None
+        return stale
+
     def snapshot(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetSnapshot:
         """What the planner sees of `cqs`: its Cliques and Services from the cache, and the
         gang verdicts of its last plan (reused for the gangs whose Cliques are unchanged)."""
@@ -534,7 +617,7 @@ class CliqueSetController:
         # (`bounds`), or a template the canonical form refuses, is an InvalidSpec.
         hashes: dict[str, str] = {}
         revision = ""
-        invalid = bounds.invalid(cqs)
+        invalid = self._out_of_bounds(cqs)
         if not invalid:
             try:
                 hashes, revision = self._hashes(cqs)
@@ -545,7 +628,11 @@ class CliqueSetController:
             cliques=cliques,
             services=self.services.store.by_index("controller", owner),
             hashes=hashes,
-            rehashes=self._rehashes(cqs, cliques, hashes) if not invalid else {},
+            rehashes=(
+                self._rehashes(cqs, cliques, hashes, self._stale(cqs, cliques, hashes))
+                if not invalid
+                else {}
+            ),
             algorithm=self.hasher.algorithm,
             expectations_satisfied=self.expectations.satisfied(uid),
             now=self.clock(),
@@ -579,16 +666,7 @@ class CliqueSetController:
         """The set's gang metrics from what this plan found (`gang_metrics`)."""
         meta, replicas = cqs.metadata, cqs.spec.replicas
         judged = plan.judgement.gangs if plan.judgement is not None else {}
-        gangs = {
-            g: gang_metrics.GangView(
-                whole=v.facts.ready,
-                available=v.facts.available,
-                updated=v.facts.updated,
-                outdated=v.outdated,
-            )
-            for g, (_, v) in judged.items()
-            if g < replicas
-        }
+        gangs = self._gang_views(cqs, judged)
         status = plan.status or cqs.status
         queue = status.queue if status is not None else None
         if cqs.status is not None:
@@ -603,6 +681,30 @@ class CliqueSetController:
             failed=len(plan.failed),
             queued=max(0, replicas - queue.admitted_gangs) if queue is not None else 0,
         )
+
+    def _gang_views(
+        self,
+        cqs: CliqueSet,
+        judged: Mapping[int, tuple[tuple[Clique, ...], cliqueset_rollout.Verdict]],
+    ) -> dict[int, gang_metrics.GangView]:
+        """The gang metrics' view of gangs `0..replicas-1` as judged: `gang_views`, taken
+        from the last plan's where its verdicts are the very ones of this plan (a verdict
+        handed on, `rollout.judge_gangs`: only the gangs judged again are read)."""
+        state = self._state(cqs)
+        replicas = cqs.spec.replicas
+        last = state.views
+        if last is not None and last[0] == replicas and list(last[1]) == list(judged):
+            views = dict(last[2])
+            keys = list(judged)
+            for g in itertools.compress(
+                keys, map(operator.is_not, judged.values(), last[1].values())
+            ):
+                if g < replicas:
+                    views[g] = _gang_view(judged[g][1])
+        else:
+            views = gang_views(judged, replicas)
+        state.views = (replicas, judged, views)
+        return dict(views)
 
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)

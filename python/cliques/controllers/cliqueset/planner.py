@@ -50,6 +50,8 @@ to the plan is one line in `PHASES`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,13 +101,24 @@ def _ports_of(svc: Service) -> list[dict[str, Any]]:
     ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Members:
     """The set's Cliques by gang and member, and the deletes of those no gang keeps
-    (highest gang and instance first)."""
+    (highest gang and instance first); with, for the next plan (`_members_again`), the
+    Cliques in the order they were read and what was read of the set."""
 
     by_gang: dict[int, dict[str, Clique]]
     removed: list[Delete]
+    cliques: list[Clique] = field(default_factory=list)
+    #: replicas, clique names and the members every gang wants, of a set without scaling
+    #: groups (None with groups: a gang's members are its own)
+    read: tuple[int, frozenset[str], frozenset[str]] | None = None
+    #: (gang, member) -> the place in `cliques` of the Clique `by_gang` holds (the last
+    #: of that gang and member)
+    where: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: the gangs below replicas that lack a member, in order, of a set without scaling
+    #: groups (`_new_cliques` makes their Cliques; None: every gang is looked at)
+    lacking: list[int] | None = None
 
 
 @dataclass
@@ -181,7 +194,9 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         if not isinstance(wide_setup, str):  # (beyond the set's bounds: no surge)
             snap, setup = wide, wide_setup
             members, gangs = _judged(snap, setup, gangs.judgement)
-    out.judgement = dataclasses.replace(gangs.judgement, trees=setup.sched.tree_memo)
+    out.judgement = dataclasses.replace(
+        gangs.judgement, trees=setup.sched.tree_memo, members=members
+    )
     step = Step(snap, setup, out, members, gangs, user, deletes=list(members.removed))
     step.stuck = stuck
     for phase in PHASES:
@@ -196,7 +211,8 @@ def _judged(
     verdicts on the gangs (kept between plans with the gang trees, for the gangs whose
     Cliques are the same)."""
     cqs = snap.cliqueset
-    members = _members_by_gang(snap, setup)
+    memo = previous.members if previous is not None else None
+    members = _members_by_gang(snap, setup, memo if isinstance(memo, _Members) else None)
     ctx = cliqueset_rollout.context(
         cqs, snap.hashes, setup.deps, snap.algorithm, start_gates=setup.start_gates
     )
@@ -237,7 +253,10 @@ def _gang_scheduling(step: Step) -> None:
 def _cliques(step: Step) -> None:
     """The Cliques of new gangs and members."""
     if step.snap.expectations_satisfied:
-        step.creates += _new_cliques(step.snap, step.setup, step.members.by_gang, step.room)
+        members = step.members
+        step.creates += _new_cliques(
+            step.snap, step.setup, members.by_gang, step.room, members.lacking
+        )
 
 
 def _subdomains(step: Step) -> None:
@@ -342,18 +361,28 @@ PHASES: tuple[Phase, ...] = (
 )
 
 
-def _members_by_gang(snap: CliqueSetSnapshot, setup: Setup) -> _Members:
+def _members_by_gang(
+    snap: CliqueSetSnapshot, setup: Setup, last: _Members | None = None
+) -> _Members:
     """The set's Cliques by gang and member; those of a gang above `replicas`, of a removed
     clique, of an instance beyond its gang's count or of a clique that moved into or out of
-    a scaling group are deleted (the gang's wanted member takes the place of the last)."""
+    a scaling group are deleted (the gang's wanted member takes the place of the last).
+    `last`: what the set's last plan found, reused where it decides the same
+    (`_members_again`)."""
     cqs = snap.cliqueset
-    by_gang: dict[int, dict[str, Clique]] = {}
-    removed: list[tuple[int, int, str, Clique, str]] = []
     replicas, roles, wanted_of = cqs.spec.replicas, setup.roles, setup.wanted_of
     # Without scaling groups every gang wants the same members (`setup._members`): looked up once.
     same = wanted_of(0) if not setup.lay.groups else None
+    read = (replicas, frozenset(roles), frozenset(same)) if same is not None else None
+    if last is not None and read is not None and last.read == read:
+        again = _members_again(snap.cliques, last, read)
+        if again is not None:
+            return again
+    by_gang: dict[int, dict[str, Clique]] = {}
+    removed: list[tuple[int, int, str, Clique, str]] = []
     member_of = scaling.member_of
-    for clique in snap.cliques:
+    where: dict[tuple[int, str], int] = {}
+    for i, clique in enumerate(snap.cliques):
         spec = clique.spec
         gang, role = spec.gang_index, spec.clique_name
         key = member_of(clique)
@@ -370,6 +399,7 @@ def _members_by_gang(snap: CliqueSetSnapshot, setup: Setup) -> _Members:
                 removed.append((-gang, -(inst or 0), key, clique, why))
             continue
         by_gang.setdefault(gang, {})[key] = clique
+        where[gang, key] = i
         if clique.metadata.deletion_timestamp is None and why:
             removed.append((-gang, 0, key, clique, why))
     uid = cqs.metadata.uid
@@ -377,20 +407,73 @@ def _members_by_gang(snap: CliqueSetSnapshot, setup: Setup) -> _Members:
         Delete(CLIQUES, clique.metadata.name, clique.metadata.uid, uid, why)
         for _, _, _, clique, why in sorted(removed, key=lambda r: r[:3])
     ]
-    return _Members(by_gang, deletes)
+    lacking = None
+    if same is not None:
+        wanted = same.keys()
+        lacking = [
+            g for g in range(replicas) if g not in by_gang or not wanted <= by_gang[g].keys()
+        ]
+    # (a copy of the list: what the caller's holds now, whatever it does with it later)
+    return _Members(by_gang, deletes, list(snap.cliques), read, where, lacking)
+
+
+def _members_again(
+    cliques: list[Clique], last: _Members, read: tuple[int, frozenset[str], frozenset[str]]
+) -> _Members | None:
+    """`_members_by_gang` of `cliques` from what the last plan found (`last`, of a set
+    without scaling groups whose replicas, cliques and wanted members were the same:
+    `read`), or None where it cannot tell. Only the Cliques not where they were in the
+    last plan's list are read (as `controller.moved_or_new`: the list of a store index
+    keeps its order): each must stand for its predecessor at that place, a member of the
+    same gang and name that a gang keeps (no delete), at the place the last plan kept it
+    from (no later one of the same gang and member: an object may be listed twice). Every
+    other place holds the same object, sorted as before; so the new Clique takes its
+    predecessor's place in its gang, the deletes are the same, and no gang changes but
+    those (nor lacks a member it did not)."""
+    before = last.cliques
+    if len(cliques) != len(before):
+        return None
+    replicas, roles, wanted = read
+    member_of = scaling.member_of
+    changed: dict[int, list[tuple[str, Clique]]] = {}
+    for i in itertools.compress(range(len(cliques)), map(operator.is_not, cliques, before)):
+        new, old = cliques[i], before[i]
+        gang, role, key = new.spec.gang_index, new.spec.clique_name, member_of(new)
+        if (
+            gang >= replicas
+            or role not in roles
+            or key not in wanted
+            or old.spec.gang_index != gang
+            or old.spec.clique_name != role
+            or member_of(old) != key
+            or last.where.get((gang, key)) != i
+        ):
+            return None
+        changed.setdefault(gang, []).append((key, new))
+    by_gang = dict(last.by_gang)
+    for gang, news in changed.items():
+        members = by_gang[gang] = dict(by_gang[gang])
+        for key, new in news:
+            members[key] = new
+    return _Members(by_gang, list(last.removed), list(cliques), read, last.where, last.lacking)
 
 
 def _new_cliques(
-    snap: CliqueSetSnapshot, setup: Setup, by_gang: Mapping[int, Mapping[str, Clique]], room: int
+    snap: CliqueSetSnapshot,
+    setup: Setup,
+    by_gang: Mapping[int, Mapping[str, Clique]],
+    room: int,
+    lacking: list[int] | None = None,
 ) -> list[Create]:
     """The Cliques of gangs and members that have none, gang by gang, at most `room` (the
-    next pass, started by these creates' watch events, goes on)."""
+    next pass, started by these creates' watch events, goes on). `lacking`: the gangs
+    that lack a member, if known (`_Members.lacking`): only those are looked at."""
     cqs = snap.cliqueset
     sched = setup.sched
     creates: list[Create] = []
     # Without scaling groups every gang wants the same members (`setup._members`).
     same = setup.wanted_of(0).keys() if not setup.lay.groups else None
-    for index in range(cqs.spec.replicas):
+    for index in lacking if lacking is not None else range(cqs.spec.replicas):
         if len(creates) >= room:
             break
         have = by_gang.get(index)
@@ -486,7 +569,7 @@ def _services(
     out = _Writes()
     have_svc = {s.metadata.name: s for s in snap.services}
     recorded = [(f.live, f.subdomains) for f in facts]
-    want_svc = subdomains.wanted_services(cqs, recorded, setup.policy)
+    want_svc = subdomains.wanted_services(cqs, recorded, lambda: setup.policy)
     for name, svc_gang in want_svc.items() if snap.expectations_satisfied else ():
         if len(out.creates) >= room:
             break

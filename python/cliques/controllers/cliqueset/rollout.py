@@ -30,6 +30,8 @@ pods one by one, a plan re-judges only the few gangs that changed.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,6 +198,13 @@ class Judgement:
     counts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     #: the gang trees planned with these verdicts (`gang_trees.Memo`), reused the same way
     trees: gang_trees.Memo | None = None
+    #: the planner's sort of the Cliques by gang (`planner._members_by_gang`), kept for
+    #: the next plan of the set
+    members: object = None
+    #: what `judge_gangs` was given by gang and what it gathered (`Gangs`' replicas,
+    #: facts, changes and outdated), for the next plan (`_judged_again`)
+    by_gang: Mapping[int, Mapping[str, Clique]] | None = None
+    gathered: tuple[int, list[GangFacts], dict[str, tuple[int, Change]], list[int]] | None = None
 
     def verdict(
         self,
@@ -239,11 +248,15 @@ def judge_gangs(
     """The verdicts on gangs `0..replicas-1` (`by_gang`: gang -> member name -> Clique;
     `counts`: gang -> its instance count of each scaling group); those `previous` reached
     on the same Cliques and counts under the same context are reused."""
+    counts = counts or {}
+    if previous is not None and not counts and not previous.counts:
+        again = _judged_again(by_gang, replicas, ctx, rehashes, previous)
+        if again is not None:
+            return again
     facts: list[GangFacts] = []
     changes: dict[str, tuple[int, Change]] = {}
     outdated: list[int] = []
     judged: dict[int, tuple[tuple[Clique, ...], Verdict]] = {}
-    counts = counts or {}
     # The context is compared once per plan, not once per gang (`Judgement.verdict`): a
     # plan of a set of thousands of gangs mostly reuses verdicts.
     known = previous.gangs if previous is not None and previous.context == ctx else {}
@@ -269,7 +282,51 @@ def judge_gangs(
         for name, change in verdict.changes:
             changes[name] = (gang, change)
     kept = {g: counts[g] for g in judged if g in counts}
-    return Gangs(facts, changes, outdated, Judgement(ctx, judged, kept))
+    gathered = (replicas, facts, changes, outdated)
+    judgement = Judgement(ctx, judged, kept, by_gang=by_gang, gathered=gathered)
+    return Gangs(list(facts), dict(changes), list(outdated), judgement)
+
+
+def _judged_again(
+    by_gang: dict[int, dict[str, Clique]],
+    replicas: int,
+    ctx: Context,
+    rehashes: Mapping[str, str],
+    previous: Judgement,
+) -> Gangs | None:
+    """`judge_gangs` from what `previous` gathered, reading only the gangs whose member
+    dicts are not the very ones it was given (a set without scaling groups, under the
+    same context and replicas, its gangs the same in the same order: the planner's
+    `_members_again` hands unchanged gangs on as they were); None where it cannot tell,
+    or where a gang judged again changes whether it is outdated or has in-place changes
+    (their lists keep the order of the gangs: those are gathered again in full)."""
+    last, gathered = previous.by_gang, previous.gathered
+    if last is None or gathered is None or gathered[0] != replicas or previous.context != ctx:
+        return None
+    if list(by_gang) != list(last):
+        return None
+    _, facts, changes, outdated = gathered
+    judged = dict(previous.gangs)
+    facts = list(facts)
+    empty: Mapping[str, int] = {}
+    gangs = list(by_gang)
+    for gang in itertools.compress(gangs, map(operator.is_not, by_gang.values(), last.values())):
+        if gang >= replicas:
+            continue
+        members = by_gang[gang]
+        entry = judged.get(gang)
+        if not members or entry is None:
+            return None
+        key = tuple(members.values())
+        # (as `judge_gangs`: identical objects compare equal without reading a field)
+        verdict = entry[1] if entry[0] == key else judge(gang, members, ctx, rehashes, empty)
+        if verdict.outdated != entry[1].outdated or verdict.changes or entry[1].changes:
+            return None
+        judged[gang] = (key, verdict)
+        facts[gang] = verdict.facts
+    gathered = (replicas, facts, changes, outdated)
+    judgement = Judgement(ctx, judged, {}, by_gang=by_gang, gathered=gathered)
+    return Gangs(list(facts), dict(changes), list(outdated), judgement)
 
 
 def judge(

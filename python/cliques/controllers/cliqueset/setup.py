@@ -11,6 +11,7 @@ that keys of the operator's are left out of the templates.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from cliques import _core
@@ -104,7 +105,7 @@ def read(snap: CliqueSetSnapshot, surge: surge_gangs.Surge | None = None) -> Set
         lay=lay,
         counts=counts,
         wanted_of=wanted_of,
-        policy=subdomains.policy(cqs, snap.cliques),
+        policy_of=functools.partial(subdomains.policy, cqs, snap.cliques),
         set_hash=cliqueset_status.set_hash(spec, snap.hashes),
         surge=surge if surge is not None else surge_gangs.of(cqs),
     )

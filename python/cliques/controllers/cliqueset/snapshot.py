@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
@@ -94,7 +95,14 @@ class Setup:
     lay: scaling.Layout
     counts: Mapping[int, Mapping[str, int]]
     wanted_of: Callable[[int], Mapping[str, scaling.Member]]
-    policy: str
+    #: the subdomain policy of new gangs (`subdomains.policy`), found when first asked:
+    #: only a plan with a gang to make reads it, and finding it may read every Clique
+    policy_of: Callable[[], str]
     set_hash: str
     #: maxSurge resolved and the surge gangs this plan keeps (`surge`)
     surge: surge_gangs.Surge = field(default_factory=surge_gangs.Surge)
+
+    @cached_property
+    def policy(self) -> str:
+        """The subdomain policy of the set's new gangs (`policy_of`, asked once)."""
+        return self.policy_of()

@@ -24,7 +24,7 @@ the Cliques of a new gang record so that their pods get a hostname and subdomain
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from cliques.api import labels
 from cliques.api.clique import Clique
@@ -132,7 +132,9 @@ def gang_annotations(siblings: Iterable[Clique]) -> dict[str, str] | None:
 
 
 def wanted_services(
-    cqs: CliqueSet, recorded: Sequence[tuple[bool, tuple[str, ...]]], policy_: str
+    cqs: CliqueSet,
+    recorded: Sequence[tuple[bool, tuple[str, ...]]],
+    policy_: str | Callable[[], str],
 ) -> dict[str, int | None]:
     """Service name -> its gang (None for the shared Service): the subdomains the live
     Cliques of the gangs `0..replicas-1` record, and the Service of each gang not created
@@ -140,7 +142,8 @@ def wanted_services(
     subdomains its live Cliques record), for every gang below `replicas`. Only names this
     CliqueSet can own count (its own name, or `<set>-<gang>` of the gang recording it): a
     Clique annotation is never a way to make the operator create an arbitrary Service.
-    Empty without `headlessService`."""
+    Empty without `headlessService`. `policy_` (the policy of new gangs, `policy`) may be
+    a function, asked only when a gang is new: finding the policy may read every Clique."""
     spec = cqs.spec
     if not spec.headless_service:
         return {}
@@ -158,6 +161,8 @@ def wanted_services(
                 want[sub] = gang
         if not live:
             new_gangs = True
+            if not isinstance(policy_, str):
+                policy_ = policy_()
             if policy_ != SubdomainPolicy.SHARED:
                 want[f"{name}-{gang}"] = gang
     if new_gangs and policy_ == SubdomainPolicy.SHARED:
