@@ -257,7 +257,7 @@ def test_the_stale_cliques_from_the_last_plan_are_those_of_every_clique(seed: in
         if rng.random() < 0.03:
             hashes = rng.choice([dict(HASHES), {"leader": "h0", "worker": "h1"}])
         cl = _mutate(rng, cl)
-        got = CliqueSetController._stale(ctl, cqs, cl, hashes)  # type: ignore[arg-type]
+        got = CliqueSetController._stale_of(ctl, cqs, cl, hashes)  # type: ignore[arg-type]
         assert [id(c) for c in got] == [id(c) for c in _stale(cl, hashes)]
 
 

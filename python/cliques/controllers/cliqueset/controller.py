@@ -591,7 +591,9 @@ class CliqueSetController:
             if cliqueset_rollout.needs_rehash(c, hashes, algorithm)
         }
 
-    def _stale(self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]) -> list[Clique]:
+    def _stale_of(
+        self, cqs: CliqueSet, cliques: list[Clique], hashes: dict[str, str]
+    ) -> list[Clique]:
         """`_stale(cliques, hashes)`, reading only the Cliques that are not where they were
         in the last plan's list (`moved_or_new`) when that plan found none stale under the
         same hashes: the same object under the same hashes is as fresh as it was. A set
@@ -629,7 +631,7 @@ class CliqueSetController:
             services=self.services.store.by_index("controller", owner),
             hashes=hashes,
             rehashes=(
-                self._rehashes(cqs, cliques, hashes, self._stale(cqs, cliques, hashes))
+                self._rehashes(cqs, cliques, hashes, self._stale_of(cqs, cliques, hashes))
                 if not invalid
                 else {}
             ),
