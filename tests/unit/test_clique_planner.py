@@ -205,15 +205,13 @@ def test_a_new_templates_first_status_is_progress_and_its_ready_news() -> None:
     ready = find_condition(updating.status.conditions, "Ready")
     assert ready is not None and ready.reason == "Updating"
     assert clique_planner.progress_only(c.status, updating.status)
-    c2 = msgspec.structs.replace(c, status=c.status)
-    assert not clique_planner.status_current(
-        msgspec.structs.replace(
-            c2,
-            metadata=msgspec.structs.replace(
-                c2.metadata, labels={**c2.metadata.labels, "cliques.dev/template-hash": "h2"}
-            ),
-        )
-    ), "the held status of h1 does not speak for h2"
+    relabelled = msgspec.structs.replace(
+        c,
+        metadata=msgspec.structs.replace(
+            c.metadata, labels={**c.metadata.labels, "cliques.dev/template-hash": "h2"}
+        ),
+    )
+    assert not clique_planner.status_current(relabelled), "the held status of h1 is not h2's"
     # a Starting Clique whose template changes: the same
     s = clique(0, "worker", replicas=2, ready=False)
     again = clique_planner.plan(snap(s, [pod(s, 0, ready=False)], template_hash="h2"))
