@@ -11,15 +11,18 @@ elsewhere the operator makes a ResourceClaim per gang, reserved for each of its 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 
 from cliques.api import labels
 from cliques.kube.client import KubeClient
+from cliques.kube.errors import NotFound
 from cliques.kube.resources import (
     CLIQUESETS,
     PODS,
@@ -33,6 +36,8 @@ from tests.support.harness import Cluster, running_operator, wait_for
 from tests.support.kubectl import Kubectl
 
 __all__ = ["fake_dra", "gang_nodes"]
+
+T = TypeVar("T")
 
 
 async def scores_mixed_claims(client: KubeClient) -> bool:
@@ -109,34 +114,48 @@ async def set_pods(client: KubeClient, ns: str, name: str) -> list[dict[str, Any
 SPIN = "got allocated elsewhere in the meantime"
 
 
-async def unstick(cluster: Cluster, ns: str, name: str) -> list[str]:
-    """Deletes the set's pods the scheduler spins on (PodScheduled False with `SPIN`), as a
-    user would: their Cliques make them again and the scheduler plans them afresh. The
-    names of those deleted."""
-    spun = [
+async def spinning(cluster: Cluster, ns: str, name: str) -> set[str]:
+    """The set's pods the scheduler spins on: PodScheduled False with `SPIN`."""
+    return {
         p["metadata"]["name"]
         for p in await set_pods(cluster.client, ns, name)
         for c in (p.get("status") or {}).get("conditions") or []
         if c.get("type") == "PodScheduled" and c.get("status") == "False"
         if SPIN in c.get("message", "")
-    ]
-    for pod in spun:
-        await cluster.client.delete(PODS, ns, pod)
-    return spun
+    }
 
 
-async def despite_the_spin(cluster: Cluster, ns: str, name: str, wait: Any) -> Any:
-    """`wait()`; if it times out while the scheduler spins on a pod of the set (`SPIN`, a
-    scheduler bug outside the operator's reach), that pod deleted and `wait()` once more.
-    Any other timeout fails as it is."""
-    try:
-        return await wait()
-    except AssertionError:
-        spun = await unstick(cluster, ns, name)
-        if not spun:
-            raise
-        print(f"the scheduler spun on {spun} (docs/gangs.md): deleted, waiting again")
-        return await wait()
+async def despite_the_spin(
+    cluster: Cluster,
+    ns: str,
+    name: str,
+    check: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float,
+    what: str,
+    patience: float = 20.0,
+) -> T:
+    """Polls `check` until it returns something truthy, as `wait_for` does; a pod of the set
+    the scheduler has spun on for `patience` seconds (`SPIN`, a scheduler bug outside the
+    operator's reach) is deleted on the way, as a user would: its Clique makes it again and
+    the scheduler plans it afresh. Each deletion is printed."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, float] = {}
+    while True:
+        got = await check()
+        if got:
+            return got
+        now = time.monotonic()
+        if now > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        spun = await spinning(cluster, ns, name)
+        seen = {pod: seen.get(pod, now) for pod in spun}
+        for pod, since in seen.items():
+            if now - since >= patience:
+                print(f"the scheduler spun on {pod} for {now - since:.0f}s (docs/gangs.md)")
+                with contextlib.suppress(NotFound):  # gone on its own meanwhile
+                    await cluster.client.delete(PODS, ns, pod)
+        await asyncio.sleep(1.0)
 
 
 @pytest.mark.parametrize("backend", ["Auto", "None"])
@@ -161,7 +180,14 @@ async def test_each_gang_gets_its_own_allocated_device_shared_by_its_pods(
     async with running_operator(kubeconfig, namespace):
         await cluster.apply(claimed_cliqueset("dom", 2, driver, slot, backend=backend, gpus=gpus))
         with dumped_on_failure(kubeconfig, namespace):
-            await cluster.wait_available("dom", timeout=120)
+            await despite_the_spin(
+                cluster,
+                namespace,
+                "dom",
+                lambda: cluster.available("dom"),
+                timeout=120,
+                what="CliqueSet dom Available",
+            )
 
         if backend == "Auto" and api.version == "v1alpha1":
             # 1.35 cannot gang-schedule pods that share a claim: pod by pod, and it says so
@@ -279,7 +305,12 @@ async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
     async with running_operator(kubeconfig, namespace):
         await cluster.apply(claimed_cliqueset("roll", 2, driver, slot, gpus=gpus))
         await despite_the_spin(
-            cluster, namespace, "roll", lambda: cluster.wait_available("roll", timeout=120)
+            cluster,
+            namespace,
+            "roll",
+            lambda: cluster.available("roll"),
+            timeout=120,
+            what="CliqueSet roll Available",
         )
         old = {
             dra.pod_claims(p)["domain"] for p in await set_pods(cluster.client, namespace, "roll")
@@ -304,7 +335,9 @@ async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
                 cluster,
                 namespace,
                 "roll",
-                lambda: wait_for(rolled, timeout=180, what="both gangs on new claims"),
+                rolled,
+                timeout=180,
+                what="both gangs on new claims",
             )
         assert "" not in new
 

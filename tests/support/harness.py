@@ -135,16 +135,20 @@ class Cluster:
                 return c
         return None
 
-    async def wait_available(self, name: str, timeout: float = 90.0) -> CliqueSet:
-        async def check() -> CliqueSet | None:
-            cqs = await self.cliqueset(name)
-            st = cqs.status
-            if st is None or st.observed_generation != cqs.metadata.generation:
-                return None
-            ok = any(c.type == "Available" and c.status == "True" for c in st.conditions)
-            return cqs if ok and st.updated_replicas == cqs.spec.replicas else None
+    async def available(self, name: str) -> CliqueSet | None:
+        """The set, if its status speaks for its spec and says Available with every gang
+        updated; else None."""
+        cqs = await self.cliqueset(name)
+        st = cqs.status
+        if st is None or st.observed_generation != cqs.metadata.generation:
+            return None
+        ok = any(c.type == "Available" and c.status == "True" for c in st.conditions)
+        return cqs if ok and st.updated_replicas == cqs.spec.replicas else None
 
-        return await wait_for(check, timeout=timeout, what=f"CliqueSet {name} Available")
+    async def wait_available(self, name: str, timeout: float = 90.0) -> CliqueSet:
+        return await wait_for(
+            lambda: self.available(name), timeout=timeout, what=f"CliqueSet {name} Available"
+        )
 
 
 #: The field manager of the tests' writes, as a user's tool would have its own.
