@@ -502,6 +502,46 @@ def test_a_restarted_gang_that_broke_before_it_was_whole_still_holds_the_budget(
     run_scenario(scenario)
 
 
+def test_a_scale_down_during_a_surge_roll_keeps_the_whole_surge_gang() -> None:
+    """Found by a long run (`python -m tests.sim --seed 11`), shrunk: a scale-down (2 to 1)
+    while surge gangs stand in for a gang lost with its node. Gang 0 is down, gang 1 (now
+    above `replicas`) broken, surge gang 2 whole: the surge kept must reach gang 2, not
+    stop at gang 1 and delete the only whole gang (I8, too few whole gangs)."""
+    scenario = sc.Scenario(
+        gangs=2,
+        roles=(("leader", 1), ("worker", 1)),
+        startup="InOrder",
+        strategy="RollingUpdate",
+        max_unavailable=0,
+        max_surge=2,
+        policy=sc.Policy(
+            restart_policy="RecreateGang", breach=0, max_restarts=1, initial=0, max_backoff=0
+        ),
+        nodes=(2, 2, 2),
+        used=(),
+        latency=sc.Latency(kind="fixed", low=1, high=10, every=4),
+        grace=5,
+        gang_scheduling=True,
+        gang_api="v1beta1",
+        template_labels=(),
+        template_annotations=(),
+        events=(
+            sc.Event(at=2, kind="image", target="leader", value=0),
+            sc.Event(at=5, kind="crash", target=0, value=5),
+            sc.Event(at=6, kind="node-loss", target=0, value=1),
+            sc.Event(at=7, kind="node-loss", target=0, value=1),
+            sc.Event(at=8, kind="gangs", target=0, value=1),
+        ),
+        interleave=False,
+        lag=False,
+        drains=False,
+        lost_node_seconds=60,
+        settle=1200,
+        seed=14,
+    )
+    run_scenario(scenario)
+
+
 @MODES
 @pytest.mark.parametrize(
     ("max_unavailable", "max_surge", "drained"),

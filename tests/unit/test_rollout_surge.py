@@ -137,6 +137,21 @@ def test_surge_gangs_go_highest_index_first() -> None:
     assert deleted(out) == ["llama-5-leader", "llama-5-worker"]
 
 
+def test_the_whole_gang_above_a_broken_one_stays_while_a_gang_below_is_missing() -> None:
+    """Found by the simulator: a scale-down (2 to 1) during a roll with surge gangs 2 and 3,
+    gang 0 down, gang 1 (now above `replicas`) broken, surge gang 2 whole. The surge gangs
+    kept reach the whole one (gang 3 goes, gangs 1 and 2 stay) instead of the first one
+    above `replicas` (which deleted the only whole gang)."""
+    cliques = gang(0, ready=False) + gang(1, ready=False) + gang(2) + gang(3, ready=False)
+    out = plan(cliques, replicas=1, max_surge=2)
+    assert deleted(out) == ["llama-3-leader", "llama-3-worker"]
+    # once gang 0 is back, every gang above `replicas` goes, highest first
+    out = plan(gang(0) + gang(1, ready=False) + gang(2), replicas=1, max_surge=2)
+    assert sorted(deleted(out)) == sorted(
+        ["llama-1-leader", "llama-1-worker", "llama-2-leader", "llama-2-worker"]
+    )
+
+
 def test_partition_and_surge() -> None:
     # only gang 3 rolls: one surge gang, then gang 3
     out = plan(gangs(4), partition=3, max_surge=2)

@@ -11,7 +11,9 @@ the user's `replicas` (and the surge gangs apart, `status.surgeReplicas`).
 - `kept`: how many surge gangs (at indices `replicas`, `replicas + 1`, ...) a plan keeps.
   While outdated gangs from the partition on remain: maxSurge, or fewer when fewer gangs
   are left to roll and to come back. Never fewer than those standing in for a gang below
-  `replicas` that is not available (as many as such gangs, at most those made): so the
+  `replicas` that is not available (as many as such gangs, at most those made, and as
+  far up as the available ones that stand in for them: after a scale-down or a loss the
+  first gangs above `replicas` may be broken while a whole one sits higher): so the
   last surge gangs go (highest index first: the planner deletes every gang at or above
   the width it plans) once every gang below `replicas` is available again, and a maxSurge
   lowered mid-roll takes effect as they go. The same holds for the gangs a scale-down
@@ -82,18 +84,35 @@ def of(cqs: CliqueSet) -> Surge:
     return Surge(replicas=spec.replicas, most=most)
 
 
-def kept(surge: Surge, facts: Sequence[GangFacts], rollable: Sequence[int], made: int) -> int:
+def kept(
+    surge: Surge,
+    facts: Sequence[GangFacts],
+    rollable: Sequence[int],
+    made: int,
+    available_above: Sequence[int] = (),
+) -> int:
     """How many surge gangs a plan keeps (module docstring). `facts`: those of gangs
     `0..replicas-1`; `rollable`: the outdated ones a roll takes; `made`: the surge gangs
-    that exist (with a live Clique)."""
+    that exist (with a live Clique); `available_above`: the available ones among them, as
+    offsets above `replicas` in ascending order (`missing_below` says when they count)."""
     if surge.most <= 0:
         return 0
-    missing = sum(1 for f in facts[: surge.replicas] if not f.available)
+    missing = missing_below(surge, facts)
     # (never fewer than stand in now: a maxSurge lowered mid-roll takes effect as they go)
     standing = min(made, missing)
+    if missing and available_above:
+        # Reach the available gangs that stand in, not the first gangs above `replicas`:
+        # after a scale-down or a loss those may be broken while a whole one sits higher.
+        reach = available_above[min(missing, len(available_above)) - 1] + 1
+        standing = max(standing, reach)
     if rollable:
         return max(standing, min(surge.most, len(rollable) + missing))
     return standing
+
+
+def missing_below(surge: Surge, facts: Sequence[GangFacts]) -> int:
+    """The gangs below `replicas` that are not available (surge gangs stand in for them)."""
+    return sum(1 for f in facts[: surge.replicas] if not f.available)
 
 
 def made(gangs: Sequence[int], replicas: int) -> int:
