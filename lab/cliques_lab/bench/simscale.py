@@ -270,6 +270,14 @@ class SimServer:
     def stored_bytes(self) -> int:
         return sum(len(raw) for objs in self.objects.values() for raw in objs.values())
 
+    def held_bytes(self) -> int:
+        """What the stored objects occupy as Python objects: bytes, keys and tables."""
+        held = sys.getsizeof(self.objects)
+        for kind, objs in self.objects.items():
+            held += sys.getsizeof(kind) + sys.getsizeof(objs)
+            held += sum(sys.getsizeof(k) + sys.getsizeof(raw) for k, raw in objs.items())
+        return held
+
     def backlog(self) -> float:
         """Seconds of requests the API server has yet to answer."""
         return max(0.0, self._free_at - self.loop.time())
@@ -534,6 +542,9 @@ class Outcome:
     watch_events: int
     #: the CliqueSet plans made (a plan visits every gang of its set)
     set_plans: int
+    #: what the simulated API server's objects occupy in the process, MiB: their bytes,
+    #: keys and tables as Python objects (part of the peak RSS that no operator holds)
+    server_held_mib: float = 0.0
 
     @property
     def cpu_operator(self) -> float:
@@ -592,6 +603,7 @@ async def _deploy(
     start_seconds: float,
     timeout: float,
     progress: Callable[[str], None] | None,
+    on_done: Callable[[SimServer], None] | None = None,
 ) -> Outcome:
     loop = asyncio.get_running_loop()
     server = SimServer(loop, rate=rate, start_seconds=start_seconds)
@@ -696,6 +708,8 @@ async def _deploy(
     report()
     for runner in runners:
         await runner.stop(grace=0.0)
+    if on_done is not None:
+        on_done(server)
     return Outcome(
         shape=str(shape),
         pods=total,
@@ -708,6 +722,7 @@ async def _deploy(
         requests=dict(sorted(server.stats.requests.items())),
         watch_events=sum(i.events for i in informers.values()),
         set_plans=set_plans[0],
+        server_held_mib=server.held_bytes() / 2**20,
     )
 
 
@@ -718,14 +733,21 @@ def deploy(
     start_seconds: float = 1.0,
     timeout: float = 36_000.0,
     progress: Callable[[str], None] | None = None,
+    on_done: Callable[[SimServer], None] | None = None,
 ) -> Outcome:
     """Deploy `shape` on a fresh simulated cluster under the real controllers; what it cost.
-    `timeout` is in simulated seconds."""
+    `timeout` is in simulated seconds; `on_done` is given the simulated server once every
+    set is available (to read what it stores)."""
     loop = VirtualLoop()
     try:
         return loop.run_until_complete(
             _deploy(
-                shape, rate=rate, start_seconds=start_seconds, timeout=timeout, progress=progress
+                shape,
+                rate=rate,
+                start_seconds=start_seconds,
+                timeout=timeout,
+                progress=progress,
+                on_done=on_done,
             )
         )
     finally:

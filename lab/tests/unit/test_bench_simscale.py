@@ -42,6 +42,7 @@ def test_a_deploy_runs_to_every_set_available(shape: str) -> None:
     assert out.cpu_total > out.cpu_server > 0
     assert out.cpu_per_pod_ms == pytest.approx(1000 * out.cpu_operator / pods)
     assert out.rss_mib > 0 and out.server_mib > 0
+    assert out.server_mib < out.server_held_mib < out.rss_mib
     assert "pods Ready" in seen[-1] and "sets waiting     0" in seen[-1]
     assert set(out.to_json()) >= {"cpu_operator", "cpu_per_pod_ms", "rss_mib", "set_plans"}
 
@@ -116,6 +117,7 @@ def test_the_summary_table() -> None:
             "cpu_per_pod_ms": 100 * c,
             "rss_mib": 50.0,
             "server_mib": 1.0,
+            "server_held_mib": 2.0,
             "set_plans": 3,
             "sim_seconds": 4.0,
         }
@@ -123,6 +125,6 @@ def test_the_summary_table() -> None:
     ]
     table = {"1x5x2": simscale_cli.summary(rounds)}
     assert table["1x5x2"]["cpu_per_pod_ms"] == {"median": 20.0, "min": 10.0, "max": 30.0}
-    assert "| 1x5x2 | 10 | 3 | 0.20 (0.10-0.30) | 20.000 (10.000-30.000) | 50 |" in (
+    assert "| 1x5x2 | 10 | 3 | 0.20 (0.10-0.30) | 20.000 (10.000-30.000) | 50 | 1 | 48 |" in (
         simscale_cli.render(table)
     )
