@@ -185,9 +185,10 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
         eviction_requests.under_way(snap.evictions, user, snap.cliques),
     )
     moving = sorted(set(rollable) | {g for g in stuck.gangs if g < user.spec.replicas})
-    kept = surge_gangs.kept(
-        setup.surge, gangs.facts, moving, made, _available_above(snap, setup, members, gangs)
+    above_ok = surge_gangs.available_above(
+        setup.surge, gangs, members.by_gang, snap.rehashes, setup.counts
     )
+    kept = surge_gangs.kept(setup.surge, gangs.facts, moving, made, above_ok)
     if kept:
         wide = dataclasses.replace(
             snap, cliqueset=surge_gangs.widened(user, setup.surge.keeping(kept))
@@ -222,26 +223,6 @@ def _judged(
         members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, previous, setup.counts
     )
     return members, gangs
-
-
-def _available_above(
-    snap: CliqueSetSnapshot, setup: Setup, members: _Members, gangs: cliqueset_rollout.Gangs
-) -> list[int]:
-    """The available gangs at or above `replicas`, as offsets above it (`surge.kept`):
-    judged only while a gang below `replicas` is missing and gangs above it exist."""
-    above = setup.surge.replicas
-    if setup.surge.most <= 0 or not surge_gangs.missing_below(setup.surge, gangs.facts):
-        return []
-    ctx = gangs.judgement.context
-    out = []
-    for g in sorted(g for g in members.by_gang if g >= above):
-        found = members.by_gang[g]
-        if not _live(found):
-            continue
-        verdict = cliqueset_rollout.judge(g, found, ctx, snap.rehashes, setup.counts.get(g))
-        if verdict.facts.available:
-            out.append(g - above)
-    return out
 
 
 def _live(members: Mapping[str, Clique]) -> bool:

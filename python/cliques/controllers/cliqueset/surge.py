@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
 
+from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.policies import UpdateStrategyType
-from cliques.controllers.cliqueset.rollout import GangFacts
+from cliques.controllers.cliqueset.rollout import GangFacts, Gangs, judge
 
 _PERCENT = re.compile(r"^([0-9]{1,10})%$")
 
@@ -113,6 +114,29 @@ def kept(
 def missing_below(surge: Surge, facts: Sequence[GangFacts]) -> int:
     """The gangs below `replicas` that are not available (surge gangs stand in for them)."""
     return sum(1 for f in facts[: surge.replicas] if not f.available)
+
+
+def available_above(
+    surge: Surge,
+    gangs: Gangs,
+    by_gang: Mapping[int, dict[str, Clique]],
+    rehashes: Mapping[str, str],
+    counts: Mapping[int, Mapping[str, int]],
+) -> list[int]:
+    """The available gangs at or above `replicas` (with a live Clique), as offsets above
+    it, for `kept`: judged only while a gang below `replicas` is missing (`gangs`: the
+    verdicts on those below)."""
+    if surge.most <= 0 or not missing_below(surge, gangs.facts):
+        return []
+    out = []
+    for g in sorted(g for g in by_gang if g >= surge.replicas):
+        found = by_gang[g]
+        if all(c.metadata.deletion_timestamp is not None for c in found.values()):
+            continue
+        verdict = judge(g, found, gangs.judgement.context, rehashes, counts.get(g))
+        if verdict.facts.available:
+            out.append(g - surge.replicas)
+    return out
 
 
 def made(gangs: Sequence[int], replicas: int) -> int:
