@@ -17,9 +17,18 @@ kube-scheduler, and KWOK's controller) from the first patch until the last pod i
 
     cliques dev-cluster up --name cliques-floor
     .venv/bin/python bench/inplace-floor/run.py --cluster cliques-floor --shape 1x500x2
+    .venv/bin/python bench/inplace-floor/run.py --cluster cliques-floor --work pods,cliques
 
 Compare with the `in-place-update` and `rolling-update` rows of the same shape in
 docs/performance.md: no in-place roll on this cluster costs less than this.
+
+`--work cliques` adds what an operator that keeps a Clique per clique of each gang (as
+cliques does) cannot do without, still with no controller running: the pods are made
+under a Clique each (`cliques.dev` CRDs installed, the pods owned by it), and each gang's
+roll first patches its Cliques' pod template to the new image, then the pods, and once
+they are back writes each Clique's status once (Ready, every pod updated), as cliques
+does with its status hold. Four writes per gang of two cliques beyond `--work pods`: the
+floor under any in-place roll of Cliques, however quick its controllers.
 """
 
 from __future__ import annotations
@@ -35,19 +44,61 @@ from cliques.api.pod import Pod
 from cliques.controllers.features import inplace
 from cliques.kube.client import KubeClient
 from cliques.kube.informer import Informer
-from cliques.kube.resources import NAMESPACES, PODS, SERVICES
-from cliques_lab.bench import procstats, workload
+from cliques.kube.resources import CLIQUES, NAMESPACES, PODS, SERVICES
+from cliques_lab.bench import procstats, scale_events, workload
 from cliques_lab.devcluster import cluster as devcluster
 
 PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller")
 GANG = "floor.cliques.dev/gang"
 
 
-def pod_body(ns: str, name: str, gang: int, role: str, image: str) -> dict[str, Any]:
+def pod_body(
+    ns: str, name: str, gang: int, role: str, image: str, owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
     tmpl = workload.pod_template(role, image)
     meta = {**tmpl["metadata"], "name": name, "namespace": ns}
     meta["labels"] = {**meta["labels"], GANG: str(gang)}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": tmpl["spec"]}
+
+
+def clique_body(ns: str, name: str, gang: int, role: str, n: int, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cliques.dev/v1alpha1",
+        "kind": "Clique",
+        "metadata": {"name": name, "namespace": ns, "labels": {GANG: str(gang)}},
+        "spec": {
+            "cliqueName": role,
+            "gangIndex": gang,
+            "replicas": n,
+            "template": workload.pod_template(role, image),
+        },
+    }
+
+
+def clique_status(generation: int, n: int, when: str) -> dict[str, Any]:
+    """The status a Clique's controller writes once its pods are Ready on its template."""
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AllPodsReady",
+        "message": f"{n}/{n} pods ready",
+        "lastTransitionTime": when,
+    }
+    return {
+        "status": {
+            "observedGeneration": generation,
+            "replicas": n,
+            "readyReplicas": n,
+            "updatedReplicas": n,
+            "conditions": [ready],
+        }
+    }
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def service_body(ns: str) -> dict[str, Any]:
@@ -78,7 +129,12 @@ async def until(cond: Any, what: str, timeout: float) -> None:
 
 
 async def one_round(
-    kubeconfig: str, shape: workload.Shape, budget: int, plane: dict[str, int], timeout: float
+    kubeconfig: str,
+    shape: workload.Shape,
+    budget: int,
+    plane: dict[str, int],
+    timeout: float,
+    cliques: bool = False,
 ) -> dict[str, Any]:
     client = await KubeClient.connect(kubeconfig, qps=0)
     ns = f"inplace-floor-{int(time.time() * 1000) % 10**8}"
@@ -95,13 +151,44 @@ async def one_round(
             async with sem:
                 await client.create(PODS, ns, body, dict)
 
+        # gang -> its Cliques' names and generations (with `--work cliques`)
+        owned: dict[int, dict[str, int]] = {}
+
+        async def made(g: int, role: str, n: int) -> dict[str, Any] | None:
+            if not cliques:
+                return None
+            name = f"g{g}-{role}"
+            async with sem:
+                obj = await client.create(
+                    CLIQUES, ns, clique_body(ns, name, g, role, n, "busybox:1.36"), dict
+                )
+                meta = obj["metadata"]
+                await client.patch(
+                    CLIQUES,
+                    ns,
+                    name,
+                    clique_status(meta["generation"], n, now()),
+                    dict,
+                    sub="status",
+                )
+            owned.setdefault(g, {})[name] = meta["generation"]
+            return {
+                "apiVersion": "cliques.dev/v1alpha1",
+                "kind": "Clique",
+                "name": name,
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+
         bodies = []
         for g in range(shape.gangs * shape.sets):
             for role, n in shape.roles():
+                owner = await made(g, role, n)
                 for i in range(n):
                     name = f"g{g}-{role}-{i}"
                     gangs.setdefault(g, []).append(name)
-                    bodies.append(pod_body(ns, name, g, role, "busybox:1.36"))
+                    bodies.append(pod_body(ns, name, g, role, "busybox:1.36", owner))
         await asyncio.gather(*(create(b) for b in bodies))
         total = len(bodies)
 
@@ -117,11 +204,24 @@ async def one_round(
                 (p := pods.store.get(f"{ns}/{n}")) is not None and settled(p, new) for n in gangs[g]
             )
 
+        writes = {"pods": 0, "cliques": 0, "clique statuses": 0}
+
         async def roll(g: int) -> None:
+            image = [{"op": "replace", "path": "/spec/containers/0/image", "value": new}]
+            for name in owned.get(g, {}):
+                tmpl = [{**image[0], "path": "/spec/template/spec/containers/0/image"}]
+                obj = await client.patch(CLIQUES, ns, name, tmpl, dict, patch_type="json")
+                owned[g][name] = obj["metadata"]["generation"]
+                writes["cliques"] += 1
             for name in gangs[g]:
-                patch = [{"op": "replace", "path": "/spec/containers/0/image", "value": new}]
-                await client.patch(PODS, ns, name, patch, dict, patch_type="json")
+                await client.patch(PODS, ns, name, image, dict, patch_type="json")
+                writes["pods"] += 1
             await until(lambda: gang_done(g), f"gang {g} on {new}", timeout)
+            for name, generation in owned.get(g, {}).items():
+                n = sum(1 for p in gangs[g] if p.startswith(f"{name}-"))
+                body = clique_status(generation, n, now())
+                await client.patch(CLIQUES, ns, name, body, dict, sub="status")
+                writes["clique statuses"] += 1
 
         cpu0 = procstats.cpu_of(plane)
         wall0 = time.monotonic()
@@ -135,7 +235,8 @@ async def one_round(
                 t.result()
         wall = time.monotonic() - wall0
         spent = procstats.cpu_delta(procstats.cpu_of(plane), cpu0)
-        return {"wall": wall, "patches": total, "cpu": spent}
+        work = "cliques" if cliques else "pods"
+        return {"work": work, "wall": wall, "patches": total, "writes": writes, "cpu": spent}
     finally:
         task.cancel()
         await client.delete(NAMESPACES, None, ns)
@@ -150,6 +251,12 @@ def main() -> int:
         "--max-unavailable", type=int, default=50, help="gangs in flight (the bench's 50)"
     )
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument(
+        "--work",
+        default="pods",
+        help="comma list, run in turn each round: pods (the pods alone), cliques (a Clique "
+        "per clique of each gang, patched and its status written once per roll)",
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="per wait, s")
     args = p.parse_args()
     shape = workload.Shape.parse(args.shape)
@@ -162,18 +269,33 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    works = [w.strip() for w in args.work.split(",") if w.strip()]
+    if not works or set(works) - {"pods", "cliques"}:
+        p.error(f"--work {args.work!r}: a comma list of pods and cliques")
     kubeconfig = str(devcluster.info(args.cluster).kubeconfig)
+    if "cliques" in works:
+        scale_events.install_crds(args.cluster)
     for r in range(args.rounds):
-        result = asyncio.run(
-            one_round(kubeconfig, shape, args.max_unavailable, plane, args.timeout)
-        )
-        cpu = result["cpu"]
-        parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(cpu.items()))
-        print(
-            f"round {r + 1}: {result['patches']} pods in place in {result['wall']:.1f} s; "
-            f"control plane CPU {cpu.get('cpu_control_plane', 0.0):.2f} s ({parts})"
-        )
-        print(json.dumps(result))
+        for work in works:
+            result = asyncio.run(
+                one_round(
+                    kubeconfig,
+                    shape,
+                    args.max_unavailable,
+                    plane,
+                    args.timeout,
+                    cliques=work == "cliques",
+                )
+            )
+            cpu = result["cpu"]
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(cpu.items()))
+            wrote = ", ".join(f"{v} {k}" for k, v in result["writes"].items() if v)
+            print(
+                f"round {r + 1} ({work}): {result['patches']} pods in place in "
+                f"{result['wall']:.1f} s ({wrote}); control plane CPU "
+                f"{cpu.get('cpu_control_plane', 0.0):.2f} s ({parts})"
+            )
+            print(json.dumps(result))
     return 0
 
 
