@@ -12,11 +12,17 @@ from cliques.controllers.clique import controller as clique_controller
 def _raw(name: str, image: str, ready: str = "True", cpu: str = "1") -> bytes:
     return msgspec.json.encode(
         {
-            "metadata": {"name": name, "namespace": "ns", "labels": {"i": name}},
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "labels": {"i": name},
+                "annotations": {"a": cpu},
+            },
             "spec": {
                 "containers": [
                     {"name": "main", "image": image, "resources": {"requests": {"cpu": cpu}}}
-                ]
+                ],
+                "tolerations": [{"key": "k", "operator": "Exists"}],
             },
             "status": {
                 "phase": "Running",
@@ -24,6 +30,7 @@ def _raw(name: str, image: str, ready: str = "True", cpu: str = "1") -> bytes:
                     {"type": "PodScheduled", "status": "True"},
                     {"type": "Ready", "status": ready},
                 ],
+                "containerStatuses": [{"name": "main", "image": image, "ready": ready == "True"}],
             },
         }
     )
@@ -40,12 +47,18 @@ def test_equal_lists_are_one_object_and_different_ones_stay_apart() -> None:
     c = _decoded(_raw("c", "x:1", ready="False", cpu="2"), share)
     assert a.spec.containers is b.spec.containers
     assert a.status.conditions is b.status.conditions
+    assert a.status.container_statuses is b.status.container_statuses
+    assert a.metadata.annotations is b.metadata.annotations
+    assert a.spec.tolerations is b.spec.tolerations is c.spec.tolerations
     assert c.spec.containers is not a.spec.containers
     assert c.status.conditions is not a.status.conditions
+    assert c.status.container_statuses is not a.status.container_statuses
+    assert c.metadata.annotations is not a.metadata.annotations
     assert a.is_ready and b.is_ready and not c.is_ready
     assert c.spec.containers[0].resources.requests == {"cpu": "2"}
-    assert b.metadata.name == "b" and b.metadata.labels == {"i": "b"}, "only the lists"
-    assert len(share) == 4
+    assert c.metadata.annotations == {"a": "2"}
+    assert b.metadata.name == "b" and b.metadata.labels == {"i": "b"}, "not the labels"
+    assert len(share) == 9
 
 
 def test_a_shared_pod_equals_the_pod_decoded_alone() -> None:
@@ -53,6 +66,18 @@ def test_a_shared_pod_equals_the_pod_decoded_alone() -> None:
     for name, image, ready in (("a", "x:1", "True"), ("b", "x:1", "True"), ("c", "y", "False")):
         raw = _raw(name, image, ready)
         assert _decoded(raw, share) == _decoded(raw)
+
+
+def test_equal_json_of_two_fields_is_not_shared_between_them() -> None:
+    """A part is shared only with an equal part of the same field, never with another
+    field's part that happens to encode alike."""
+    share = SharedParts()
+    raw = msgspec.json.decode(_raw("a", "x:1"))
+    raw["status"]["containerStatuses"] = [{"name": "main", "image": "x:1"}]
+    raw["spec"]["containers"] = [{"name": "main", "image": "x:1"}]
+    pod = _decoded(msgspec.json.encode(raw), share)
+    assert pod.spec.containers is not pod.status.container_statuses
+    assert type(pod.status.container_statuses[0]).__name__ == "ContainerStatus"
 
 
 def test_past_its_limit_the_table_starts_over_and_pods_stay_right() -> None:
@@ -67,3 +92,18 @@ def test_past_its_limit_the_table_starts_over_and_pods_stay_right() -> None:
 def test_the_pod_informer_shares_them() -> None:
     (watch,) = [w for w in clique_controller.WATCHES if w.name == "pods"]
     assert watch.transform is SharedParts
+
+
+def test_label_values_and_owner_kinds_are_one_string_across_pods() -> None:
+    share = SharedParts()
+    pods = []
+    for name in ("a", "b"):
+        raw = msgspec.json.decode(_raw(name, "x:1"))
+        raw["metadata"]["labels"]["cliques.dev/cliqueset"] = "llama-" + "70b"
+        owner = {"apiVersion": "cliques.dev/v1alpha1", "kind": "Clique", "name": "c", "uid": "u"}
+        raw["metadata"]["ownerReferences"] = [owner]
+        pods.append(_decoded(msgspec.json.encode(raw), share))
+    a, b = pods
+    assert a.metadata.labels["cliques.dev/cliqueset"] is b.metadata.labels["cliques.dev/cliqueset"]
+    assert a.metadata.owner_references[0].kind is b.metadata.owner_references[0].kind
+    assert a.metadata.labels["i"] == "a" and b.metadata.labels["i"] == "b"

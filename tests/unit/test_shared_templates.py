@@ -47,3 +47,32 @@ def test_large_distinct_templates_are_bounded_by_their_bytes() -> None:
         got = share(msgspec.json.decode(_raw(f"c{i}", f"x:{i}" + "y" * 3_000), type=Clique))
         assert got.spec.template["spec"]["containers"][0]["image"].startswith(f"x:{i}")
         assert share._bytes <= 10_000 and len(share) <= 3
+
+
+def _with_status(name: str, ready: str, since: str) -> bytes:
+    body = msgspec.json.decode(_raw(name, "x:1"))
+    cond = {"type": "Ready", "status": ready, "reason": "R", "lastTransitionTime": since}
+    body["status"] = {"readyReplicas": 1, "conditions": [cond]}
+    return msgspec.json.encode(body)
+
+
+def test_equal_condition_lists_are_one_object_and_different_ones_stay_apart() -> None:
+    share = SharedTemplates()
+    t = "2026-11-28T10:00:00Z"
+    a, b, c, d = (
+        share(msgspec.json.decode(_with_status(n, ready, since), type=Clique))
+        for n, ready, since in (
+            ("a", "True", t),
+            ("b", "True", t),
+            ("c", "False", t),
+            ("d", "True", "x"),
+        )
+    )
+    assert a.status is not None and b.status is not None
+    assert c.status is not None and d.status is not None
+    assert a.status.conditions is b.status.conditions
+    assert c.status.conditions is not a.status.conditions
+    assert d.status.conditions is not a.status.conditions
+    assert [x.status for x in c.status.conditions] == ["False"]
+    assert a == msgspec.json.decode(_with_status("a", "True", t), type=Clique)
+    assert len(share) == 1, "conditions are kept apart from templates"

@@ -14,6 +14,7 @@ and watch events with them.
 """
 
 import datetime
+import sys
 import time
 from typing import Annotated, Any, Final, Literal
 
@@ -64,6 +65,25 @@ class ObjectMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
             if ref.controller:
                 return ref
         return None
+
+
+def intern_strings(meta: ObjectMeta, *, annotations: bool = False) -> None:
+    """Swaps the label values (and the annotation values, if asked) and the owners' kinds
+    and API versions of a freshly decoded object for interned equal strings, so objects in
+    a cache share one copy of each: a set's name, a gang index, a clique's role, a template
+    hash repeat across thousands of cached objects, each decoded as a string of its own.
+    Only for an object no one else holds yet (it changes `meta`'s maps in place)."""
+    intern = sys.intern
+    labels = meta.labels
+    for key, value in labels.items():
+        labels[key] = intern(value)
+    if annotations:
+        notes = meta.annotations
+        for key, value in notes.items():
+            notes[key] = intern(value)
+    for ref in meta.owner_references:
+        ref.api_version = intern(ref.api_version)
+        ref.kind = intern(ref.kind)
 
 
 class ListMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
