@@ -114,15 +114,15 @@ async def set_pods(client: KubeClient, ns: str, name: str) -> list[dict[str, Any
 SPIN = "got allocated elsewhere in the meantime"
 
 
-async def spinning(cluster: Cluster, ns: str, name: str) -> set[str]:
+async def spinning(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
     """The set's pods the scheduler spins on: PodScheduled False with `SPIN`."""
-    return {
-        p["metadata"]["name"]
+    return [
+        p
         for p in await set_pods(cluster.client, ns, name)
         for c in (p.get("status") or {}).get("conditions") or []
         if c.get("type") == "PodScheduled" and c.get("status") == "False"
         if SPIN in c.get("message", "")
-    }
+    ]
 
 
 async def despite_the_spin(
@@ -135,12 +135,15 @@ async def despite_the_spin(
     what: str,
     patience: float = 20.0,
 ) -> T:
-    """Polls `check` until it returns something truthy, as `wait_for` does; a pod of the set
-    the scheduler has spun on for `patience` seconds (`SPIN`, a scheduler bug outside the
-    operator's reach) is deleted on the way, as a user would: its Clique makes it again and
-    the scheduler plans it afresh. Each deletion is printed."""
+    """Polls `check` until it returns something truthy, as `wait_for` does. A pod of the
+    set the scheduler has spun on for `patience` seconds (`SPIN`, a scheduler bug outside
+    the operator's reach) is deleted on the way, as a user would: its Clique makes it again
+    and the scheduler plans it afresh. Should a gang spin again after that, every pod of
+    the gang is deleted, so its group is planned afresh whole. Patience is counted per pod
+    (by uid): a pod made again gets its own. Each deletion is printed."""
     deadline = time.monotonic() + timeout
     seen: dict[str, float] = {}
+    unstuck: set[str] = set()  # gangs with a pod deleted for the spin
     while True:
         got = await check()
         if got:
@@ -149,12 +152,28 @@ async def despite_the_spin(
         if now > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         spun = await spinning(cluster, ns, name)
-        seen = {pod: seen.get(pod, now) for pod in spun}
-        for pod, since in seen.items():
-            if now - since >= patience:
-                print(f"the scheduler spun on {pod} for {now - since:.0f}s (docs/gangs.md)")
+        seen = {p["metadata"]["uid"]: seen.get(p["metadata"]["uid"], now) for p in spun}
+        for pod in spun:
+            since = seen[pod["metadata"]["uid"]]
+            if now - since < patience:
+                continue
+            gang = pod["metadata"]["labels"].get(labels.LABEL_GANG_INDEX, "")
+            doomed = [pod["metadata"]["name"]]
+            if gang in unstuck:
+                doomed = [
+                    p["metadata"]["name"]
+                    for p in await set_pods(cluster.client, ns, name)
+                    if p["metadata"]["labels"].get(labels.LABEL_GANG_INDEX) == gang
+                ]
+            print(
+                f"the scheduler spun on {pod['metadata']['name']} for {now - since:.0f}s "
+                f"(docs/gangs.md): deleting {', '.join(doomed)}"
+            )
+            unstuck.add(gang)
+            for victim in doomed:
                 with contextlib.suppress(NotFound):  # gone on its own meanwhile
-                    await cluster.client.delete(PODS, ns, pod)
+                    await cluster.client.delete(PODS, ns, victim)
+            seen.pop(pod["metadata"]["uid"], None)
         await asyncio.sleep(1.0)
 
 
