@@ -29,7 +29,9 @@ from cliques.kube.resources import (
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
 )
+from cliques_lab.devcluster import cluster as devcluster
 from tests.support import dra, gangs
+from tests.support.cluster_fixtures import KubeCluster
 from tests.support.dra import fake_dra
 from tests.support.gangnodes import gang_nodes, own_slot, slot_cliqueset
 from tests.support.harness import Cluster, running_operator, wait_for
@@ -134,16 +136,19 @@ async def despite_the_spin(
     timeout: float,
     what: str,
     patience: float = 20.0,
+    dev_cluster: str | None = None,
 ) -> T:
     """Polls `check` until it returns something truthy, as `wait_for` does. A pod of the
     set the scheduler has spun on for `patience` seconds (`SPIN`, a scheduler bug outside
     the operator's reach) is deleted on the way, as a user would: its Clique makes it again
     and the scheduler plans it afresh. Should a gang spin again after that, every pod of
-    the gang is deleted, so its group is planned afresh whole. Patience is counted per pod
-    (by uid): a pod made again gets its own. Each deletion is printed."""
+    the gang is deleted, so its group is planned afresh whole; and should it spin a third
+    time, the scheduler of `dev_cluster` (if the tests run on one) is restarted, as an
+    administrator would, since the stale view is in its memory. Patience is counted per
+    pod (by uid): a pod made again gets its own. Each step is printed."""
     deadline = time.monotonic() + timeout
     seen: dict[str, float] = {}
-    unstuck: set[str] = set()  # gangs with a pod deleted for the spin
+    unstuck: dict[str, int] = {}  # gang -> the times it was unstuck
     while True:
         got = await check()
         if got:
@@ -158,18 +163,24 @@ async def despite_the_spin(
             if now - since < patience:
                 continue
             gang = pod["metadata"]["labels"].get(labels.LABEL_GANG_INDEX, "")
+            times = unstuck.get(gang, 0)
+            unstuck[gang] = times + 1
+            spun_on = f"the scheduler spun on {pod['metadata']['name']} for {now - since:.0f}s"
+            if times >= 2 and dev_cluster is not None:
+                took = await asyncio.to_thread(
+                    devcluster.restart_component, dev_cluster, "kube-scheduler"
+                )
+                print(f"{spun_on} (docs/gangs.md): restarted kube-scheduler in {took:.1f}s")
+                seen.clear()
+                break
             doomed = [pod["metadata"]["name"]]
-            if gang in unstuck:
+            if times >= 1:
                 doomed = [
                     p["metadata"]["name"]
                     for p in await set_pods(cluster.client, ns, name)
                     if p["metadata"]["labels"].get(labels.LABEL_GANG_INDEX) == gang
                 ]
-            print(
-                f"the scheduler spun on {pod['metadata']['name']} for {now - since:.0f}s "
-                f"(docs/gangs.md): deleting {', '.join(doomed)}"
-            )
-            unstuck.add(gang)
+            print(f"{spun_on} (docs/gangs.md): deleting {', '.join(doomed)}")
             for victim in doomed:
                 with contextlib.suppress(NotFound):  # gone on its own meanwhile
                     await cluster.client.delete(PODS, ns, victim)
@@ -180,6 +191,7 @@ async def despite_the_spin(
 @pytest.mark.parametrize("backend", ["Auto", "None"])
 async def test_each_gang_gets_its_own_allocated_device_shared_by_its_pods(
     cluster: Cluster,
+    kube_cluster: KubeCluster,
     kubeconfig: str,
     namespace: str,
     gang_nodes: Any,
@@ -206,6 +218,7 @@ async def test_each_gang_gets_its_own_allocated_device_shared_by_its_pods(
                 lambda: cluster.available("dom"),
                 timeout=120,
                 what="CliqueSet dom Available",
+                dev_cluster=kube_cluster.name,
             )
 
         if backend == "Auto" and api.version == "v1alpha1":
@@ -312,7 +325,12 @@ async def test_a_claim_of_a_device_class_that_does_not_exist_is_named(
 
 
 async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
-    cluster: Cluster, kubeconfig: str, namespace: str, gang_nodes: Any, fake_dra: Any
+    cluster: Cluster,
+    kube_cluster: KubeCluster,
+    kubeconfig: str,
+    namespace: str,
+    gang_nodes: Any,
+    fake_dra: Any,
 ) -> None:
     """The new claims need the devices the old ones hold (two gangs, two devices): a gang
     rolls whole, its old claim goes with its pods (and its old PodGroup), and the next gang
@@ -330,6 +348,7 @@ async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
             lambda: cluster.available("roll"),
             timeout=120,
             what="CliqueSet roll Available",
+            dev_cluster=kube_cluster.name,
         )
         old = {
             dra.pod_claims(p)["domain"] for p in await set_pods(cluster.client, namespace, "roll")
@@ -357,6 +376,7 @@ async def test_a_claim_change_rolls_each_gang_whole_onto_a_new_claim(
                 rolled,
                 timeout=180,
                 what="both gangs on new claims",
+                dev_cluster=kube_cluster.name,
             )
         assert "" not in new
 

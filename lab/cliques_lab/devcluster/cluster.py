@@ -934,6 +934,41 @@ def restart_apiserver(name: str, *, timeout: float = 120.0, root: Path | None = 
     return time.monotonic() - started
 
 
+def restart_component(
+    name: str, component: str, *, timeout: float = 120.0, root: Path | None = None
+) -> float:
+    """Kill one control-plane component of running cluster `name` (SIGKILL, as in a crash:
+    kube-scheduler or kube-controller-manager, whose state is all in memory) and start it
+    again with the cluster's own start command; the seconds until it runs again. The API
+    server has `restart_apiserver`, which also waits until it answers."""
+    if component == "kube-apiserver":
+        return restart_apiserver(name, timeout=timeout, root=root)
+    paths = paths_for(name, root)
+    binaries = _installed_binaries_of(paths)
+    started = time.monotonic()
+    deadline = started + timeout
+    with _locked(paths.lock_file):
+        states = {c.name: c for c in _component_states(paths)}
+        found = states.get(component)
+        if found is None:
+            raise DevClusterError(f"dev cluster '{name}' has no component {component!r}")
+        if found.pid is not None and found.running:
+            processes.send(found.pid, signal.SIGKILL)
+            while any(c.running for c in _component_states(paths) if c.name == component):
+                if time.monotonic() > deadline:
+                    raise _timed_out(paths, component, "its restart", timeout)
+                time.sleep(processes.POLL_SECONDS)
+        paths.pid_file(component).unlink(missing_ok=True)
+        _kwokctl(
+            paths, kwok.start_command(binaries.kwokctl, paths.name), "start cluster", watch=True
+        )
+        while not any(c.running for c in _component_states(paths) if c.name == component):
+            if time.monotonic() > deadline:
+                raise _timed_out(paths, component, "its restart", timeout)
+            time.sleep(processes.POLL_SECONDS)
+    return time.monotonic() - started
+
+
 # --- the start model's process ------------------------------------------------------------
 
 
