@@ -18,7 +18,14 @@ import msgspec
 
 from cliques.api import labels, shapes
 from cliques.api.cliquetemplate import MAX_CLIQUE_PODS, MAX_CLIQUES
-from cliques.api.meta import CONDITIONS, Condition, ListMeta, ObjectMeta, intern_strings
+from cliques.api.meta import (
+    CONDITIONS,
+    Condition,
+    EqualValues,
+    ListMeta,
+    ObjectMeta,
+    intern_strings,
+)
 from cliques.api.schema import (
     AGE,
     DNS1123_LABEL,
@@ -251,7 +258,7 @@ class SharedTemplates:
         self.max_bytes = max_bytes
         self._by_json: dict[bytes, dict[str, Any]] = {}
         self._bytes = 0
-        self._conditions_by_json: dict[bytes, list[Condition]] = {}
+        self._conditions = EqualValues(limit)
         self._encode = msgspec.json.Encoder().encode
 
     def __call__(self, clique: Clique) -> Clique:
@@ -268,20 +275,9 @@ class SharedTemplates:
         intern_strings(clique.metadata, annotations=True)
         status = clique.status
         if status is not None and status.conditions:
-            status.conditions = self._conditions(status.conditions)
+            # Cliques in the same state since the same second hold the same conditions
+            status.conditions = self._conditions.shared(status.conditions)
         return clique
-
-    def _conditions(self, conditions: list[Condition]) -> list[Condition]:
-        """An equal condition list already seen, or this one, remembered: Cliques in the
-        same state since the same second hold the same conditions."""
-        key = self._encode(conditions)
-        seen = self._conditions_by_json.get(key)
-        if seen is not None:
-            return seen
-        if len(self._conditions_by_json) >= self.limit:
-            self._conditions_by_json.clear()
-        self._conditions_by_json[key] = conditions
-        return conditions
 
     def __len__(self) -> int:
         return len(self._by_json)

@@ -16,11 +16,13 @@ and watch events with them.
 import datetime
 import sys
 import time
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
 from cliques.api.schema import MAX_QUALIFIED_NAME_LENGTH, QUALIFIED_NAME, Count64, crd
+
+_V = TypeVar("_V")
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -65,6 +67,32 @@ class ObjectMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
             if ref.controller:
                 return ref
         return None
+
+
+class EqualValues:
+    """One copy of each distinct value, found by its JSON (after a prefix that keeps the
+    values of different fields apart), for caches of decoded objects that are read-only
+    to the operator. At most `limit` values are remembered; past it the table starts over,
+    which costs sharing, never correctness."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by_json: dict[bytes, Any] = {}
+        self._encode = msgspec.json.Encoder().encode
+
+    def shared(self, value: _V, prefix: bytes = b"") -> _V:
+        """An equal value seen before (under the same prefix), or `value`, remembered."""
+        key = prefix + self._encode(value)
+        seen: _V | None = self._by_json.get(key)
+        if seen is not None:
+            return seen
+        if len(self._by_json) >= self.limit:
+            self._by_json.clear()
+        self._by_json[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._by_json)
 
 
 def intern_strings(meta: ObjectMeta, *, annotations: bool = False) -> None:

@@ -9,12 +9,12 @@ The operator never writes a Pod from this Struct: it creates pods from the Cliqu
 template (a dict) with its labels and env added.
 """
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from cliques.api import labels
-from cliques.api.meta import ListMeta, ObjectMeta, intern_strings
+from cliques.api.meta import EqualValues, ListMeta, ObjectMeta, intern_strings
 
 PHASE_PENDING: Final = "Pending"
 PHASE_RUNNING: Final = "Running"
@@ -214,33 +214,23 @@ class SharedParts:
 
     def __init__(self, limit: int = 65536) -> None:
         self.limit = limit
-        self._by_json: dict[bytes, Any] = {}
-        self._encode = msgspec.json.Encoder().encode
-
-    def _shared(self, field: bytes, value: Any) -> Any:
-        key = field + self._encode(value)
-        seen = self._by_json.get(key)
-        if seen is not None:
-            return seen
-        if len(self._by_json) >= self.limit:
-            self._by_json.clear()
-        self._by_json[key] = value
-        return value
+        self._parts = EqualValues(limit)
 
     def __call__(self, pod: Pod) -> Pod:
         meta, spec, status = pod.metadata, pod.spec, pod.status
         intern_strings(meta)
+        shared = self._parts.shared
         if spec.containers:
-            spec.containers = self._shared(b"c", spec.containers)
+            spec.containers = shared(spec.containers, b"c")
         if spec.tolerations:
-            spec.tolerations = self._shared(b"t", spec.tolerations)
+            spec.tolerations = shared(spec.tolerations, b"t")
         if status.conditions:
-            status.conditions = self._shared(b"k", status.conditions)
+            status.conditions = shared(status.conditions, b"k")
         if status.container_statuses:
-            status.container_statuses = self._shared(b"s", status.container_statuses)
+            status.container_statuses = shared(status.container_statuses, b"s")
         if meta.annotations:
-            meta.annotations = self._shared(b"a", meta.annotations)
+            meta.annotations = shared(meta.annotations, b"a")
         return pod
 
     def __len__(self) -> int:
-        return len(self._by_json)
+        return len(self._parts)
