@@ -138,17 +138,15 @@ async def despite_the_spin(
     patience: float = 20.0,
     dev_cluster: str | None = None,
 ) -> T:
-    """Polls `check` until it returns something truthy, as `wait_for` does. A pod of the
-    set the scheduler has spun on for `patience` seconds (`SPIN`, a scheduler bug outside
-    the operator's reach) is deleted on the way, as a user would: its Clique makes it again
-    and the scheduler plans it afresh. Should a gang spin again after that, every pod of
-    the gang is deleted, so its group is planned afresh whole; and should it spin a third
-    time, the scheduler of `dev_cluster` (if the tests run on one) is restarted, as an
-    administrator would, since the stale view is in its memory. Patience is counted per
-    pod (by uid): a pod made again gets its own. Each step is printed."""
+    """Polls `check` until it returns something truthy, as `wait_for` does. When a pod of
+    the set has been spun on by the scheduler for `patience` seconds (`SPIN`, a scheduler
+    bug outside the operator's reach), the scheduler of `dev_cluster` is restarted, as an
+    administrator would: the stale view is in its memory, and pods made again in place of
+    the spinning ones (first the pod, then its whole gang, tried in earlier runs) spun at
+    once again. Outside a dev cluster the gang's pods are deleted instead, the most a user
+    can do. Patience is counted per pod (by uid). Each step is printed."""
     deadline = time.monotonic() + timeout
     seen: dict[str, float] = {}
-    unstuck: dict[str, int] = {}  # gang -> the times it was unstuck
     while True:
         got = await check()
         if got:
@@ -158,33 +156,27 @@ async def despite_the_spin(
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         spun = await spinning(cluster, ns, name)
         seen = {p["metadata"]["uid"]: seen.get(p["metadata"]["uid"], now) for p in spun}
-        for pod in spun:
-            since = seen[pod["metadata"]["uid"]]
-            if now - since < patience:
-                continue
-            gang = pod["metadata"]["labels"].get(labels.LABEL_GANG_INDEX, "")
-            times = unstuck.get(gang, 0)
-            unstuck[gang] = times + 1
-            spun_on = f"the scheduler spun on {pod['metadata']['name']} for {now - since:.0f}s"
-            if times >= 2 and dev_cluster is not None:
+        stuck = [p for p in spun if now - seen[p["metadata"]["uid"]] >= patience]
+        if stuck:
+            pod = stuck[0]
+            spun_on = f"the scheduler spun on {pod['metadata']['name']} for {patience:.0f}s"
+            if dev_cluster is not None:
                 took = await asyncio.to_thread(
                     devcluster.restart_component, dev_cluster, "kube-scheduler"
                 )
                 print(f"{spun_on} (docs/gangs.md): restarted kube-scheduler in {took:.1f}s")
-                seen.clear()
-                break
-            doomed = [pod["metadata"]["name"]]
-            if times >= 1:
+            else:
+                gang = pod["metadata"]["labels"].get(labels.LABEL_GANG_INDEX)
                 doomed = [
                     p["metadata"]["name"]
                     for p in await set_pods(cluster.client, ns, name)
                     if p["metadata"]["labels"].get(labels.LABEL_GANG_INDEX) == gang
                 ]
-            print(f"{spun_on} (docs/gangs.md): deleting {', '.join(doomed)}")
-            for victim in doomed:
-                with contextlib.suppress(NotFound):  # gone on its own meanwhile
-                    await cluster.client.delete(PODS, ns, victim)
-            seen.pop(pod["metadata"]["uid"], None)
+                print(f"{spun_on} (docs/gangs.md): deleting {', '.join(doomed)}")
+                for victim in doomed:
+                    with contextlib.suppress(NotFound):  # gone on its own meanwhile
+                        await cluster.client.delete(PODS, ns, victim)
+            seen.clear()
         await asyncio.sleep(1.0)
 
 
