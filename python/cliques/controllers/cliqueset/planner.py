@@ -174,7 +174,7 @@ def plan(snap: CliqueSetSnapshot) -> CliqueSetPlan:
     rollable, _ = cliqueset_rollout.partitioned(gangs.outdated, user.spec.update_strategy.partition)
     above = setup.surge.replicas  # (only gangs at or above it count: `surge.made`)
     made = surge_gangs.made(
-        [g for g, m in members.by_gang.items() if g >= above and _live(m)], above
+        [g for g, m in members.by_gang.items() if g >= above and surge_gangs.live(m)], above
     )
     # Gangs stuck on drained nodes are made again like rolled ones: surge gangs first.
     stuck = drain.stuck(snap.drain, user, snap.cliques, snap.now)
@@ -223,11 +223,6 @@ def _judged(
         members.by_gang, cqs.spec.replicas, ctx, snap.rehashes, previous, setup.counts
     )
     return members, gangs
-
-
-def _live(members: Mapping[str, Clique]) -> bool:
-    """Whether a gang has a Clique that is not being deleted."""
-    return any(c.metadata.deletion_timestamp is None for c in members.values())
 
 
 def _revisions(step: Step) -> None:

@@ -131,12 +131,17 @@ def available_above(
     out = []
     for g in sorted(g for g in by_gang if g >= surge.replicas):
         found = by_gang[g]
-        if all(c.metadata.deletion_timestamp is not None for c in found.values()):
+        if not live(found):
             continue
         verdict = judge(g, found, gangs.judgement.context, rehashes, counts.get(g))
         if verdict.facts.available:
             out.append(g - surge.replicas)
     return out
+
+
+def live(members: Mapping[str, Clique]) -> bool:
+    """Whether a gang has a Clique that is not being deleted."""
+    return any(c.metadata.deletion_timestamp is None for c in members.values())
 
 
 def made(gangs: Sequence[int], replicas: int) -> int:
