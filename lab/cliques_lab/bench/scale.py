@@ -102,6 +102,8 @@ class OperatorSpec:
     settings: dict[str, Any] = field(default_factory=dict)
     #: it updates pods in place (`updateStrategy.inPlace`): the in-place-update phase runs
     in_place: bool = False
+    #: more environment for its process (another cliques build's PYTHONPATH)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,6 +193,30 @@ def kopf_operator(python: str, peer: Path) -> OperatorSpec:
             str(peer.resolve() / "operator.py"),
         ],
     )
+
+
+def cliques_from(text: str, extra: list[str] | None = None) -> OperatorSpec:
+    """`NAME=DIR`: cliques-w1 as another source tree DIR builds it (its `python/` put first
+    on the operator's PYTHONPATH), named NAME: two versions of cliques measured in one
+    interleaved run, on one control plane. DIR's package needs its native core beside it
+    (`cliques/_core*.so`: built there, or copied from a build of the same Rust sources)."""
+    name, sep, where = text.partition("=")
+    if not sep or not name or not where:
+        raise ValueError(f"--cliques-from {text!r}: expected NAME=DIR")
+    root = Path(where).expanduser().resolve()
+    source = root / "python" if (root / "python" / "cliques").is_dir() else root
+    if not (source / "cliques" / "__main__.py").is_file():
+        raise ValueError(f"--cliques-from {text!r}: no cliques package in {root}/python or {root}")
+    if not any((source / "cliques").glob("_core*.so")):
+        raise ValueError(
+            f"--cliques-from {text!r}: {source / 'cliques'} has no native core (_core*.so): "
+            "build it there (maturin develop) or copy one built from the same Rust sources"
+        )
+    spec = cliques_operator(1, extra)
+    spec.name = name
+    spec.env = {"PYTHONPATH": str(source)}
+    spec.settings = {**spec.settings, "source": str(root)}
+    return spec
 
 
 def custom_operator(text: str) -> OperatorSpec:
@@ -335,7 +361,7 @@ async def run_operator(
         if spec.peer is not None:
             values |= await spec.peer.prepare(client, ns, port)
         argv = [a.format(**values) for a in spec.argv]
-        env = dict(os.environ, KUBECONFIG=cfg.kubeconfig)
+        env = dict(os.environ, KUBECONFIG=cfg.kubeconfig, **spec.env)
         proc = _spawn(argv, env, log_path)
         await observer.start()
         await _wait_started(proc, spec, port)

@@ -102,6 +102,15 @@ def add_parsers(bench_sub: Any) -> None:
         "{metrics_port} {python}; repeatable",
     )
     p.add_argument(
+        "--cliques-from",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="also run cliques-w1 as the source tree DIR has it (e.g. a `git worktree` of "
+        "an older commit), named NAME: two versions compared in one interleaved run; "
+        "repeatable",
+    )
+    p.add_argument(
         "--cliques-options",
         type=shlex.split,
         default=[],
@@ -289,8 +298,10 @@ def _operator_names(args: argparse.Namespace) -> list[tuple[str, int | None]]:
                 "of --operators"
             )
         out = [(name, workers) for name, workers in out if name != "kopf"]
-    if not out and not args.operator_cmd:
-        raise UsageError("no operator to run: --operators is empty and no --operator-cmd given")
+    if not out and not args.operator_cmd and not args.cliques_from:
+        raise UsageError(
+            "no operator to run: --operators is empty and no --operator-cmd or --cliques-from given"
+        )
     return out
 
 
@@ -304,7 +315,8 @@ def _specs(args: argparse.Namespace) -> list[scale.OperatorSpec]:
 
     names = _operator_names(args)
     try:
-        custom = [scale.custom_operator(c) for c in args.operator_cmd]
+        custom = [scale.cliques_from(c, args.cliques_options) for c in args.cliques_from]
+        custom += [scale.custom_operator(c) for c in args.operator_cmd]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     specs = []

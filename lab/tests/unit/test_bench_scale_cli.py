@@ -124,6 +124,8 @@ def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--operators", " , "], "no operator to run"),
         (["--operator-cmd", "no-equals-sign"], "expected NAME=COMMAND"),
         (["--operator-cmd", "=cmd"], "expected NAME=COMMAND"),
+        (["--cliques-from", "old"], "expected NAME=DIR"),
+        (["--cliques-from", "old=/nonexistent/tree"], "no cliques package in"),
         (["--shape", "2x0x2"], "every number must be >= 1"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
     ],
@@ -270,6 +272,29 @@ def test_cliques_options_reach_the_cliques_operators_and_are_recorded() -> None:
         assert spec.settings == {"options": "--status-hold 30"}
     plain = scale_cli._specs(build_parser().parse_args(argv))
     assert all(spec.settings == {} and "--status-hold" not in spec.argv for spec in plain)
+
+
+def test_another_cliques_tree_runs_as_cliques_w1_with_its_own_python_path(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "old"
+    (tree / "python" / "cliques").mkdir(parents=True)
+    (tree / "python" / "cliques" / "__main__.py").write_text("")
+    argv = ["bench", "scale", "--operators", "cliques-w1", "--cliques-from", f"old={tree}"]
+    with pytest.raises(scale_cli.UsageError, match="has no native core"):
+        scale_cli._specs(build_parser().parse_args(argv))
+    (tree / "python" / "cliques" / "_core.abi3.so").write_bytes(b"")
+    args = build_parser().parse_args([*argv, "--cliques-options", "--status-hold 30"])
+    new, old = scale_cli._specs(args)
+    assert (new.name, old.name) == ("cliques-w1", "old")
+    assert old.argv == new.argv, "the same operator command, only the source differs"
+    assert old.env == {"PYTHONPATH": str(tree / "python")} and new.env == {}
+    assert old.readyz and old.scrape_metrics and old.in_place
+    assert old.settings == {"options": "--status-hold 30", "source": str(tree)}
+    only = build_parser().parse_args(
+        ["bench", "scale", "--operators", "", "--cliques-from", f"old={tree}"]
+    )
+    assert [s.name for s in scale_cli._specs(only)] == ["old"]
 
 
 def test_rounds_alternate_the_order_of_the_runs() -> None:
