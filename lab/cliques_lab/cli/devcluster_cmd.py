@@ -2,7 +2,7 @@
 
     cliques dev-cluster up [--name N] [--nodes K] [--kube-version V] [--feature-gates K=V,...]
                            [--with ADDON]... [--disable-qps-limits] [--no-gang-scheduling]
-                           [--pull-seconds S] [--load-seconds S] [--dry-run]
+                           [--pull-seconds S] [--load-seconds S] [--audit] [--dry-run]
     cliques dev-cluster down [--name N] [--all]
     cliques dev-cluster status [--name N] [--all]
     cliques dev-cluster kubeconfig [--name N]     the kubeconfig's path
@@ -112,6 +112,13 @@ def _up_parser(sub: Any) -> None:
         "run an add-on too ({}; repeat or comma-separate for more; see below). An existing "
         "cluster keeps its add-ons and gets kueue or prometheus added; metrics-server only comes "
         "with a new cluster",
+    )
+    up.add_argument(
+        "--audit",
+        action="store_true",
+        help="the API server logs every write it answers (create, update, patch, delete: who, "
+        "which object, the code; not Leases or Events) to the cluster's logs/audit.log, to "
+        "find who deleted or changed what (a new cluster only)",
     )
     up.add_argument(
         "--disable-qps-limits",
@@ -273,6 +280,7 @@ def _up(args: argparse.Namespace) -> int:
                     reporter=reporter,
                     timeout=args.timeout,
                     start_defaults=_start_defaults(args),
+                    audit=args.audit,
                 )
     except (DevClusterError, ValueError) as exc:
         return _fail(exc)
@@ -313,6 +321,9 @@ def _report_up(name: str, result: cluster.UpResult) -> None:
         _say(f"  add-ons:    {', '.join(result.addons)} (logs in {result.info.logs_dir})")
     _say(f"  API server: {result.info.server}")
     _say(f"  kubeconfig: {result.info.kubeconfig}")
+    audit_log = cluster.status(name).audit_log
+    if audit_log is not None:
+        _say(f"  audit log:  {audit_log} (every write)")
     _say(f'  use it:     eval "$(cliques dev-cluster env --name {name})"')
     _say(f"  stop it:    cliques dev-cluster down --name {name}")
 
@@ -368,6 +379,8 @@ def _print_status(st: cluster.ClusterStatus) -> None:
     print(f"  feature gates {kwok.gates_text(st.feature_gates) or 'none'}")
     print(f"  add-ons {', '.join(st.addons) or 'none'}")
     print(f"  kubeconfig {st.kubeconfig}")
+    if st.audit_log is not None:
+        print(f"  audit log {st.audit_log}")
     for c in st.components:
         pid = c.pid if c.pid is not None else "-"
         state = (

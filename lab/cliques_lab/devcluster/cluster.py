@@ -46,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -190,6 +190,8 @@ class ClusterStatus:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     #: Its add-ons (`addons.ADDONS`), as recorded when they were added.
     addons: tuple[str, ...] = ()
+    #: The API server's audit log of writes (`up --audit`); None if it keeps none.
+    audit_log: Path | None = None
 
     @property
     def rss_bytes(self) -> int:
@@ -286,6 +288,7 @@ def status(name: str = kwok.DEFAULT_NAME, root: Path | None = None) -> ClusterSt
         kube_version,
         gates,
         addons.read_record(paths.addons_record),
+        paths.workdir / kwok.AUDIT_LOG if options.get("kubeAuditPolicy") else None,
     )
 
 
@@ -439,6 +442,7 @@ def up(
     timeout: float = 120.0,
     root: Path | None = None,
     start_defaults: startmodel.Defaults | None = None,
+    audit: bool = False,
 ) -> UpResult:
     """Start (or reuse) cluster `name` with `nodes` Ready fake nodes, and wait until usable.
 
@@ -453,12 +457,15 @@ def up(
     existing cluster gets those it lacks if they can be added (`addons.plan`). Builds what
     is missing first (reported through `reporter`). `start_defaults` (None: a new cluster
     has none, an existing one keeps its own) are the nodes' pull and load seconds of the
-    start model (`startmodel`); the `podstart` process is started unless it runs.
+    start model (`startmodel`); the `podstart` process is started unless it runs. `audit`
+    makes a new cluster's API server log every write (`kwok.AUDIT_POLICY`) to
+    `ClusterStatus.audit_log`; an existing cluster without one is reused with a note.
     """
     paths = paths_for(name, root)
     if nodes is not None:
         kwok.validate_nodes(nodes)
     want = _wanted(paths, kube_version, feature_gates, gang_scheduling, disable_qps_limits, addons)
+    want = replace(want, audit=audit)
     before = status(name, paths.root)
     if before.state != "absent":  # refuse before building what will not be used
         _reuse_notes(before, want.version, want.gates, gang_scheduling, want.explicit)
@@ -508,6 +515,7 @@ class _Wanted:
     disable_qps_limits: bool
     explicit: bool  # a version or gates were asked for
     addons: tuple[str, ...] | None  # None: not asked for
+    audit: bool = False  # an audit log of writes (a new cluster only)
 
 
 def _wanted(
@@ -550,6 +558,11 @@ def _start_or_create(
         notes += plan.notes()
         if plan.add:
             _record_addons(paths, [*current.addons, *plan.add])
+    if current.state != "absent" and want.audit and current.audit_log is None:
+        notes.append(
+            "the existing cluster keeps no audit log (only a new one can); `down` it first "
+            "to have one"
+        )
     if current.state == "running":
         notes += _running_notes(current, want)
         return "reused", notes + _stale_stages(paths)
@@ -679,7 +692,11 @@ def _create(
     paths: ClusterPaths, binaries: Binaries, want: _Wanted, builds: Mapping[str, ModuleBuild]
 ) -> None:
     _record_addons(paths, list(builds))  # first: a failed creation is removed with them
-    config = _configuration(binaries, want, builds)
+    policy = None
+    if want.audit:  # kwokctl copies it into the cluster's work directory
+        policy = paths.state_dir / "audit-policy.json"
+        policy.write_text(json.dumps(kwok.AUDIT_POLICY, indent=2) + "\n", encoding="utf-8")
+    config = _configuration(binaries, want, builds, policy)
     every_pod = startmodel.read_record(paths.state_dir / startmodel.RECORD_FILE).every_pod
     stage_docs = kwok.stages(module_source(gomodules.KWOK), every_pod=every_pod)
     paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
@@ -695,14 +712,19 @@ def _create(
 
 
 def _configuration(
-    binaries: Binaries, want: _Wanted, builds: Mapping[str, ModuleBuild]
+    binaries: Binaries,
+    want: _Wanted,
+    builds: Mapping[str, ModuleBuild],
+    audit_policy: Path | None = None,
 ) -> dict[str, Any]:
-    """The KwokctlConfiguration of a new cluster, with the add-ons kwokctl runs."""
+    """The KwokctlConfiguration of a new cluster, with the add-ons kwokctl runs (and its
+    audit policy's file, `audit_policy`, when it keeps an audit log)."""
     config = kwok.kwokctl_configuration(
         binaries,
         disable_qps_limits=want.disable_qps_limits,
         gang_scheduling=want.gang_scheduling,
         gate_overrides=want.feature_gates,
+        audit_policy=audit_policy,
     )
     return addons_up.kwokctl_config(config, builds)
 

@@ -255,12 +255,41 @@ def has_gang_scheduling(kube_version: str, gates: Mapping[str, bool]) -> bool:
     return all(gates.get(gate, False) for gate in GANG_CORE_GATES if gate in known)
 
 
+#: The audit policy of `up --audit`: one line per write the API server answered (who, what,
+#: which object, the response code), none for reads, Leases (every component's heartbeat)
+#: or Events. A write's body is not logged, so the file grows by about 1 KB per write.
+AUDIT_POLICY: Final[dict[str, Any]] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [
+        {
+            "level": "None",
+            "resources": [
+                {"group": "coordination.k8s.io", "resources": ["leases"]},
+                {"group": "", "resources": ["events"]},
+                {"group": "events.k8s.io", "resources": ["events"]},
+            ],
+        },
+        {
+            "level": "Metadata",
+            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+        },
+        {"level": "None"},
+    ],
+}
+
+#: Where kwokctl writes a cluster's audit log, under its work directory.
+AUDIT_LOG: Final = Path("logs", "audit.log")
+
+
 def kwokctl_configuration(
     binaries: Binaries,
     *,
     disable_qps_limits: bool,
     gang_scheduling: bool = True,
     gate_overrides: Mapping[str, bool] | None = None,
+    audit_policy: Path | None = None,
 ) -> dict[str, Any]:
     """The KwokctlConfiguration for `kwokctl create cluster --config`.
 
@@ -269,6 +298,8 @@ def kwokctl_configuration(
     which picks free ones and avoids those of the other clusters under the same work dir.
     The feature gates are `feature_gates(binaries.kube_version, ...)`; kwokctl records them
     and the version in the cluster's kwok.yaml, where `cluster.status` reads them back.
+    `audit_policy` (a file holding `AUDIT_POLICY`) turns on the API server's audit log
+    (`AUDIT_LOG`).
     """
     options: dict[str, Any] = {
         "runtime": "binary",
@@ -294,6 +325,8 @@ def kwokctl_configuration(
     )
     if api_versions:
         options["kubeRuntimeConfig"] = api_versions
+    if audit_policy is not None:
+        options["kubeAuditPolicy"] = str(audit_policy)
     apiserver_args = [{"key": "enable-admission-plugins", "value": ",".join(ADMISSION_PLUGINS)}]
     kcm_args = [{"key": key, "value": value} for key, value in NODE_MONITOR_ARGS]
     return {

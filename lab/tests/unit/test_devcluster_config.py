@@ -191,6 +191,25 @@ def binaries(root: Path = Path("/cache"), version: str = "v1.35.4") -> build.Bin
     )
 
 
+def test_the_audit_log_is_asked_for_only_with_a_policy(tmp_path: Path) -> None:
+    plain = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False)["options"]
+    assert "kubeAuditPolicy" not in plain
+    policy = tmp_path / "audit-policy.yaml"
+    audited = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False, audit_policy=policy)
+    assert audited["options"]["kubeAuditPolicy"] == str(policy)
+    rules = kwok.AUDIT_POLICY["rules"]
+    # first match wins: Leases and Events are dropped before writes are logged, reads last
+    assert (
+        rules[0]["level"] == "None"
+        and {"resources": ["leases"], "group": "coordination.k8s.io"} in rules[0]["resources"]
+    )
+    assert rules[1] == {
+        "level": "Metadata",
+        "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+    }
+    assert rules[-1] == {"level": "None"}
+
+
 def test_kwokctl_configuration_uses_local_binaries_on_loopback() -> None:
     config = kwok.kwokctl_configuration(binaries(), disable_qps_limits=False)
     assert config["apiVersion"] == "config.kwok.x-k8s.io/v1alpha1"
