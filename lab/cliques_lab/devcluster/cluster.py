@@ -46,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -464,8 +464,9 @@ def up(
     paths = paths_for(name, root)
     if nodes is not None:
         kwok.validate_nodes(nodes)
-    want = _wanted(paths, kube_version, feature_gates, gang_scheduling, disable_qps_limits, addons)
-    want = replace(want, audit=audit)
+    want = _wanted(
+        paths, kube_version, feature_gates, gang_scheduling, disable_qps_limits, addons, audit
+    )
     before = status(name, paths.root)
     if before.state != "absent":  # refuse before building what will not be used
         _reuse_notes(before, want.version, want.gates, gang_scheduling, want.explicit)
@@ -525,6 +526,7 @@ def _wanted(
     gang_scheduling: bool,
     disable_qps_limits: bool,
     addon_names: Sequence[str] | None,
+    audit: bool = False,
 ) -> _Wanted:
     if kube_version is not None:
         version = gomodules.kube_version(kube_version)
@@ -538,6 +540,7 @@ def _wanted(
         disable_qps_limits=disable_qps_limits,
         explicit=kube_version is not None or feature_gates is not None,
         addons=None if addon_names is None else addons.parse(addon_names),
+        audit=audit,
     )
 
 
