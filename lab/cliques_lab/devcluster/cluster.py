@@ -979,7 +979,7 @@ def restart_component(
             raise DevClusterError(f"dev cluster '{name}' has no component {component!r}")
         if found.pid is not None and found.running:
             processes.send(found.pid, signal.SIGKILL)
-            while any(c.running for c in _component_states(paths) if c.name == component):
+            while _running(paths, component):
                 if time.monotonic() > deadline:
                     raise _timed_out(paths, component, "its restart", timeout)
                 time.sleep(processes.POLL_SECONDS)
@@ -987,7 +987,7 @@ def restart_component(
         _kwokctl(
             paths, kwok.start_command(binaries.kwokctl, paths.name), "start cluster", watch=True
         )
-        while not any(c.running for c in _component_states(paths) if c.name == component):
+        while not _running(paths, component):
             if time.monotonic() > deadline:
                 raise _timed_out(paths, component, "its restart", timeout)
             time.sleep(processes.POLL_SECONDS)
