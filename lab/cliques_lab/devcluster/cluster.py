@@ -994,6 +994,26 @@ def restart_component(
     return time.monotonic() - started
 
 
+@contextmanager
+def paused(name: str, component: str, *, root: Path | None = None) -> Iterator[None]:
+    """Hold one control-plane component of running cluster `name` still for the block
+    (SIGSTOP: it keeps its state and its connections but acts on nothing, like a
+    kube-controller-manager whose work queues lag far behind) and let it go on after
+    (SIGCONT). Keep the block short: a component that takes part in leader election and
+    misses its renew deadline (10 s by default) exits when it goes on."""
+    if component == "kube-apiserver":
+        raise DevClusterError("the API server is not paused: use restart_apiserver")
+    states = {c.name: c for c in _component_states(paths_for(name, root))}
+    found = states.get(component)
+    if found is None or found.pid is None or not found.running:
+        raise DevClusterError(f"dev cluster '{name}' has no running component {component!r}")
+    processes.send(found.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        processes.send(found.pid, signal.SIGCONT)
+
+
 # --- the start model's process ------------------------------------------------------------
 
 

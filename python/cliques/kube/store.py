@@ -70,6 +70,10 @@ class Store(Generic[T]):
     def keys(self) -> list[str]:
         return list(self._items)
 
+    def indexed_by(self, index: str) -> bool:
+        """Whether the store keeps the index `index`."""
+        return index in self._indexes
+
     def by_index(self, index: str, value: str) -> list[T]:
         return list(self._indexes[index].get(value, {}).values())
 

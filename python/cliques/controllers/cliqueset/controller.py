@@ -29,12 +29,16 @@ back for up to `status_hold` seconds (`status_hold.StatusHold`), as a Clique's i
 Each plan also sets the set's gang metrics (`gang_metrics`: its gangs desired, whole,
 available, updated, restarting, failed and queued, rolls and time until whole), and the
 status its informer shows counts its gang restarts; `forget` drops them with the rest.
+
+A set deleted with propagation Orphan has its objects orphaned by the operator at once
+(`orphaning`), ahead of a garbage collector that may not know them all yet.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -55,14 +59,14 @@ from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
 from cliques.controllers.base import bounds, failures
 from cliques.controllers.base.executor import Executor
-from cliques.controllers.base.plan_runner import PlanRunner
+from cliques.controllers.base.plan_runner import PlanRunner, ref_of
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
 from cliques.controllers.base.wiring import Clock, Wiring
+from cliques.controllers.cliqueset import orphaning, template_hash
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
-from cliques.controllers.cliqueset import template_hash
 from cliques.controllers.features import (
     claims,
     drain,
@@ -88,6 +92,8 @@ from cliques.kube.resources import (
 from cliques.kube.runner import Result
 from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
 
 NAME = "cliqueset"
 #: Children whose status the planner does not read from the cache. (Not a
@@ -360,6 +366,7 @@ class CliqueSetController:
         self.cliques = cliques = informers.cliques
         self.services = services = informers.services
         self.expectations = expectations
+        self.executor = executor
         self.hasher = hasher
         self.owns = owns
         self.queue = WorkQueue(NAME)
@@ -651,6 +658,36 @@ class CliqueSetController:
             evictions=self.features.evictions.view(cqs),
         )
 
+    async def _orphan(self, cqs: CliqueSet) -> None:
+        """Remove `cqs`, deleted with propagation Orphan, from the owner references of the
+        objects it controls, ahead of the garbage collector (`orphaning`); a conflict
+        raises, and the retry plans from the fresher cache."""
+        meta = cqs.metadata
+        owner = store.owner_key(meta.namespace, meta.uid)
+        informers: tuple[Informer[Any], ...] = (
+            self.cliques,
+            self.services,
+            *self.features.owned(),
+        )
+        plan = orphaning.plan(
+            cqs,
+            (
+                (i.resource, obj)
+                for i in informers
+                if i.store.indexed_by("controller")
+                for obj in i.store.by_index("controller", owner)
+            ),
+        )
+        if plan.patches:
+            log.info(
+                "%s/%s deleted with propagation Orphan: orphaning %d object(s) (%s)",
+                meta.namespace,
+                meta.name,
+                len(plan.patches),
+                ", ".join(sorted({p.resource.kind for p in plan.patches})),
+            )
+            await self.executor.execute(plan, ref_of(cqs))
+
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
         """Plan for `cqs` as the cache shows it now."""
         return self._planned(self.snapshot(cqs))
@@ -711,6 +748,8 @@ class CliqueSetController:
     async def reconcile(self, key: str) -> Result:
         cqs = self.cliquesets.store.get(key)
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
+            if cqs is not None and orphaning.orphaning(cqs):
+                await self._orphan(cqs)
             self.forget(key)
             return Result()
         uid = cqs.metadata.uid

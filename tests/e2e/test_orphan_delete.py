@@ -1,0 +1,89 @@
+"""`kubectl delete cqs --cascade=orphan` while the garbage collector lags, against the real
+control plane: the operator lets go of the set's objects itself (`orphaning`).
+
+The garbage collector orphans only the dependents its graph knows; one it has not observed
+yet keeps its owner reference and is collected, pods and all, once the set is gone. Here the
+controller-manager is held still (SIGSTOP) for the delete, the extreme of a lagging graph:
+the operator alone must have removed the set from every Clique, Service, budget and revision
+while the set still waits on its `orphan` finalizer; once the controller-manager goes on, the
+set goes and every Clique and pod is still the same object."""
+
+from __future__ import annotations
+
+import pytest
+
+from cliques.kube import errors
+from cliques.kube.resources import CLIQUESETS, CONTROLLER_REVISIONS, PDBS, SERVICES
+from cliques_lab.devcluster import cluster as devcluster
+from tests.support.cluster_fixtures import KubeCluster
+from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
+
+pytestmark = pytest.mark.cluster
+
+#: How long the controller-manager is held still at most: below its leader-election renew
+#: deadline (10 s), so that it goes on instead of exiting.
+PAUSE = 7.0
+
+
+async def _uids(cluster: Cluster) -> tuple[dict[str, str], dict[str, str]]:
+    cliques = {c.metadata.name: c.metadata.uid for c in await cluster.cliques()}
+    pods = {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
+    return cliques, pods
+
+
+async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
+    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+) -> None:
+    if kube_cluster.name is None:
+        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(cliqueset(replicas=2, workers=1))
+        old = await cluster.wait_available("llama")
+        uid = old.metadata.uid
+        cliques, pods = await _uids(cluster)
+        assert len(cliques) == 4 and len(pods) == 4
+
+        async def owned_by_the_set() -> list[str]:
+            names = [
+                f"Clique {c.metadata.name}"
+                for c in await cluster.cliques()
+                if any(r.uid == uid for r in c.metadata.owner_references)
+            ]
+            for resource in (SERVICES, PDBS, CONTROLLER_REVISIONS):
+                listed = await cluster.list(resource, dict)
+                names += [
+                    f"{resource.kind} {o['metadata']['name']}"
+                    for o in listed
+                    if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences", []))
+                ]
+            return names
+
+        before = await owned_by_the_set()
+        assert any(n.startswith("Service") for n in before), before
+        assert any(n.startswith("PodDisruptionBudget") for n in before), before
+        assert any(n.startswith("ControllerRevision") for n in before), before
+
+        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+            # kubectl delete cqs llama --cascade=orphan
+            await cluster.client.delete(
+                CLIQUESETS, cluster.namespace, "llama", propagation="Orphan", uid=uid
+            )
+
+            async def released() -> bool:
+                return not await owned_by_the_set()
+
+            await wait_for(released, timeout=PAUSE, what="the operator orphaning the set's objects")
+            dying = await cluster.cliqueset("llama")
+            # Not the collector's doing: it has not yet removed the finalizer it works under.
+            assert "orphan" in dying.metadata.finalizers, dying.metadata
+            assert dying.metadata.uid == uid
+
+        async def old_gone() -> bool:
+            try:
+                await cluster.cliqueset("llama")
+            except errors.NotFound:
+                return True
+            return False
+
+        await wait_for(old_gone, timeout=90, what="the orphaning delete done")
+        assert await _uids(cluster) == (cliques, pods), "a Clique or pod was collected"

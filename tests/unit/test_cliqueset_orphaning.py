@@ -1,0 +1,122 @@
+"""A CliqueSet deleted with propagation Orphan: the operator's own orphaning of its objects
+(`orphaning`), planned purely, and the controller carrying it out before it forgets the
+set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from cliques.api.clique import Clique
+from cliques.api.cliqueset import CliqueSet
+from cliques.api.meta import OwnerReference
+from cliques.api.service import Service
+from cliques.controllers.base.actions import Plan
+from cliques.controllers.base.executor import Executor
+from cliques.controllers.base.revision import Hasher
+from cliques.controllers.cliqueset import orphaning
+from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
+from cliques.kube import store
+from cliques.kube.events import ObjectRef
+from cliques.kube.expectations import Expectations
+from cliques.kube.informer import Informer
+from cliques.kube.resources import CLIQUES, CLIQUESETS, SERVICES
+
+from .planner_fixtures import clique, cliqueset
+
+GONE = "2026-11-29T00:00:00Z"
+OTHER = OwnerReference(api_version="v1", kind="ConfigMap", name="keep", uid="cm-uid")
+
+
+def deleting(finalizers: list[str]) -> CliqueSet:
+    cqs = cliqueset()
+    cqs.metadata.deletion_timestamp = GONE
+    cqs.metadata.finalizers = finalizers
+    return cqs
+
+
+def test_only_a_delete_with_the_orphan_finalizer_orphans() -> None:
+    assert orphaning.orphaning(deleting(["orphan"]))
+    assert not orphaning.orphaning(deleting(["foregroundDeletion"]))
+    assert not orphaning.orphaning(deleting([]))
+    live = cliqueset()
+    live.metadata.finalizers = ["orphan"]
+    assert not orphaning.orphaning(live)
+
+
+def test_each_object_loses_the_set_and_keeps_its_other_owners() -> None:
+    cqs = deleting(["orphan"])
+    lead, work = clique(0, "leader"), clique(0, "worker")
+    work.metadata.owner_references.append(OTHER)
+    work.metadata.resource_version = "41"
+    plan = orphaning.plan(cqs, [(CLIQUES, lead), (CLIQUES, work)])
+    assert [p.name for p in plan.patches] == [lead.metadata.name, work.metadata.name]
+    assert plan.patches[0].patch == {
+        "metadata": {"resourceVersion": lead.metadata.resource_version, "ownerReferences": []}
+    }
+    assert plan.patches[1].patch == {
+        "metadata": {"resourceVersion": "41", "ownerReferences": [msgspec.to_builtins(OTHER)]}
+    }
+    assert all(p.resource == CLIQUES and p.patch_type == "merge" for p in plan.patches)
+    # An object moved on or gone is done, not a failure the work queue retries.
+    assert all(p.moot_if_stale for p in plan.patches)
+    assert not plan.creates and not plan.deletes
+
+
+def test_objects_already_free_or_being_deleted_are_left_alone() -> None:
+    cqs = deleting(["orphan"])
+    free = clique(0, "leader")
+    free.metadata.owner_references = [OTHER]
+    dying = clique(0, "worker")
+    dying.metadata.deletion_timestamp = GONE
+    assert orphaning.plan(cqs, [(CLIQUES, free), (CLIQUES, dying)]).patches == []
+
+
+class Recording(Executor):
+    """An executor that keeps the plans it is handed and sends nothing."""
+
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+
+    async def execute(self, plan: Plan, ref: ObjectRef) -> None:
+        self.plans.append(plan)
+
+    async def write_status(self, *args: Any, **kw: Any) -> None:
+        pass
+
+
+def controller(executor: Executor) -> CliqueSetController:
+    client: Any = None
+    by_controller = {"controller": store.by_controller}
+    sets: Informer[CliqueSet] = Informer(client, CLIQUESETS, CliqueSet)
+    cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=by_controller)
+    svcs: Informer[Service] = Informer(client, SERVICES, Service, indexers=by_controller)
+    exp = Expectations("cliqueset")
+    return CliqueSetController(SetInformers(sets, cliques, svcs), executor, exp, Hasher())
+
+
+async def test_the_controller_orphans_the_set_s_objects_before_it_forgets_it() -> None:
+    executor = Recording()
+    ctl = controller(executor)
+    cqs = deleting(["orphan"])
+    ctl.cliquesets.store.upsert(cqs)
+    for c in (clique(0, "leader"), clique(0, "worker"), clique(1, "leader")):
+        ctl.cliques.store.upsert(c)
+    await ctl.reconcile("ns/llama")
+    (plan,) = executor.plans
+    assert sorted(p.name for p in plan.patches) == [
+        "llama-0-leader",
+        "llama-0-worker",
+        "llama-1-leader",
+    ]
+    assert ctl.states == {}
+
+
+async def test_a_set_deleted_otherwise_is_left_to_the_collector() -> None:
+    executor = Recording()
+    ctl = controller(executor)
+    ctl.cliquesets.store.upsert(deleting(["foregroundDeletion"]))
+    ctl.cliques.store.upsert(clique(0, "leader"))
+    await ctl.reconcile("ns/llama")
+    assert executor.plans == []
