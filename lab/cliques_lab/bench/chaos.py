@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,9 @@ from cliques_lab.bench.chaos_proxy import FaultProxy
 SERVICES = Resource("", "v1", "services", "Service")
 #: Seconds every valid set gets, after the faults stop, to be Available with its pods.
 CONVERGE_BOUND = 90.0
+#: How often the control plane's components are checked while the sets converge, s
+#: (`_healing`).
+HEAL_EVERY = 2.0
 #: How long a create waits for an earlier set of its name to finish being deleted (s).
 GONE_WITHIN = 120.0
 
@@ -222,8 +226,13 @@ class Engine:
             await asyncio.sleep(self.draw.pause())
         self.monitor.step = "convergence (faults stopped)"
         self.proxy.throttle(0, 0)
-        await self._heal()
-        await self._converge()
+        healing = asyncio.create_task(self._healing(), name="chaos-healing")
+        try:
+            await self._converge()
+        finally:
+            healing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await healing
         await self._crash_loop()
 
     def _next(self) -> Step:
@@ -395,9 +404,26 @@ class Engine:
         from cliques_lab.devcluster import cluster
 
         name = self.cfg.cluster
-        if (await asyncio.to_thread(cluster.status, name)).state != "running":
+        now = await asyncio.to_thread(cluster.status, name)
+        if now.state != "running":
+            exited = [c.name for c in now.components if not c.running]
+            for c in now.components:  # their logs, which a start begins anew, kept aside
+                if not c.running and c.log.is_file():
+                    stamp = time.strftime("%H%M%S")
+                    shutil.copyfile(c.log, c.log.with_name(f"{c.name}-exited-{stamp}.log"))
             self.counts["control-plane components restarted"] += 1
+            self.result.step_log.append(
+                f"  {', '.join(exited) or 'a component'} exited: started again "
+                f"({self.monitor.step})"
+            )
             await asyncio.to_thread(cluster.up, name, disable_qps_limits=True)
+
+    async def _healing(self) -> None:
+        """`_heal` every `HEAL_EVERY` seconds, while the sets converge: a component can lose
+        its leader lease and exit some seconds after the API server's last restart."""
+        while True:
+            await self._heal()
+            await asyncio.sleep(HEAL_EVERY)
 
     # -- after the faults -----------------------------------------------------------------
 

@@ -175,17 +175,22 @@ class Monitor:
             if ident is not None:
                 have[ident] = p
         missing = extra = stale = 0
+        why: list[str] = []
         for g in range(want.replicas):
             for c, (n, _, h) in want.cliques.items():
                 for i in range(n):
                     p = have.pop((name, g, c, i), None)  # type: ignore[arg-type]
                     if p is None or not p.is_ready:
                         missing += 1
+                        why.append(f"{name}-{g}-{c}-{i} {_unready(p)}")
                     elif p.metadata.labels.get(labels.LABEL_TEMPLATE_HASH) != h:
                         stale += 1
         extra = len(have)
         if missing or extra or stale:
-            return f"{name}: {missing} pods missing or not Ready, {stale} stale, {extra} extra"
+            shown = "; ".join(why[:SHOWN]) + ("; …" if len(why) > SHOWN else "")
+            return f"{name}: {missing} pods missing or not Ready, {stale} stale, {extra} extra" + (
+                f" ({shown})" if why else ""
+            )
         return None
 
     # -- the events ---------------------------------------------------------------------------
@@ -312,3 +317,22 @@ def _identity(pod: Pod) -> Identity | None:
         )
     except (KeyError, ValueError):
         return None
+
+
+#: Pods a convergence violation describes at most.
+SHOWN = 6
+
+
+def _unready(pod: Pod | None) -> str:
+    """Why `pod` (None: not there) is not a Ready pod, for a violation's text: missing,
+    terminating, unscheduled, or its phase and Ready condition on its node."""
+    if pod is None:
+        return "missing"
+    if pod.metadata.deletion_timestamp is not None:
+        return f"terminating since {pod.metadata.deletion_timestamp}"
+    node = pod.spec.node_name
+    if not node:
+        return f"{pod.status.phase or 'Pending'}, not scheduled"
+    ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
+    said = f"Ready={ready.status} {ready.reason or ''}".rstrip() if ready else "no Ready condition"
+    return f"{pod.status.phase or 'no phase'} on {node}, {said}"

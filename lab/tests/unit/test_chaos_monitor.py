@@ -99,3 +99,21 @@ def test_a_gang_back_on_the_new_hash_frees_the_budget() -> None:
     m._on("MODIFIED", pod(0, h2, "c", ready=False), pod(0, h2, "c"))
     m._on("DELETED", None, pod(1, h, "b"))
     assert m.violations == [] and m.max_rollout_down == 1
+
+
+def test_a_set_short_of_ready_pods_says_which_and_why() -> None:
+    m, h = monitor()
+    m.informer.store.upsert(pod(0, h, "a"))
+    assert m.converged("s") == (
+        "s: 1 pods missing or not Ready, 0 stale, 0 extra (s-1-lead-0 missing)"
+    )
+    unscheduled = pod(1, h, "b", ready=False)
+    unscheduled.status.phase = "Pending"
+    m.informer.store.upsert(unscheduled)
+    assert m.converged("s") == (
+        "s: 1 pods missing or not Ready, 0 stale, 0 extra (s-1-lead-0 Pending, not scheduled)"
+    )
+    unscheduled.spec.node_name = "n1"
+    assert "(s-1-lead-0 Pending on n1, Ready=False)" in str(m.converged("s"))
+    m.informer.store.upsert(pod(1, h, "b"))
+    assert m.converged("s") is None
