@@ -19,6 +19,7 @@ PHASES = (
     "steady-state",
     "rolling-update",
     "in-place-update",
+    "gang-crash",
     "reorder-apply",
     "delete",
 )

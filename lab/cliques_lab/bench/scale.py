@@ -51,10 +51,11 @@ from typing import Any, Protocol
 from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.kubeconfig import ConfigError
-from cliques.kube.resources import CLIQUESETS, NAMESPACES, Resource
+from cliques.kube.resources import CLIQUESETS, NAMESPACES, PODS, Resource
 from cliques_lab.bench import (
     apimetrics,
     children,
+    crash,
     disruption,
     disruption_run,
     kcmmetrics,
@@ -295,6 +296,9 @@ class Settings:
     out_of_service_after: float = 120.0
     #: the cluster's kubectl, for the node phases
     kubectl: str = "kubectl"
+    #: the gang-crash phase (`crash`): the leaders of this many gangs of every set crash;
+    #: 0 leaves the phase out
+    crash_gangs: int = 0
 
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -489,6 +493,7 @@ async def _phases(
         *,
         scrape: bool = True,
         more: dict[str, float] | None = None,
+        replaceable: frozenset[str] = frozenset(),
         **extra: float,
     ) -> None:
         """End a phase: wall and CPU first, then the (slower) API server counters. The
@@ -500,7 +505,9 @@ async def _phases(
         extra.update(procstats.cpu_delta(procstats.cpu_of(cfg.control_plane), plane0))
         if "cpu_kube-controller-manager" in extra:
             extra["cpu_operator_and_kcm"] = cpu + extra["cpu_kube-controller-manager"]
-        judged = workload.judge(phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired)
+        judged = workload.judge(
+            phase, obs.added[mark[0] :], obs.deleted[mark[1] :], desired, replaceable
+        )
         api1 = await apimetrics.scrape(client) if scrape else api0
         if scrape:
             extra.update(opmetrics.delta(await own_counters(), own0))
@@ -569,9 +576,9 @@ async def _phases(
         if not ok:
             return
 
-    if "steady-state" not in cfg.skip:
-        await _steady(load, ns, cfg, sampler, kind, names, progress, begin, record)
+    await _steady(load, ns, cfg, sampler, kind, names, progress, begin, record)
     new_image = kinds.FIRST_IMAGE
+
     if "rolling-update" not in cfg.skip:
         # -- rolling update ----------------------------------------------------------------
         api0, cpu0, mark, t0 = await begin(kinds.NEXT_IMAGE)
@@ -605,6 +612,8 @@ async def _phases(
         await record("in-place-update", t0, cpu0, api0, mark, ok)
         if not ok:
             return
+    if not await _crash_phase(client, ns, cfg, obs, kind, new_image, begin, record, wait):
+        return
     if "reorder-apply" not in cfg.skip:
         # -- re-order-only apply -----------------------------------------------------------
         api0, cpu0, mark, t0 = await begin(new_image)
@@ -630,6 +639,55 @@ async def _phases(
         await asyncio.gather(*(load.delete(kind.resource, ns, n) for n in names))
         ok = await wait("delete", lambda: total - len(obs.pods.store), total)
         await record("delete", t0, cpu0, api0, mark, ok)
+
+
+async def _crash_phase(
+    client: KubeClient,
+    ns: str,
+    cfg: Settings,
+    obs: Observer,
+    kind: WorkloadKind,
+    image: str,
+    begin: Callable[[str], Awaitable[tuple[Any, float, tuple[int, int], float]]],
+    record: Callable[..., Awaitable[None]],
+    wait: Callable[[str, Callable[[], int], int], Awaitable[bool]],
+) -> bool:
+    """The gang-crash phase (`crash`): the leaders of `cfg.crash_gangs` gangs of every set
+    crash at once; done when every pod of those gangs is a new one, Ready, and every set
+    Available. Whether it finished within the phase's limit (True when not asked for)."""
+    if not cfg.crash_gangs:
+        return True
+    shape = cfg.shape
+    api0, cpu0, mark, t0 = await begin(image)
+    doomed = crash.gang_pods(kind, shape, crash.crashed_gangs(shape, cfg.crash_gangs))
+    members = [n for gang in doomed.values() for n in gang]
+    before = {n: _uid(obs, ns, n) for n in members}
+    await asyncio.gather(*(_crash(client, ns, leader) for leader in doomed))
+    # Serving is judged afresh once the watch shows every crashed leader down.
+    ok = await wait(crash.PHASE, lambda: sum(not _serving(obs, ns, n) for n in doomed), len(doomed))
+    if ok:
+        obs.serve_from(image, kind.desired_pods(shape))
+        sets = len(shape.names())
+        ok = await wait(
+            crash.PHASE,
+            lambda: (
+                sum(_serving(obs, ns, n) and _uid(obs, ns, n) != before[n] for n in members)
+                if obs.available_sets() == sets
+                else 0
+            ),
+            len(members),
+        )
+    await record(
+        crash.PHASE,
+        t0,
+        cpu0,
+        api0,
+        mark,
+        ok,
+        replaceable=frozenset(members),
+        crashed_gangs=float(len(doomed)),
+    )
+    return ok
 
 
 async def _node_phases(
@@ -689,9 +747,36 @@ def _manifest(kind: WorkloadKind, cfg: Settings, name: str, image: str) -> dict[
         cfg.pull_seconds,
         cfg.load_seconds,
     )
+    if cfg.crash_gangs:
+        body = crash.failure_policy(body)
     if kind is kinds.CLIQUESET:
         return workload.with_pod_readiness(body, cfg.pod_readiness)
     return body
+
+
+def _uid(obs: Observer, ns: str, name: str) -> str:
+    """The UID of pod `name` as the watch shows it ("" while there is none)."""
+    pod = obs.pods.store.get(f"{ns}/{name}")
+    return pod.metadata.uid if pod is not None else ""
+
+
+def _serving(obs: Observer, ns: str, name: str) -> bool:
+    """Whether pod `name` is there and Ready, as the watch shows it."""
+    pod = obs.pods.store.get(f"{ns}/{name}")
+    return pod is not None and bool(pod.ready)
+
+
+async def _crash(client: KubeClient, ns: str, name: str) -> None:
+    """Report a crash of pod `name`'s serving container (`crash.crash_status`), retried on
+    a conflict with a fresh read."""
+    for _ in range(5):
+        pod = await client.get(PODS, ns, name, dict)
+        try:
+            await client.patch(PODS, ns, name, crash.crash_status(pod), dict, sub="status")
+            return
+        except errors.Conflict:
+            continue
+    raise RuntimeError(f"the crash of pod {ns}/{name} met a conflict 5 times")
 
 
 def _time_to_serve(obs: Observer, t0: float, phase: str) -> float | None:
@@ -735,7 +820,10 @@ async def _steady(
     begin: Callable[[str], Awaitable[tuple[Any, float, tuple[int, int], float]]],
     record: Callable[..., Awaitable[None]],
 ) -> None:
-    """The steady state: a change that changes nothing, after the idle rate is measured."""
+    """The steady state: a change that changes nothing, after the idle rate is measured
+    (unless the run skips it)."""
+    if "steady-state" in cfg.skip:
+        return
     # -- steady state: a change that changes nothing ---------------------------------------
     # The idle rate (leases, health checks, a supervisor's polling) is measured first and
     # subtracted; /proc counts 10 ms ticks, so it needs a window of seconds, not one.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cliques import argtypes, data
-from cliques_lab.bench import disruption, report, workload
+from cliques_lab.bench import crash, disruption, report, workload
 
 if TYPE_CHECKING:
     from cliques_lab.bench import scale
@@ -185,6 +185,17 @@ def add_parsers(bench_sub: Any) -> None:
         "(kubectl drain of 10%% of the nodes holding the workload's pods, at least one) and "
         "node-loss (a node holding gang pods stops its heartbeat); whole Ready gangs are "
         "sampled every second and plotted (default: none)",
+    )
+    p.add_argument(
+        "--crash-gangs",
+        type=argtypes.int_at_least(0),
+        default=0,
+        metavar="N",
+        help="add the gang-crash phase after the rolls: the leaders of the first N gangs of "
+        "every set report a crashed container at once, and the phase lasts until every gang "
+        "serves again; the CliqueSets then recreate a gang that stays below minAvailable for "
+        f"{crash.BREACH_SECONDS} s (failurePolicy RecreateGang), LWS groups recreate at the "
+        "container restart (default 0: no crash phase)",
     )
     p.add_argument(
         "--out-of-service-after",
@@ -512,6 +523,7 @@ def run_scale(args: argparse.Namespace) -> int:
         node_phases=args.with_phases,
         out_of_service_after=args.out_of_service_after,
         kubectl=_kubectl_path(args),
+        crash_gangs=args.crash_gangs,
     )
     runs: list[dict[str, Any]] = []
     doc: dict[str, Any] = {
@@ -525,6 +537,7 @@ def run_scale(args: argparse.Namespace) -> int:
         "nodes": args.nodes,
         "skipped_phases": sorted(args.skip),
         "node_phases": list(args.with_phases),
+        "crash_gangs": args.crash_gangs,
         "out_of_service_after": args.out_of_service_after if args.with_phases else None,
         "load_average": list(os.getloadavg()),
         "pull_seconds": args.pull_seconds,

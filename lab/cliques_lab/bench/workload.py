@@ -204,10 +204,26 @@ class Judgement:
     replaced: int
 
 
-def judge(phase: str, added: list[str], deleted: list[str], desired: set[str]) -> Judgement:
-    """Count what no correct operator would have done during `phase`."""
+def judge(
+    phase: str,
+    added: list[str],
+    deleted: list[str],
+    desired: set[str],
+    replaceable: frozenset[str] = frozenset(),
+) -> Judgement:
+    """Count what no correct operator would have done during `phase`; in a phase that
+    replaces some pods only (the gang crash), `replaceable` names them: each may be
+    replaced once, and any other create or delete is spurious."""
     adds, dels = Counter(added), Counter(deleted)
     outside = sum(n for name, n in adds.items() if name not in desired)
+    if replaceable:
+        return Judgement(
+            sum(n for name, n in adds.items() if name not in replaceable)
+            + sum(n - 1 for n in adds.values() if n > 1),
+            sum(n for name, n in dels.items() if name not in replaceable)
+            + sum(n - 1 for n in dels.values() if n > 1),
+            len(dels),
+        )
     if phase in ("apply", "pods-created", "pods-ready", "available"):
         return Judgement(outside + sum(n - 1 for n in adds.values() if n > 1), len(deleted), 0)
     if phase == "rolling-update":

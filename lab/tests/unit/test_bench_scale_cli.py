@@ -78,6 +78,7 @@ def test_a_fresh_start_stops_the_running_cluster_first(monkeypatch: pytest.Monke
         (["--subdomain-policy", "Shared,Shared"], "give Shared, UniquePerGang or both"),
         (["--skip", "pods-ready"], "give phases to leave out, comma-separated, of steady-state"),
         (["--skip", ","], "give phases to leave out"),
+        (["--crash-gangs", "-1"], "argument --crash-gangs: must be >= 0, got -1"),
     ],
 )
 def test_option_values_are_checked_by_the_parser(
@@ -95,6 +96,12 @@ def test_pod_readiness_is_parsed_and_left_out_by_default() -> None:
     assert parse(["bench", "scale"]).pod_readiness == ""
     with pytest.raises(SystemExit):
         parse(["bench", "scale", "--pod-readiness", "Clique"])
+
+
+def test_the_crash_phase_is_off_unless_asked() -> None:
+    parse = build_parser().parse_args
+    assert parse(["bench", "scale"]).crash_gangs == 0
+    assert parse(["bench", "scale", "--crash-gangs", "3"]).crash_gangs == 3
 
 
 def test_skipped_phases_are_parsed_into_a_set() -> None:
