@@ -1,19 +1,21 @@
-"""`kubectl delete cqs --cascade=orphan` while the garbage collector lags, against the real
-control plane: the operator lets go of the set's objects itself (`orphaning`).
+"""`kubectl delete --cascade=orphan` of a CliqueSet or a Clique while the garbage collector
+lags, against the real control plane: the operator lets go of the owner's objects itself
+(`orphaning`).
 
 The garbage collector orphans only the dependents its graph knows; one it has not observed
 yet keeps its owner reference and is collected, pods and all, once the set is gone. Here the
 controller-manager is held still (SIGSTOP) for the delete, the extreme of a lagging graph:
 the operator alone must have removed the set from every Clique, Service, budget and revision
 while the set still waits on its `orphan` finalizer; once the controller-manager goes on, the
-set goes and every Clique and pod is still the same object."""
+set goes and every Clique and pod is still the same object. A Clique deleted so lets go of
+its pods the same way, and the set's new Clique adopts them: no pod is made again."""
 
 from __future__ import annotations
 
 import pytest
 
 from cliques.kube import errors
-from cliques.kube.resources import CLIQUESETS, CONTROLLER_REVISIONS, PDBS, SERVICES
+from cliques.kube.resources import CLIQUES, CLIQUESETS, CONTROLLER_REVISIONS, PDBS, SERVICES
 from cliques_lab.devcluster import cluster as devcluster
 from tests.support.cluster_fixtures import KubeCluster
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
@@ -87,3 +89,48 @@ async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
 
         await wait_for(old_gone, timeout=90, what="the orphaning delete done")
         assert await _uids(cluster) == (cliques, pods), "a Clique or pod was collected"
+
+
+async def test_a_clique_deleted_with_orphan_keeps_its_pods_for_the_next_one(
+    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+) -> None:
+    if kube_cluster.name is None:
+        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(cliqueset(replicas=1, workers=2))
+        await cluster.wait_available("llama")
+        cliques, pods = await _uids(cluster)
+        name = "llama-0-worker"
+        old = cliques[name]
+
+        async def owned_pods() -> list[str]:
+            return [
+                p.metadata.name
+                for p in await cluster.pods()
+                if any(r.uid == old for r in p.metadata.owner_references)
+            ]
+
+        assert len(await owned_pods()) == 2
+        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+            await cluster.client.delete(
+                CLIQUES, cluster.namespace, name, propagation="Orphan", uid=old
+            )
+
+            async def released() -> bool:
+                return not await owned_pods()
+
+            await wait_for(released, timeout=PAUSE, what="the operator orphaning the pods")
+
+        async def adopted() -> bool:
+            now, _ = await _uids(cluster)
+            if now.get(name, old) == old:
+                return False
+            return all(
+                (ref := p.metadata.controller_ref()) is not None and ref.uid == now[name]
+                for p in await cluster.pods()
+                if p.metadata.name.startswith(f"{name}-")
+            )
+
+        await wait_for(adopted, timeout=90, what="the new Clique adopting the pods")
+        _, pods_now = await _uids(cluster)
+        assert pods_now == pods, "a pod was made again"

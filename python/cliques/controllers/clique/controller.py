@@ -26,6 +26,7 @@ from cliques.api import labels
 from cliques.api.clique import Clique, SharedTemplates
 from cliques.api.meta import format_now, only_status_changed
 from cliques.api.pod import Pod, SharedParts
+from cliques.controllers.base import orphaning
 from cliques.controllers.base.actions import Patch, Plan
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.plan_runner import PlanRunner
@@ -393,6 +394,12 @@ class CliqueController:
             return await self._release(key.removeprefix(RELEASE))
         clique = self.cliques.store.get(key)
         if clique is None or clique.metadata.deletion_timestamp is not None:
+            if clique is not None and orphaning.orphaning(clique):
+                # Its pods let go at once, ahead of the garbage collector (`orphaning`).
+                pods = self.pods.store.by_index(
+                    "controller", store.owner_key(clique.metadata.namespace, clique.metadata.uid)
+                )
+                await orphaning.orphan(self.runner.executor, clique, ((PODS, p) for p in pods))
             self.forget(key)
             return Result()
         uid = clique.metadata.uid

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import logging
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,16 +56,16 @@ from cliques.api.node import Node
 from cliques.api.pod import Pod
 from cliques.api.podgroup import PodGroup
 from cliques.api.service import Service
-from cliques.controllers.base import bounds, failures
+from cliques.controllers.base import bounds, failures, orphaning
 from cliques.controllers.base.executor import Executor
-from cliques.controllers.base.plan_runner import PlanRunner, ref_of
+from cliques.controllers.base.plan_runner import PlanRunner
 from cliques.controllers.base.revision import Hasher
 from cliques.controllers.base.status_hold import StatusHold
 from cliques.controllers.base.wiring import Clock, Wiring
-from cliques.controllers.cliqueset import orphaning, template_hash
 from cliques.controllers.cliqueset import planner as cliqueset_planner
 from cliques.controllers.cliqueset import rollout as cliqueset_rollout
 from cliques.controllers.cliqueset import status as cliqueset_status
+from cliques.controllers.cliqueset import template_hash
 from cliques.controllers.features import (
     claims,
     drain,
@@ -92,8 +91,6 @@ from cliques.kube.resources import (
 from cliques.kube.runner import Result
 from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
-
-log = logging.getLogger(__name__)
 
 NAME = "cliqueset"
 #: Children whose status the planner does not read from the cache. (Not a
@@ -660,8 +657,7 @@ class CliqueSetController:
 
     async def _orphan(self, cqs: CliqueSet) -> None:
         """Remove `cqs`, deleted with propagation Orphan, from the owner references of the
-        objects it controls, ahead of the garbage collector (`orphaning`); a conflict
-        raises, and the retry plans from the fresher cache."""
+        objects it controls, ahead of the garbage collector (`orphaning`)."""
         meta = cqs.metadata
         owner = store.owner_key(meta.namespace, meta.uid)
         informers: tuple[Informer[Any], ...] = (
@@ -669,7 +665,8 @@ class CliqueSetController:
             self.services,
             *self.features.owned(),
         )
-        plan = orphaning.plan(
+        await orphaning.orphan(
+            self.executor,
             cqs,
             (
                 (i.resource, obj)
@@ -678,15 +675,6 @@ class CliqueSetController:
                 for obj in i.store.by_index("controller", owner)
             ),
         )
-        if plan.patches:
-            log.info(
-                "%s/%s deleted with propagation Orphan: orphaning %d object(s) (%s)",
-                meta.namespace,
-                meta.name,
-                len(plan.patches),
-                ", ".join(sorted({p.resource.kind for p in plan.patches})),
-            )
-            await self.executor.execute(plan, ref_of(cqs))
 
     def _plan(self, cqs: CliqueSet) -> cliqueset_planner.CliqueSetPlan:
         """Plan for `cqs` as the cache shows it now."""

@@ -1,6 +1,6 @@
-"""A CliqueSet deleted with propagation Orphan: the operator's own orphaning of its objects
-(`orphaning`), planned purely, and the controller carrying it out before it forgets the
-set."""
+"""An owner deleted with propagation Orphan: the operator's own orphaning of its objects
+(`orphaning`), planned purely, and each controller carrying it out before it forgets the
+owner (the CliqueSet's objects, the Clique's pods)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,24 @@ import msgspec
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import OwnerReference
+from cliques.api.pod import Pod
 from cliques.api.service import Service
+from cliques.controllers.base import orphaning
 from cliques.controllers.base.actions import Plan
 from cliques.controllers.base.executor import Executor
 from cliques.controllers.base.revision import Hasher
-from cliques.controllers.cliqueset import orphaning
+from cliques.controllers.clique.controller import CliqueController
 from cliques.controllers.cliqueset.controller import CliqueSetController, SetInformers
 from cliques.kube import store
 from cliques.kube.events import ObjectRef
 from cliques.kube.expectations import Expectations
 from cliques.kube.informer import Informer
-from cliques.kube.resources import CLIQUES, CLIQUESETS, SERVICES
+from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, SERVICES
 
-from .planner_fixtures import clique, cliqueset
+from .planner_fixtures import clique, cliqueset, pod
 
 GONE = "2026-11-29T00:00:00Z"
+BY_CONTROLLER = {"controller": store.by_controller}
 OTHER = OwnerReference(api_version="v1", kind="ConfigMap", name="keep", uid="cm-uid")
 
 
@@ -88,10 +91,9 @@ class Recording(Executor):
 
 def controller(executor: Executor) -> CliqueSetController:
     client: Any = None
-    by_controller = {"controller": store.by_controller}
     sets: Informer[CliqueSet] = Informer(client, CLIQUESETS, CliqueSet)
-    cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=by_controller)
-    svcs: Informer[Service] = Informer(client, SERVICES, Service, indexers=by_controller)
+    cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=BY_CONTROLLER)
+    svcs: Informer[Service] = Informer(client, SERVICES, Service, indexers=BY_CONTROLLER)
     exp = Expectations("cliqueset")
     return CliqueSetController(SetInformers(sets, cliques, svcs), executor, exp, Hasher())
 
@@ -120,3 +122,24 @@ async def test_a_set_deleted_otherwise_is_left_to_the_collector() -> None:
     ctl.cliques.store.upsert(clique(0, "leader"))
     await ctl.reconcile("ns/llama")
     assert executor.plans == []
+
+
+async def test_a_clique_deleted_with_orphan_lets_go_of_its_pods() -> None:
+    executor = Recording()
+    client: Any = None
+    cliques: Informer[Clique] = Informer(client, CLIQUES, Clique, indexers=BY_CONTROLLER)
+    pods: Informer[Pod] = Informer(client, PODS, Pod, indexers=BY_CONTROLLER)
+    going = clique(0, "worker", replicas=2)
+    going.metadata.deletion_timestamp = GONE
+    going.metadata.finalizers = ["orphan"]
+    cliques.store.upsert(going)
+    for i in range(2):
+        pods.store.upsert(pod(going, i))
+    ctl = CliqueController(cliques, pods, executor, Expectations("clique"), Hasher())
+    await ctl.reconcile(f"ns/{going.metadata.name}")
+    (plan,) = executor.plans
+    assert [(p.resource, p.name) for p in plan.patches] == [
+        (PODS, "llama-0-worker-0"),
+        (PODS, "llama-0-worker-1"),
+    ]
+    assert all(p.patch["metadata"]["ownerReferences"] == [] for p in plan.patches)
