@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from cliques.kube import errors
 from cliques.kube.resources import CLIQUESETS, Resource
 from tests.support import bodies as support_bodies
 from tests.support.harness import Cluster, cliqueset, running_operator, wait_for
@@ -63,14 +62,7 @@ async def test_orphans_of_a_deleted_set_are_adopted_not_recreated(
         # The set itself goes a moment after its children are orphaned (the garbage
         # collector removes its Orphan finalizer last): an apply before that would update
         # the dying set, not make a new one.
-        async def old_gone() -> bool:
-            try:
-                await cluster.cliqueset("llama")
-            except errors.NotFound:
-                return True
-            return False
-
-        await wait_for(old_gone, timeout=60, what="the orphaning delete of the old set done")
+        await cluster.wait_set_gone("llama", timeout=60)
 
         await cluster.apply(body)
         new = await cluster.wait_available("llama")

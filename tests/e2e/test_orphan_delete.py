@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from cliques.kube import errors
 from cliques.kube.resources import CLIQUES, CLIQUESETS, CONTROLLER_REVISIONS, PDBS, SERVICES
 from cliques_lab.devcluster import cluster as devcluster
 from tests.support.cluster_fixtures import KubeCluster
@@ -80,14 +79,7 @@ async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
             assert "orphan" in dying.metadata.finalizers, dying.metadata
             assert dying.metadata.uid == uid
 
-        async def old_gone() -> bool:
-            try:
-                await cluster.cliqueset("llama")
-            except errors.NotFound:
-                return True
-            return False
-
-        await wait_for(old_gone, timeout=90, what="the orphaning delete done")
+        await cluster.wait_set_gone("llama", timeout=90)
         assert await _uids(cluster) == (cliques, pods), "a Clique or pod was collected"
 
 

@@ -27,6 +27,7 @@ from kubernetes_asyncio import config as k8s_config
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.pod import Pod
+from cliques.kube import errors
 from cliques.kube.client import KubeClient
 from cliques.kube.resources import CLIQUES, CLIQUESETS, PODS, Resource
 from cliques.operator.manager import Config, Manager
@@ -149,6 +150,18 @@ class Cluster:
         return await wait_for(
             lambda: self.available(name), timeout=timeout, what=f"CliqueSet {name} Available"
         )
+
+    async def wait_set_gone(self, name: str, timeout: float = 60.0) -> None:
+        """Wait until CliqueSet `name` is gone (its finalizers done)."""
+
+        async def gone() -> bool:
+            try:
+                await self.cliqueset(name)
+            except errors.NotFound:
+                return True
+            return False
+
+        await wait_for(gone, timeout=timeout, what=f"CliqueSet {name} gone")
 
 
 #: The field manager of the tests' writes, as a user's tool would have its own.
