@@ -143,3 +143,19 @@ async def test_a_clique_deleted_with_orphan_lets_go_of_its_pods() -> None:
         (PODS, "llama-0-worker-1"),
     ]
     assert all(p.patch["metadata"]["ownerReferences"] == [] for p in plan.patches)
+
+
+async def test_a_set_with_creates_not_seen_yet_is_looked_at_again() -> None:
+    executor = Recording()
+    ctl = controller(executor)
+    cqs = deleting(["orphan"])
+    ctl.cliquesets.store.upsert(cqs)
+    ctl.expectations.expect_creates(cqs.metadata.uid, ["llama-1-leader"])
+    result = await ctl.reconcile("ns/llama")
+    assert result.requeue_after > 0
+    # once the create is seen (and orphaned), the set is forgotten
+    ctl.cliques.store.upsert(clique(1, "leader"))
+    ctl.expectations.created(cqs.metadata.uid, "llama-1-leader")
+    result = await ctl.reconcile("ns/llama")
+    assert result.requeue_after == 0
+    assert [p.name for p in executor.plans[-1].patches] == ["llama-1-leader"]

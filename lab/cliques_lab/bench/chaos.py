@@ -143,6 +143,7 @@ async def run(cfg: Settings, progress: Progress | None = None) -> Result:
     finally:
         if engine is not None:
             engine.fill()
+        monitor.settle()
         result.violations = monitor.violations + (engine.violations if engine else [])
         result.pods = dict(monitor.counts)
         result.max_rollout_down = monitor.max_rollout_down

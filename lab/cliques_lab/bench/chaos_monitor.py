@@ -93,6 +93,18 @@ class _Seen:
     ready: bool
 
 
+#: Seconds a pod's delete with no cause waits for its Clique's deletion to be seen.
+PENDING_GRACE = 30.0
+
+
+@dataclass
+class _Pending:
+    clique: str
+    name: str
+    message: str
+    since: float
+
+
 @dataclass
 class Monitor:
     client: KubeClient
@@ -108,7 +120,10 @@ class Monitor:
     _down: dict[str, dict[int, float]] = field(default_factory=dict)  # set -> gang -> since
     _faulted: dict[str, set[int]] = field(default_factory=dict)
     _over: set[str] = field(default_factory=set)  # sets reported over budget (once each)
-    _dead_cliques: set[str] = field(default_factory=set)
+    _dead_cliques: dict[str, float] = field(default_factory=dict)  # uid -> seen deleted
+    _clique_seen: dict[str, float] = field(default_factory=dict)  # uid -> first seen
+    #: pod uid -> a delete with no cause yet, whose Clique's deletion may not be seen yet
+    _pending: dict[str, _Pending] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -133,8 +148,29 @@ class Monitor:
                 await task
 
     def _on_clique(self, kind: str, old: Clique | None, new: Clique) -> None:
-        if kind == "DELETED":
-            self._dead_cliques.add(new.metadata.uid)
+        uid = new.metadata.uid
+        now = time.monotonic()
+        self._clique_seen.setdefault(uid, now)
+        if kind != "DELETED":
+            return
+        self._dead_cliques[uid] = now
+        for pod_uid, p in list(self._pending.items()):
+            if p.clique != uid:
+                continue
+            del self._pending[pod_uid]
+            cause = self._owner_cause(p.name, uid) if now - p.since <= PENDING_GRACE else None
+            if cause is None:
+                self.counts["pods deleted: UNMEANT"] += 1
+                self.violations.append(p.message)
+            else:
+                self.counts[f"pods deleted: {cause}"] += 1
+
+    def settle(self) -> None:
+        """At the end: a delete whose Clique was never seen deleted had no cause."""
+        for p in self._pending.values():
+            self.counts["pods deleted: UNMEANT"] += 1
+            self.violations.append(p.message)
+        self._pending.clear()
 
     # -- what the engine tells ----------------------------------------------------------------
 
@@ -235,10 +271,18 @@ class Monitor:
         self._live.get(seen.identity, set()).discard(uid)
         cause = self._cause(uid, seen)
         owner = pod.metadata.controller_ref()
-        if cause is None and owner is not None and owner.uid in self._dead_cliques:
-            cause = "owner deleted"
-        self.counts[f"pods deleted: {cause or 'UNMEANT'}"] += 1
         name, gang = seen.identity[0], seen.identity[1]
+        if cause is None and owner is not None:
+            cause = self._owner_cause(name, owner.uid)
+            if cause is None and owner.uid not in self._dead_cliques:
+                # Its Clique's deletion may reach the other watch later.
+                message = (
+                    f"pod {pod.metadata.name} (uid {uid}) deleted though nothing meant to "
+                    f"replace it, during {self.step}"
+                )
+                self._pending[uid] = _Pending(owner.uid, name, message, time.monotonic())
+                return
+        self.counts[f"pods deleted: {cause or 'UNMEANT'}"] += 1
         if cause is None:
             self.violations.append(
                 f"pod {pod.metadata.name} (uid {uid}) deleted though nothing meant to "
@@ -270,6 +314,31 @@ class Monitor:
             if spec[2] != seen.hash:
                 cause = "rollout"
         return cause
+
+    def _state_at(self, name: str, when: float) -> Desired | str | None:
+        """What set `name` was at monotonic time `when` (its last history entry by then)."""
+        state: Desired | str | None = None
+        for t, s in self.history.get(name, []):
+            if t > when:
+                break
+            state = s
+        return state
+
+    def _owner_cause(self, name: str, clique: str) -> str | None:
+        """Why a pod of set `name` controlled by the Clique `clique` could go with its Clique:
+        the Clique was made while the set was deleted (by an operator that had not seen the
+        delete yet: the garbage collector takes it), or the Clique was deleted, unless the
+        set had been deleted with propagation Orphan after the Clique was made (an orphan is
+        kept), or None."""
+        born = self._clique_seen.get(clique)
+        if born is not None and self._state_at(name, born) in (DELETED, ORPHANED):
+            return "made after its set's delete"
+        died = self._dead_cliques.get(clique)
+        if died is None:
+            return None
+        if self._state_at(name, died) == ORPHANED:
+            return None
+        return "owner deleted"
 
     def _gang_up(self, name: str, gang: int, want: Desired) -> bool:
         for clique, (n, min_available, hash_) in want.cliques.items():

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from cliques.api.clique import Clique
 from cliques.api.pod import Pod
 from cliques.controllers.base.revision import Hasher
 from cliques_lab.bench.chaos_actions import CliqueShape, Shape
@@ -16,7 +17,9 @@ from cliques_lab.bench.chaos_monitor import Monitor, desired_of
 SHAPE = Shape("s", 2, (CliqueShape("lead", 1, 1),), max_unavailable=1)
 
 
-def pod(gang: int, hash_: str, uid: str, *, ready: bool = True, gone: bool = False) -> Pod:
+def pod(
+    gang: int, hash_: str, uid: str, *, ready: bool = True, gone: bool = False, clique: str = ""
+) -> Pod:
     meta: dict[str, Any] = {
         "name": f"s-{gang}-lead-0",
         "uid": uid,
@@ -30,6 +33,11 @@ def pod(gang: int, hash_: str, uid: str, *, ready: bool = True, gone: bool = Fal
     }
     if gone:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if clique:
+        meta["ownerReferences"] = [
+            {"apiVersion": "cliques.dev/v1alpha1", "kind": "Clique", "name": "s-0-lead"}
+            | {"uid": clique, "controller": True}
+        ]
     status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     return msgspec.convert({"metadata": meta, "status": status}, Pod)
 
@@ -117,3 +125,52 @@ def test_a_set_short_of_ready_pods_says_which_and_why() -> None:
     assert "(s-1-lead-0 Pending on n1, Ready=False)" in str(m.converged("s"))
     m.informer.store.upsert(pod(1, h, "b"))
     assert m.converged("s") is None
+
+
+def _clique(uid: str) -> Clique:
+    spec = {"cliqueName": "lead", "gangIndex": 0, "template": {}}
+    return msgspec.convert({"metadata": {"name": "s-0-lead", "uid": uid}, "spec": spec}, Clique)
+
+
+def test_the_clique_of_a_set_deleted_with_orphan_must_be_kept() -> None:
+    m, h = monitor()
+    m._on_clique("ADDED", None, _clique("c1"))
+    m._on("ADDED", None, pod(0, h, "a", clique="c1"))
+    m.deleted("s", "Orphan")
+    # the garbage collector takes the orphan (its graph did not know it): not meant,
+    # whichever watch tells first
+    m._on_clique("DELETED", None, _clique("c1"))
+    m._on("DELETED", None, pod(0, h, "a", clique="c1"))
+    assert len(m.violations) == 1 and "nothing meant" in m.violations[0]
+
+
+def test_what_a_late_operator_made_for_a_deleted_set_may_be_collected() -> None:
+    m, h = monitor()
+    m.deleted("s", "Orphan")
+    m._on_clique("ADDED", None, _clique("c2"))  # made after the delete, from a stale cache
+    m._on("ADDED", None, pod(0, h, "b", clique="c2"))
+    m._on("DELETED", None, pod(0, h, "b", clique="c2"))
+    m._on_clique("DELETED", None, _clique("c2"))
+    m.settle()
+    assert m.violations == []
+    assert m.counts["pods deleted: made after its set's delete"] == 1
+
+
+def test_a_delete_waits_for_its_clique_s_deletion_from_the_other_watch() -> None:
+    m, h = monitor()
+    m._on_clique("ADDED", None, _clique("c3"))
+    m._on("ADDED", None, pod(0, h, "a", clique="c3"))
+    m._on("DELETED", None, pod(0, h, "a", clique="c3"))
+    assert m.violations == []  # pending: its Clique's deletion may come later
+    m._on_clique("DELETED", None, _clique("c3"))
+    m.settle()
+    assert m.violations == [] and m.counts["pods deleted: owner deleted"] == 1
+
+
+def test_a_delete_whose_clique_lives_on_is_a_violation_at_the_end() -> None:
+    m, h = monitor()
+    m._on_clique("ADDED", None, _clique("c4"))
+    m._on("ADDED", None, pod(0, h, "a", clique="c4"))
+    m._on("DELETED", None, pod(0, h, "a", clique="c4"))
+    m.settle()
+    assert len(m.violations) == 1 and "nothing meant" in m.violations[0]

@@ -93,6 +93,9 @@ from cliques.kube.watches import Watch
 from cliques.kube.workqueue import WorkQueue
 
 NAME = "cliqueset"
+#: Seconds until a set deleted with propagation Orphan is looked at again while creates of
+#: its own are not seen yet (`orphaning`).
+ORPHAN_RECHECK = 0.2
 #: Children whose status the planner does not read from the cache. (Not a
 #: CliqueScalingGroup's: a plan that writes one leaves the set's own status to the next
 #: reconcile, which the write's watch event starts.)
@@ -738,6 +741,9 @@ class CliqueSetController:
         if cqs is None or cqs.metadata.deletion_timestamp is not None:
             if cqs is not None and orphaning.orphaning(cqs):
                 await self._orphan(cqs)
+                if not self.expectations.satisfied(cqs.metadata.uid):
+                    # Creates of its own not seen yet: orphaned too once they are.
+                    return Result(requeue_after=ORPHAN_RECHECK)
             self.forget(key)
             return Result()
         uid = cqs.metadata.uid
