@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
 from cliques.api.meta import OwnerReference
@@ -51,20 +49,36 @@ def test_only_a_delete_with_the_orphan_finalizer_orphans() -> None:
 def test_each_object_loses_the_set_and_keeps_its_other_owners() -> None:
     cqs = deleting(["orphan"])
     lead, work = clique(0, "leader"), clique(0, "worker")
-    work.metadata.owner_references.append(OTHER)
-    work.metadata.resource_version = "41"
+    work.metadata.owner_references.insert(0, OTHER)
     plan = orphaning.plan(cqs, [(CLIQUES, lead), (CLIQUES, work)])
     assert [p.name for p in plan.patches] == [lead.metadata.name, work.metadata.name]
-    assert plan.patches[0].patch == {
-        "metadata": {"resourceVersion": lead.metadata.resource_version, "ownerReferences": []}
-    }
-    assert plan.patches[1].patch == {
-        "metadata": {"resourceVersion": "41", "ownerReferences": [msgspec.to_builtins(OTHER)]}
-    }
-    assert all(p.resource == CLIQUES and p.patch_type == "merge" for p in plan.patches)
-    # An object moved on or gone is done, not a failure the work queue retries.
+    # Guarded by a test of the reference, not the resourceVersion (status writes move it).
+    assert plan.patches[0].patch == [
+        {"op": "test", "path": "/metadata/ownerReferences/0/uid", "value": "cqs-uid"},
+        {"op": "remove", "path": "/metadata/ownerReferences/0"},
+    ]
+    assert plan.patches[1].patch == [
+        {"op": "test", "path": "/metadata/ownerReferences/1/uid", "value": "cqs-uid"},
+        {"op": "remove", "path": "/metadata/ownerReferences/1"},
+    ]
+    assert all(p.resource == CLIQUES and p.patch_type == "json" for p in plan.patches)
+    # An object moved on (a failed test answers 422) or gone is done, not a failure.
     assert all(p.moot_if_stale for p in plan.patches)
     assert not plan.creates and not plan.deletes
+
+
+def test_a_reference_given_twice_goes_last_first() -> None:
+    cqs = deleting(["orphan"])
+    twice = clique(0, "leader")
+    twice.metadata.owner_references = [*twice.metadata.owner_references, OTHER]
+    twice.metadata.owner_references.append(twice.metadata.owner_references[0])
+    (patch,) = orphaning.plan(cqs, [(CLIQUES, twice)]).patches
+    assert [op["path"] for op in patch.patch] == [
+        "/metadata/ownerReferences/2/uid",
+        "/metadata/ownerReferences/2",
+        "/metadata/ownerReferences/0/uid",
+        "/metadata/ownerReferences/0",
+    ]
 
 
 def test_objects_already_free_or_being_deleted_are_left_alone() -> None:
@@ -142,7 +156,9 @@ async def test_a_clique_deleted_with_orphan_lets_go_of_its_pods() -> None:
         (PODS, "llama-0-worker-0"),
         (PODS, "llama-0-worker-1"),
     ]
-    assert all(p.patch["metadata"]["ownerReferences"] == [] for p in plan.patches)
+    assert all(
+        p.patch[-1] == {"op": "remove", "path": "/metadata/ownerReferences/0"} for p in plan.patches
+    )
 
 
 async def test_a_set_with_creates_not_seen_yet_is_looked_at_again() -> None:

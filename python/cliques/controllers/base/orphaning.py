@@ -10,10 +10,12 @@ the collector finds that dependent's owner missing and deletes it (a Clique with
 the very objects the user asked to keep.
 
 The operator knows the owner's objects from its own caches, so it orphans them itself as
-soon as it sees the finalizer: one merge patch per object that removes the owner from its
-owner references, guarded by the resourceVersion the cache shows (a conflict is planned
-again from the fresher cache; the collector's own patch finds nothing left to do). An
-object already being deleted is left alone. The objects the operator has not observed yet
+soon as it sees the finalizer: one JSON patch per object that removes the owner's
+reference, guarded by a `test` that the reference at that index is still the owner's (not
+by the resourceVersion, which the objects' own status writes move all the time, so that a
+cache a moment old still gets its patch through). A test that fails (the reference moved
+or is gone: the collector was first) answers 422 and counts as done. An object already
+being deleted is left alone. The objects the operator has not observed yet
 stay the collector's, as before; the executor does not adopt into an owner being deleted
 (`executor._may_adopt`), so nothing is handed back to the dying owner.
 """
@@ -23,8 +25,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from typing import Any, Final
-
-import msgspec
 
 from cliques.api.clique import Clique
 from cliques.api.cliqueset import CliqueSet
@@ -56,25 +56,23 @@ def plan(owner: Clique | CliqueSet, dependents: Iterable[tuple[Resource, Any]]) 
         meta = obj.metadata
         if meta.deletion_timestamp is not None:
             continue
-        kept = [r for r in meta.owner_references if r.uid != uid]
-        if len(kept) == len(meta.owner_references):
-            continue
-        body = {
-            "metadata": {
-                "resourceVersion": meta.resource_version,
-                "ownerReferences": [msgspec.to_builtins(r) for r in kept],
-            }
-        }
-        patches.append(
-            Patch(
-                resource,
-                meta.name,
-                body,
-                reason=why,
-                owner_uid=uid,
-                moot_if_stale=True,
+        at = [i for i, ref in enumerate(meta.owner_references) if ref.uid == uid]
+        ops: list[dict[str, Any]] = []
+        for i in reversed(at):  # the last first: the indexes before it stay valid
+            ops.append({"op": "test", "path": f"/metadata/ownerReferences/{i}/uid", "value": uid})
+            ops.append({"op": "remove", "path": f"/metadata/ownerReferences/{i}"})
+        if ops:
+            patches.append(
+                Patch(
+                    resource,
+                    meta.name,
+                    ops,
+                    patch_type="json",
+                    reason=why,
+                    owner_uid=uid,
+                    moot_if_stale=True,
+                )
             )
-        )
     return Plan(patches=patches)
 
 
