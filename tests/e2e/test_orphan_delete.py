@@ -126,3 +126,36 @@ async def test_a_clique_deleted_with_orphan_keeps_its_pods_for_the_next_one(
         await wait_for(adopted, timeout=90, what="the new Clique adopting the pods")
         _, pods_now = await _uids(cluster)
         assert pods_now == pods, "a pod was made again"
+
+
+async def test_a_pod_the_collector_has_not_collected_is_deleted_for_the_next_clique(
+    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+) -> None:
+    """A Clique deleted (background) while the collector is held still: its pod keeps the
+    name, naming an owner that is gone for good. The set makes the Clique again, and the
+    operator deletes the old pod itself (UID precondition) rather than wait for a
+    collector that may have missed it, then makes the pod anew."""
+    if kube_cluster.name is None:
+        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
+    async with running_operator(crds, cluster.namespace, status_hold=0.0):
+        await cluster.apply(cliqueset(replicas=1, workers=1))
+        await cluster.wait_available("llama")
+        cliques, pods = await _uids(cluster)
+        name = "llama-0-worker"
+        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+            await cluster.client.delete(CLIQUES, cluster.namespace, name, uid=cliques[name])
+
+            async def replaced() -> bool:
+                now_cliques, _ = await _uids(cluster)
+                new = now_cliques.get(name)
+                if new in (None, cliques[name]):
+                    return False
+                return any(
+                    p.metadata.name == f"{name}-0"
+                    and p.metadata.uid != pods[f"{name}-0"]
+                    and (ref := p.metadata.controller_ref()) is not None
+                    and ref.uid == new
+                    for p in await cluster.pods()
+                )
+
+            await wait_for(replaced, timeout=PAUSE, what="the old pod deleted, a new one made")

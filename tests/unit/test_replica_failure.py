@@ -272,18 +272,38 @@ PREDECESSOR = {
 def test_a_pod_of_another_owner_of_the_same_name_is_waited_for_not_deleted() -> None:
     """A Clique deleted and made again: its predecessor's pod holds the name until the
     garbage collector deletes it, or orphans it (the Clique deleted with the Orphan
-    policy) to be adopted. Not a name conflict, and not the operator's to delete: the
-    create is retried; the same when this view is the stale one."""
-    for owner_uid in ("uid", "old"):
-        client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid=owner_uid)
-        executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
-        ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
-        plan = Plan(creates=[Create(PODS, "c-0", WANT, "uid")])
-        with pytest.raises(ExecutionError) as err:
-            asyncio.run(executor.execute(plan, ref))
-        assert err.value.reason == "FailedCreate" and not err.value.reportable
-        assert isinstance(err.value.first, NameInTransition)
-        assert client.deletes == [] and client.patches == []
+    policy) to be adopted. Not a name conflict, and not the operator's to delete while
+    that predecessor still exists (being deleted, or this view is the stale one): the
+    create is retried."""
+    client = Holding({"metadata": {"name": "c-0", **PREDECESSOR}}, owner_uid="old")
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    plan = Plan(creates=[Create(PODS, "c-0", WANT, "uid")])
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(plan, ref))
+    assert err.value.reason == "FailedCreate" and not err.value.reportable
+    assert isinstance(err.value.first, NameInTransition)
+    assert client.deletes == [] and client.patches == []
+
+
+@pytest.mark.parametrize("terminating", [False, True])
+def test_a_pod_whose_owner_is_gone_for_good_is_collected_then_waited_for(
+    terminating: bool,
+) -> None:
+    """Its owner's name now holds another UID (ours): the predecessor is gone for good,
+    and a dependent still naming it is one the garbage collector would delete (an owner
+    deleted with Orphan outlives its dependents' orphaning). The operator deletes it, UID
+    precondition, once, as the collector may have missed it; then waits for it to go."""
+    held = {**PREDECESSOR} | ({"deletionTimestamp": NOW} if terminating else {})
+    client = Holding({"metadata": {"name": "c-0", **held}}, owner_uid="uid")
+    executor = Executor(client, Expectations("test"), None)  # type: ignore[arg-type]
+    ref = ObjectRef("cliques.dev/v1alpha1", "Clique", "ns", "c", "uid")
+    plan = Plan(creates=[Create(PODS, "c-0", WANT, "uid")])
+    with pytest.raises(ExecutionError) as err:
+        asyncio.run(executor.execute(plan, ref))
+    assert isinstance(err.value.first, NameInTransition) and not err.value.reportable
+    assert client.deletes == ([] if terminating else [("c-0", "pod-of-old")])
+    assert client.patches == []
 
 
 class Vanishing:

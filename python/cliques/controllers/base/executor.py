@@ -18,6 +18,11 @@ A create that answers AlreadyExists is checked against the
 object that holds the name, as a ReplicaSet claims its pods:
 - controlled by the owner already (a stale cache, or a create that raced a restart):
   harmless, counts as observed;
+- controlled by an earlier owner of the same kind and name (`_predecessor`): waited for,
+  as the garbage collector deletes it or orphans it to be adopted; once a fresh read
+  shows that earlier owner gone for good (its name free or held by another UID), it is
+  deleted here (UID precondition), as the collector would have, since the collector can
+  miss it and would leave the name taken for good;
 - gone by the time it is read (a foreign object deleted, an orphan collected): the create
   is sent again at once, since no watch event of an object it does not own would bring
   the owner back;
@@ -302,6 +307,11 @@ class Executor:
             and not mismatched
             and (controller.kind, controller.name) == (ours[0].get("kind"), ours[0].get("name"))
         ):
+            gone = meta.deletion_timestamp is None and await self._owner_gone(
+                ns, ours[0], controller.uid
+            )
+            if gone and not await self._collect(ns, action, meta.uid, controller.uid):
+                return False  # gone already: the create is sent again at once
             raise _predecessor(ns, action, controller.uid, ours[0])
         if controller is None and not mismatched and ours and meta.deletion_timestamp is None:
             if not await self._may_adopt(ns, ours[0]):
@@ -335,6 +345,42 @@ class Executor:
             f"{kind} {ns}/{action.name} already exists and {whose}: the name is needed for "
             f"this object; rename or delete the other one"
         )
+
+    async def _owner_gone(self, ns: str, ref: dict[str, Any], uid: str) -> bool:
+        """Whether the owner `uid`, of the kind and name of `ref`, is gone for good: the name
+        is free or holds another UID, read from the API server. An owner deleted with
+        propagation Orphan stays (with its finalizer) until the garbage collector has
+        orphaned every dependent it knows, so a dependent still naming it once it is gone
+        is one the collector will delete, never orphan."""
+        resource = _OWNERS.get(str(ref.get("kind")))
+        if resource is None:
+            return False
+        try:
+            owner = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
+        except errors.NotFound:
+            return True
+        return owner.metadata.uid != uid
+
+    async def _collect(self, ns: str, action: Create, holder: str, owner: str) -> bool:
+        """Delete the object (UID `holder`) that holds `action`'s name for an owner `owner`
+        that is gone, as the garbage collector would: it may not (its graph can miss a
+        delete while the API server restarts), and the name would stay taken for good.
+        Whether it was deleted (False: it was gone already); the create then waits for it
+        to go, as for any predecessor."""
+        kind = action.resource.kind
+        try:
+            await self.client.delete(action.resource, ns, action.name, uid=holder)
+        except (errors.NotFound, errors.Conflict):
+            return False  # gone already, or another object holds the name now
+        log.info(
+            "deleted %s %s/%s: its owner (uid %s) is gone and the garbage collector had not "
+            "collected it",
+            kind,
+            ns,
+            action.name,
+            owner,
+        )
+        return True
 
     async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
         """Whether the owner named by `ref` exists with its UID and is not being deleted,
@@ -426,8 +472,9 @@ def _predecessor(
     later one. Either way it is not a conflict a person must resolve: the garbage
     collector deletes the holder, or orphans it (an owner deleted with the Orphan
     policy) and it is adopted then; the create is retried with backoff meanwhile. The
-    operator never deletes it itself: only the garbage collector knows which of the
-    two the deletion asked for."""
+    operator deletes it itself only once that owner is gone for good (`_owner_gone`):
+    an owner deleted with the Orphan policy outlives the orphaning of its dependents, so
+    a dependent still naming it then was one the collector would delete."""
     kind = action.resource.kind
     log.debug(
         "create %s %s/%s: held by the %s of %s %s (uid %s), another of its name",
