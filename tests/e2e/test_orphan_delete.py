@@ -26,6 +26,14 @@ pytestmark = pytest.mark.cluster
 PAUSE = 7.0
 
 
+@pytest.fixture
+def dev_cluster(kube_cluster: KubeCluster) -> str:
+    """The dev cluster's name: these tests hold its controller-manager still."""
+    if kube_cluster.name is None:
+        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
+    return kube_cluster.name
+
+
 async def _uids(cluster: Cluster) -> tuple[dict[str, str], dict[str, str]]:
     cliques = {c.metadata.name: c.metadata.uid for c in await cluster.cliques()}
     pods = {p.metadata.name: p.metadata.uid for p in await cluster.pods()}
@@ -33,10 +41,8 @@ async def _uids(cluster: Cluster) -> tuple[dict[str, str], dict[str, str]]:
 
 
 async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
-    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+    cluster: Cluster, crds: str, dev_cluster: str
 ) -> None:
-    if kube_cluster.name is None:
-        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
     async with running_operator(crds, cluster.namespace, status_hold=0.0):
         await cluster.apply(cliqueset(replicas=2, workers=1))
         old = await cluster.wait_available("llama")
@@ -64,7 +70,7 @@ async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
         assert any(n.startswith("PodDisruptionBudget") for n in before), before
         assert any(n.startswith("ControllerRevision") for n in before), before
 
-        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+        with devcluster.paused(dev_cluster, "kube-controller-manager"):
             # kubectl delete cqs llama --cascade=orphan
             await cluster.client.delete(
                 CLIQUESETS, cluster.namespace, "llama", propagation="Orphan", uid=uid
@@ -84,10 +90,8 @@ async def test_an_orphaning_delete_keeps_every_object_though_the_collector_lags(
 
 
 async def test_a_clique_deleted_with_orphan_keeps_its_pods_for_the_next_one(
-    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+    cluster: Cluster, crds: str, dev_cluster: str
 ) -> None:
-    if kube_cluster.name is None:
-        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
     async with running_operator(crds, cluster.namespace, status_hold=0.0):
         await cluster.apply(cliqueset(replicas=1, workers=2))
         await cluster.wait_available("llama")
@@ -103,7 +107,7 @@ async def test_a_clique_deleted_with_orphan_keeps_its_pods_for_the_next_one(
             ]
 
         assert len(await owned_pods()) == 2
-        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+        with devcluster.paused(dev_cluster, "kube-controller-manager"):
             await cluster.client.delete(
                 CLIQUES, cluster.namespace, name, propagation="Orphan", uid=old
             )
@@ -129,20 +133,18 @@ async def test_a_clique_deleted_with_orphan_keeps_its_pods_for_the_next_one(
 
 
 async def test_a_pod_the_collector_has_not_collected_is_deleted_for_the_next_clique(
-    cluster: Cluster, crds: str, kube_cluster: KubeCluster
+    cluster: Cluster, crds: str, dev_cluster: str
 ) -> None:
     """A Clique deleted (background) while the collector is held still: its pod keeps the
     name, naming an owner that is gone for good. The set makes the Clique again, and the
     operator deletes the old pod itself (UID precondition) rather than wait for a
     collector that may have missed it, then makes the pod anew."""
-    if kube_cluster.name is None:
-        pytest.skip("needs a dev cluster, whose controller-manager the test holds still")
     async with running_operator(crds, cluster.namespace, status_hold=0.0):
         await cluster.apply(cliqueset(replicas=1, workers=1))
         await cluster.wait_available("llama")
         cliques, pods = await _uids(cluster)
         name = "llama-0-worker"
-        with devcluster.paused(kube_cluster.name, "kube-controller-manager"):
+        with devcluster.paused(dev_cluster, "kube-controller-manager"):
             await cluster.client.delete(CLIQUES, cluster.namespace, name, uid=cliques[name])
 
             async def replaced() -> bool:

@@ -352,14 +352,8 @@ class Executor:
         propagation Orphan stays (with its finalizer) until the garbage collector has
         orphaned every dependent it knows, so a dependent still naming it once it is gone
         is one the collector will delete, never orphan."""
-        resource = _OWNERS.get(str(ref.get("kind")))
-        if resource is None:
-            return False
-        try:
-            owner = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
-        except errors.NotFound:
-            return True
-        return owner.metadata.uid != uid
+        known, owner = await self._read_owner(ns, ref)
+        return known and (owner is None or owner.uid != uid)
 
     async def _collect(self, ns: str, action: Create, holder: str, owner: str) -> bool:
         """Delete the object (UID `holder`) that holds `action`'s name for an owner `owner`
@@ -385,15 +379,25 @@ class Executor:
     async def _may_adopt(self, ns: str, ref: dict[str, Any]) -> bool:
         """Whether the owner named by `ref` exists with its UID and is not being deleted,
         read from the API server, not the cache."""
+        known, owner = await self._read_owner(ns, ref)
+        if not known:
+            return True
+        if owner is None:
+            return False
+        return owner.uid == ref.get("uid") and owner.deletion_timestamp is None
+
+    async def _read_owner(self, ns: str, ref: dict[str, Any]) -> tuple[bool, ObjectMeta | None]:
+        """The owner named by the owner reference `ref` (its kind and name), read from the
+        API server: (whether its kind is one this operator owns with, its metadata or None
+        when the name is free)."""
         resource = _OWNERS.get(str(ref.get("kind")))
         if resource is None:
-            return True
+            return False, None
         try:
             owner = await self.client.get(resource, ns, str(ref.get("name")), _Holder)
         except errors.NotFound:
-            return False
-        meta = owner.metadata
-        return meta.uid == ref.get("uid") and meta.deletion_timestamp is None
+            return True, None
+        return True, owner.metadata
 
     async def _delete(self, ns: str, action: Delete) -> None:
         try:
