@@ -40,6 +40,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -704,14 +705,47 @@ def _create(
     stage_docs = kwok.stages(module_source(gomodules.KWOK), every_pod=every_pod)
     paths.kwokctl_config.write_text(kwok.config_text(config, stage_docs), encoding="utf-8")
     # kwokctl picks free ports while it creates; one creation at a time keeps two clusters
-    # from picking the same ones.
-    with _locked(paths.create_lock_file):
+    # from picking the same ones, and holding the ports other clusters were given keeps a
+    # new one from taking those of a component that is down (it would not start again).
+    with _locked(paths.create_lock_file), _holding_ports_of_others(paths):
         _kwokctl(
             paths,
             kwok.create_command(binaries.kwokctl, paths.name, paths.kwokctl_config, dry_run=False),
             "create cluster",
             watch=True,
         )
+
+
+@contextmanager
+def _holding_ports_of_others(paths: ClusterPaths) -> Iterator[list[int]]:
+    """Listen, for the block, on each port another cluster of this cache was given that is
+    free right now (its component is down: stopped, crashed, or between the restarts of a
+    chaos run). kwokctl gives a new cluster the highest free ports below 32767, which are
+    exactly those; the component that owns one could then never start again ("bind:
+    address already in use"). Yields the ports held."""
+    held: list[socket.socket] = []
+    try:
+        for other in list_clusters(paths.root):
+            if other == paths.name:
+                continue
+            try:
+                text = paths_for(other, paths.root).saved_config.read_text(encoding="utf-8")
+                ports = kwok.saved_ports(text)
+            except (OSError, ValueError):
+                continue
+            for port in sorted(ports):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    sock.bind(("", port))  # every address: kwokctl tries both it and loopback
+                    sock.listen(1)
+                except OSError:  # in use, by its own component as it should be
+                    sock.close()
+                    continue
+                held.append(sock)
+        yield [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def _configuration(

@@ -743,6 +743,33 @@ def saved_options(config_text: str) -> dict[str, Any]:
     return {}
 
 
+def saved_ports(config_text: str) -> set[int]:
+    """Every port a cluster's saved kwok.yaml gives its components: the options' `…Port`
+    values and the components' `ports`."""
+    import yaml
+
+    ports: set[int] = set()
+    try:
+        docs = list(yaml.safe_load_all(config_text))
+    except yaml.YAMLError:
+        return ports
+    for doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        if doc.get("kind") == "KwokctlConfiguration":
+            options = doc.get("options")
+            for key, value in (options if isinstance(options, dict) else {}).items():
+                if key.endswith("Port") and type(value) is int and value > 0:  # not a bool
+                    ports.add(value)
+            for component in doc.get("components") or []:
+                for port in (component or {}).get("ports") or []:
+                    for key in ("port", "hostPort"):
+                        value = (port or {}).get(key)
+                        if type(value) is int and value > 0:
+                            ports.add(value)
+    return ports
+
+
 def dry_run_sources(output: str) -> list[str]:
     """The sources of the `# Download <src> to <dest>` lines of a kwokctl dry run."""
     return re.findall(r"^# Download (\S+) ", output, re.MULTILINE)

@@ -216,3 +216,74 @@ def test_cluster_info_env_puts_kubectl_first(tmp_path: Path) -> None:
     assert env["KUBECONFIG"] == str(tmp_path / "kc")
     assert env["PATH"].split(":")[0] == str(tmp_path / "bin")
     assert env["KUBECACHEDIR"] == str(tmp_path / "cache")
+
+
+SAVED_WITH_PORTS = """\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+components:
+- name: etcd
+  ports:
+  - name: peer-http
+    port: 32766
+  - name: http
+    port: 32765
+- name: kube-apiserver
+  ports:
+  - name: https
+    port: 32764
+    hostPort: 32764
+options:
+  etcdPeerPort: 32766
+  etcdPort: 32765
+  kubeApiserverPort: 32764
+  kubeSchedulerPort: 32761
+  kubeApiserverInsecurePort: 0
+  securePort: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+spec: {}
+"""
+
+
+def test_saved_ports_are_the_options_and_the_components_ports() -> None:
+    assert kwok.saved_ports(SAVED_WITH_PORTS) == {32761, 32764, 32765, 32766}
+    assert kwok.saved_ports("options: [") == set(), "a broken file gives none"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_creating_holds_the_ports_of_another_clusters_component_that_is_down(
+    tmp_path: Path,
+) -> None:
+    """kwokctl gives a new cluster the highest free ports below 32767: those of another
+    cluster's component that is down. Creation holds them, and only those."""
+    import socket
+
+    down, up = _free_port(), _free_port()
+    other = fake_cluster(tmp_path, "other")
+    other.saved_config.write_text(
+        "kind: KwokctlConfiguration\noptions:\n"
+        f"  kubeSchedulerPort: {down}\n  kubeApiserverPort: {up}\n"
+    )
+    fake_cluster(tmp_path, "new")  # its own ports are not held
+    running = socket.socket()
+    running.bind(("127.0.0.1", up))
+    running.listen(1)
+    try:
+        with cluster._holding_ports_of_others(cluster.paths_for("new", tmp_path)) as held:
+            assert held == [down]
+            for host in ("127.0.0.1", ""):  # what kwokctl tries before it takes a port
+                with socket.socket() as probe, pytest.raises(OSError):
+                    probe.bind((host, down))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", down))  # let go after
+    finally:
+        running.close()
