@@ -58,7 +58,8 @@ def test_equal_lists_are_one_object_and_different_ones_stay_apart() -> None:
     assert c.spec.containers[0].resources.requests == {"cpu": "2"}
     assert c.metadata.annotations == {"a": "2"}
     assert b.metadata.name == "b" and b.metadata.labels == {"i": "b"}, "not the labels"
-    assert len(share) == 9
+    # 9 non-empty parts, and the empty init containers, gates and finalizers, one each
+    assert len(share) == 13
 
 
 def test_a_shared_pod_equals_the_pod_decoded_alone() -> None:
@@ -107,3 +108,30 @@ def test_label_values_and_owner_kinds_are_one_string_across_pods() -> None:
     assert a.metadata.labels["cliques.dev/cliqueset"] is b.metadata.labels["cliques.dev/cliqueset"]
     assert a.metadata.owner_references[0].kind is b.metadata.owner_references[0].kind
     assert a.metadata.labels["i"] == "a" and b.metadata.labels["i"] == "b"
+
+
+def test_empty_lists_and_repeated_strings_are_one_object_across_pods() -> None:
+    """An empty list decoded is a list of its own per field and pod; the namespace, node,
+    subdomain, phase and creation second repeat across pods, each decoded anew."""
+    share = SharedParts()
+    pods = []
+    for name in ("a", "b"):
+        raw = msgspec.json.decode(_raw(name, "x:1"))
+        raw["metadata"]["creationTimestamp"] = "2026-11-29T08:00:00Z"
+        raw["spec"].update(nodeName="node-1", subdomain="set-0")
+        pods.append(_decoded(msgspec.json.encode(raw), share))
+    a, b = pods
+    for field in ("init_containers", "scheduling_gates", "readiness_gates"):
+        assert getattr(a.spec, field) is getattr(b.spec, field) == [], field
+    assert a.metadata.finalizers is b.metadata.finalizers == []
+    assert a.spec.init_containers is not a.spec.scheduling_gates, "each field its own"
+    for get in (
+        lambda p: p.metadata.namespace,
+        lambda p: p.metadata.creation_timestamp,
+        lambda p: p.spec.node_name,
+        lambda p: p.spec.subdomain,
+        lambda p: p.status.phase,
+    ):
+        assert get(a) is get(b)
+    assert a.spec.node_name == "node-1" and a.status.phase == "Running"
+    assert a == _decoded(msgspec.json.encode(msgspec.json.decode(msgspec.json.encode(a))))

@@ -76,3 +76,40 @@ def test_equal_condition_lists_are_one_object_and_different_ones_stay_apart() ->
     assert [x.status for x in c.status.conditions] == ["False"]
     assert a == msgspec.json.decode(_with_status("a", "True", t), type=Clique)
     assert len(share) == 1, "conditions are kept apart from templates"
+
+
+def _of_set(name: str, owner_uid: str, role: str = "worker") -> bytes:
+    body = msgspec.json.decode(_raw(name, "x:1"))
+    body["apiVersion"], body["kind"] = "cliques.dev/v1alpha1", "Clique"
+    body["spec"]["cliqueName"] = role
+    body["spec"]["startsAfter"] = ["leader"]
+    owner = {"apiVersion": "cliques.dev/v1alpha1", "kind": "CliqueSet", "name": "s"}
+    body["metadata"]["ownerReferences"] = [{**owner, "uid": owner_uid, "controller": True}]
+    body["metadata"]["creationTimestamp"] = "2026-11-29T08:00:00Z"
+    body["status"] = {"templateHash": "abcd"}
+    return msgspec.json.encode(body)
+
+
+def test_a_sets_cliques_share_their_owner_references_and_repeated_strings() -> None:
+    share = SharedTemplates()
+    a, b, other = (
+        share(msgspec.json.decode(_of_set(n, uid), type=Clique))
+        for n, uid in (("a", "u1"), ("b", "u1"), ("c", "u2"))
+    )
+    assert a.metadata.owner_references is b.metadata.owner_references
+    assert other.metadata.owner_references is not a.metadata.owner_references
+    assert other.metadata.owner_references[0].uid == "u2"
+    assert a.metadata.finalizers is b.metadata.finalizers == []
+    assert a.spec.starts_after is b.spec.starts_after == ["leader"]
+    assert a.status is not None and b.status is not None
+    assert a.status.template_hash is b.status.template_hash
+    for get in (
+        lambda c: c.api_version,
+        lambda c: c.kind,
+        lambda c: c.spec.clique_name,
+        lambda c: c.metadata.namespace,
+        lambda c: c.metadata.creation_timestamp,
+    ):
+        assert get(a) is get(b)
+    assert a == msgspec.json.decode(_of_set("a", "u1"), type=Clique)
+    assert len(share) == 1, "the parts are kept apart from templates"

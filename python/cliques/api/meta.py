@@ -96,12 +96,17 @@ class EqualValues:
 
 
 def intern_strings(meta: ObjectMeta, *, annotations: bool = False) -> None:
-    """Swaps the label values (and the annotation values, if asked) and the owners' kinds
-    and API versions of a freshly decoded object for interned equal strings, so objects in
-    a cache share one copy of each: a set's name, a gang index, a clique's role, a template
-    hash repeat across thousands of cached objects, each decoded as a string of its own.
-    Only for an object no one else holds yet (it changes `meta`'s maps in place)."""
+    """Swaps the namespace, the creation time, the label values (and the annotation
+    values, if asked) and the owners' kinds and API versions of a freshly decoded object
+    for interned equal strings, so objects in a cache share one copy of each: a set's
+    name, a gang index, a clique's role, a template hash, a namespace and the seconds in
+    which objects were made repeat across thousands of cached objects, each decoded as a
+    string of its own. Only for an object no one else holds yet (it changes `meta` and its
+    maps in place)."""
     intern = sys.intern
+    meta.namespace = intern(meta.namespace)
+    if meta.creation_timestamp is not None:
+        meta.creation_timestamp = intern(meta.creation_timestamp)
     labels = meta.labels
     for key, value in labels.items():
         labels[key] = intern(value)

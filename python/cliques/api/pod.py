@@ -9,6 +9,7 @@ The operator never writes a Pod from this Struct: it creates pods from the Cliqu
 template (a dict) with its labels and env added.
 """
 
+import sys
 from typing import Final
 
 import msgspec
@@ -199,7 +200,9 @@ class PodList(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
 class SharedParts:
     """Makes Pods decoded for a cache share one copy of each distinct container list,
-    condition list, toleration list, container status list and annotation map.
+    condition list, toleration list, container status list, gate list, finalizer list and
+    annotation map (the empty ones included), and one string of each namespace, node,
+    subdomain and phase.
 
     The pods of a clique have the same containers (images, CPU and memory), tolerations
     and annotations, and pods in the same state the same conditions and container
@@ -219,17 +222,21 @@ class SharedParts:
     def __call__(self, pod: Pod) -> Pod:
         meta, spec, status = pod.metadata, pod.spec, pod.status
         intern_strings(meta)
+        intern = sys.intern
+        spec.subdomain = intern(spec.subdomain)
+        spec.node_name = intern(spec.node_name)
+        status.phase = intern(status.phase)
         shared = self._parts.shared
-        if spec.containers:
-            spec.containers = shared(spec.containers, b"c")
-        if spec.tolerations:
-            spec.tolerations = shared(spec.tolerations, b"t")
-        if status.conditions:
-            status.conditions = shared(status.conditions, b"k")
-        if status.container_statuses:
-            status.container_statuses = shared(status.container_statuses, b"s")
-        if meta.annotations:
-            meta.annotations = shared(meta.annotations, b"a")
+        # Empty ones too: a decoded empty list is a list of its own (56 bytes) per field.
+        spec.containers = shared(spec.containers, b"c")
+        spec.init_containers = shared(spec.init_containers, b"i")
+        spec.scheduling_gates = shared(spec.scheduling_gates, b"g")
+        spec.readiness_gates = shared(spec.readiness_gates, b"r")
+        spec.tolerations = shared(spec.tolerations, b"t")
+        status.conditions = shared(status.conditions, b"k")
+        status.container_statuses = shared(status.container_statuses, b"s")
+        meta.annotations = shared(meta.annotations, b"a")
+        meta.finalizers = shared(meta.finalizers, b"f")
         return pod
 
     def __len__(self) -> int:
