@@ -50,7 +50,7 @@ class Store(Generic[T]):
     def __init__(self, indexers: dict[str, IndexFunc[T]] | None = None) -> None:
         self._items: dict[str, T] = {}
         self._indexers = dict(indexers or {})
-        self._indexes: dict[str, dict[str, dict[str, T]]] = {n: {} for n in self._indexers}
+        self._indexes: dict[str, dict[str, _Bucket[T]]] = {n: {} for n in self._indexers}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -75,7 +75,12 @@ class Store(Generic[T]):
         return index in self._indexes
 
     def by_index(self, index: str, value: str) -> list[T]:
-        return list(self._indexes[index].get(value, {}).values())
+        bucket = self._indexes[index].get(value)
+        if bucket is None:
+            return []
+        if isinstance(bucket, tuple):
+            return [bucket[1]]
+        return list(bucket.values())
 
     def index_values(self, index: str) -> list[str]:
         return list(self._indexes[index])
@@ -106,15 +111,34 @@ class Store(Generic[T]):
         return old
 
 
-def _put(idx: dict[str, dict[str, T]], values: Iterable[str], key: str, obj: T) -> None:
-    for value in values:
-        idx.setdefault(value, {})[key] = obj
+#: The objects under one index value: one (key, object) pair while there is one, as most
+#: owners of pods have (a 2-tuple is 56 bytes, a dict of one 184), else a dict by key.
+_Bucket = tuple[str, T] | dict[str, T]
 
 
-def _drop(idx: dict[str, dict[str, T]], values: Iterable[str], key: str) -> None:
+def _put(idx: dict[str, _Bucket[T]], values: Iterable[str], key: str, obj: T) -> None:
     for value in values:
         bucket = idx.get(value)
-        if bucket is not None:
-            bucket.pop(key, None)
-            if not bucket:
+        if bucket is None:
+            idx[value] = (key, obj)
+        elif isinstance(bucket, tuple):
+            idx[value] = (key, obj) if bucket[0] == key else {bucket[0]: bucket[1], key: obj}
+        else:
+            bucket[key] = obj
+
+
+def _drop(idx: dict[str, _Bucket[T]], values: Iterable[str], key: str) -> None:
+    for value in values:
+        bucket = idx.get(value)
+        if bucket is None:
+            continue
+        if isinstance(bucket, tuple):
+            if bucket[0] == key:
                 del idx[value]
+            continue
+        bucket.pop(key, None)
+        if len(bucket) == 1:
+            ((left, obj),) = bucket.items()
+            idx[value] = (left, obj)
+        elif not bucket:
+            del idx[value]
