@@ -135,3 +135,27 @@ def test_empty_lists_and_repeated_strings_are_one_object_across_pods() -> None:
         assert get(a) is get(b)
     assert a.spec.node_name == "node-1" and a.status.phase == "Running"
     assert a == _decoded(msgspec.json.encode(msgspec.json.decode(msgspec.json.encode(a))))
+
+
+def test_cached_pods_and_cliques_are_not_tracked_by_the_garbage_collector() -> None:
+    """The Structs informers cache by the hundred thousand hold plain data and no cycle:
+    untracked, each is 16 bytes smaller and no full collection walks it."""
+    import gc
+
+    from cliques.api.clique import Clique
+
+    pod = _decoded(_raw("a", "x:1"))
+    clique = msgspec.json.decode(
+        b'{"metadata":{"name":"c","ownerReferences":[{"apiVersion":"v","kind":"S","name":"s",'
+        b'"uid":"u"}]},"spec":{"cliqueName":"w",'
+        b'"gangIndex":0,"template":{}},"status":{"conditions":[{"type":"Ready",'
+        b'"status":"True","reason":"R","lastTransitionTime":"t"}]}}',
+        type=Clique,
+    )
+    structs = [pod, pod.metadata, pod.spec, pod.status, *pod.spec.containers]
+    structs += [*pod.status.conditions, *pod.status.container_statuses]
+    structs += [clique, clique.metadata, clique.spec, clique.status]
+    structs += [*clique.metadata.owner_references]
+    assert clique.status is not None
+    structs += clique.status.conditions
+    assert [type(s).__name__ for s in structs if gc.is_tracked(s)] == []

@@ -45,7 +45,7 @@ CONDITION_READY: Final = "Ready"
 CONDITION_STARTED: Final = "Started"
 
 
-class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class CliqueSpec(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """The desired state of one clique of one gang."""
 
     __crd__: ClassVar[msgspec.Meta] = crd(
@@ -133,7 +133,7 @@ class CliqueSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
         return self.replicas if self.min_available is None else self.min_available
 
 
-class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
+class CliqueStatus(msgspec.Struct, kw_only=True, gc=False, rename="camel"):
     """The observed state of a Clique, computed from its pods. Every field is encoded."""
 
     __crd__: ClassVar[msgspec.Meta] = crd(
@@ -170,7 +170,7 @@ class CliqueStatus(msgspec.Struct, kw_only=True, rename="camel"):
     conditions: Annotated[list[Condition], CONDITIONS] = msgspec.field(default_factory=list)
 
 
-class Clique(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class Clique(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """A Clique object. `api_version` and `kind` are filled in when absent."""
 
     __crd__: ClassVar[msgspec.Meta] = crd(

@@ -6,6 +6,11 @@ every other field, so a full object from the API server decodes cheaply; encodin
 `omit_defaults` leaves out empty fields, so an object built here (no `uid`, no
 `resourceVersion`) is valid in a create or a server-side apply.
 
+The Structs that informers cache by the hundred thousand (metadata here, and `pod` and
+`clique`) are declared `gc=False`: they hold decoded data only and never take part in a
+reference cycle, so the garbage collector need not track them (16 bytes less each, and
+fewer objects for each full collection to walk).
+
 Timestamps stay RFC 3339 strings as the API server sends them: the hot path (an informer
 decoding thousands of pods) never parses a date, and `format_time` writes one.
 
@@ -35,7 +40,7 @@ CONDITION_UNKNOWN: Final = "Unknown"
 CONDITION_REPLICA_FAILURE: Final = "ReplicaFailure"
 
 
-class OwnerReference(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class OwnerReference(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """`metav1.OwnerReference`: who owns (and garbage-collects) an object."""
 
     api_version: str
@@ -46,7 +51,7 @@ class OwnerReference(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     block_owner_deletion: bool | None = None
 
 
-class ObjectMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class ObjectMeta(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """`metav1.ObjectMeta`, the fields the operator uses; the rest are ignored on decode."""
 
     name: str = ""
@@ -127,7 +132,7 @@ class ListMeta(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel")
     remaining_item_count: int | None = None
 
 
-class Condition(msgspec.Struct, kw_only=True, rename="camel"):
+class Condition(msgspec.Struct, kw_only=True, gc=False, rename="camel"):
     """`metav1.Condition`, as in the status of a CliqueSet or a Clique.
 
     Every field is always encoded (no `omit_defaults`): the CRD, like upstream, requires

@@ -24,7 +24,7 @@ PHASE_FAILED: Final = "Failed"
 PHASE_UNKNOWN: Final = "Unknown"
 
 
-class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class PodCondition(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """`corev1.PodCondition`, without its timestamps; the message is the scheduler's why
     of a pod it cannot place (PodScheduled=False)."""
 
@@ -34,14 +34,14 @@ class PodCondition(msgspec.Struct, kw_only=True, omit_defaults=True, rename="cam
     message: str = ""
 
 
-class Resources(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class Resources(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """`corev1.ResourceRequirements` without its claims: quantities as the API spells them."""
 
     requests: dict[str, str] = msgspec.field(default_factory=dict)
     limits: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-class ContainerImage(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class ContainerImage(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """A container of a pod's spec: its name, image and resources (what an in-place update
     changes)."""
 
@@ -50,15 +50,15 @@ class ContainerImage(msgspec.Struct, kw_only=True, omit_defaults=True, rename="c
     resources: Resources = msgspec.field(default_factory=Resources)
 
 
-class SchedulingGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class SchedulingGate(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     name: str = ""
 
 
-class ReadinessGate(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class ReadinessGate(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     condition_type: str = ""
 
 
-class Toleration(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class Toleration(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """`corev1.Toleration`: which taints the pod tolerates (a drained node's NoExecute
     taints, `controllers.features.drain`)."""
 
@@ -69,7 +69,7 @@ class Toleration(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
     toleration_seconds: int | None = None
 
 
-class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class PodSpec(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """The PodSpec fields the operator reads."""
 
     hostname: str = ""
@@ -87,16 +87,16 @@ class PodSpec(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     tolerations: list[Toleration] = msgspec.field(default_factory=list)
 
 
-class Waiting(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class Waiting(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     reason: str = ""
     message: str = ""
 
 
-class ContainerState(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class ContainerState(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     waiting: Waiting | None = None
 
 
-class ContainerStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class ContainerStatus(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """What the kubelet reports of a container: the image it runs, whether it is ready,
     and why it waits (ImagePullBackOff, CrashLoopBackOff...)."""
 
@@ -110,7 +110,7 @@ class ContainerStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="
     resources: Resources | None = None
 
 
-class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class PodStatus(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """The PodStatus fields the operator reads."""
 
     phase: str = ""
@@ -119,7 +119,7 @@ class PodStatus(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"
     container_statuses: list[ContainerStatus] = msgspec.field(default_factory=list)
 
 
-class Pod(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class Pod(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True, rename="camel"):
     """A Pod, slim: metadata, a few spec fields, its readiness and its containers."""
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
