@@ -14,13 +14,13 @@ ask). cliques_lab is imported only inside the fixtures and hooks that need a dev
 - `namespace`: a fresh namespace per test (its default ServiceAccount exists, so pods can be
   created at once), deleted afterwards.
 - `helm` (session): the path of a `helm` binary: `$CLIQUES_HELM`, else the one built from
-  `gomod/helm` into the cache (built, if missing, before the first test, like the cluster).
+  `gomod/helm` into the cache (built, if missing, beside the tests, like the cluster).
 
 Tests marked `addons("kueue", ...)` run a dev cluster of their own with those add-ons
 (tests/support/addon_cluster.py); the add-ons and the cluster's binaries are built, if
-missing, before the first test too (`addon_build_error` tells a failed build). Tests marked
+missing, beside the tests too (`addon_build_error` tells a failed build). Tests marked
 `kube_version("1.38.0-beta.0")` as well run one of their own on that release, whose
-binaries are built before the first test the same way.
+binaries are built before the first test.
 
 For the whole session `KUBECONFIG`, `KUBECACHEDIR` and `PATH` (kubectl first) point at the
 test cluster, so that a stray `kubectl` in a test can never reach another cluster.
@@ -41,10 +41,12 @@ Environment:
 - `CLIQUES_HELM`: the helm binary to use (nothing is built for it).
 - `CLIQUES_CACHE_DIR`, `CLIQUES_GO`: as for `cliques dev-cluster` (cache, Go toolchain).
 
-The binaries are built, if missing, before the first test (in `pytest_runtestloop`, never
-during collection: `--collect-only` builds and downloads nothing), so pytest-timeout's
-per-test limit never counts the (long, one-off) build; a failed build fails
-every test that needs the cluster with the reason, it never skips them. When such a test
+The binaries are built, if missing, beside the tests (tests/support/background_builds.py:
+started in `pytest_runtestloop`, never during collection, so `--collect-only` builds and
+downloads nothing; the tests that need no build run first, and a test that needs one waits
+for it before it starts), so pytest-timeout's per-test limit never counts the (long,
+one-off) build; a failed build fails every test that needs it with the reason, it never
+skips them. When such a test
 fails, the control plane's component logs are copied to
 `<pytest basetemp>/cluster-logs/<test>/` and the path is shown in the failure report.
 """
@@ -66,6 +68,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support import background_builds
 
 CLUSTER_FIXTURE = "kube_cluster"
 HELM_FIXTURE = "helm"
@@ -120,6 +124,13 @@ _BUILD_ERROR_KEY = pytest.StashKey[str]()
 _HELM_ERROR_KEY = pytest.StashKey[str]()
 _ADDONS_ERROR_KEY = pytest.StashKey[str]()
 _LOGS_KEY = pytest.StashKey[Path]()
+_BUILDS_KEY = pytest.StashKey[background_builds.Builds]()
+#: Where a failed build step's reason goes: the fixture or test that needs it reads it there.
+_ERROR_KEYS = {
+    background_builds.CLUSTER: _BUILD_ERROR_KEY,
+    background_builds.HELM: _HELM_ERROR_KEY,
+    background_builds.ADDONS: _ADDONS_ERROR_KEY,
+}
 
 
 def _external() -> Path | None:
@@ -133,20 +144,17 @@ def _needs(fixture: str, items: list[pytest.Item]) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Build the dev-cluster binaries (and helm) before the first test runs, if a selected
-    test needs them: after collection (`--collect-only` builds nothing) and outside any
-    test, so pytest-timeout's per-test limit never counts the build. Returns None: pytest's
-    own loop then runs the tests."""
+    """Start the builds the selected tests need and the machine lacks (the dev cluster's
+    binaries, helm, the add-ons) beside the tests, and order the tests so that those that
+    need none of them run first (tests/support/background_builds.py): after collection
+    (`--collect-only` builds nothing) and outside any test, so pytest-timeout's per-test
+    limit never counts a build. Another release's binaries (`kube_version(...)` tests) are
+    built here, before the first test. Returns None: pytest's own loop then runs the tests."""
     config = session.config
     if config.option.collectonly or (
         session.testsfailed and not config.option.continue_on_collection_errors
     ):
         return  # nothing will run (pytest's loop stops for collection errors first)
-    if not os.environ.get("CLIQUES_HELM") and _needs(HELM_FIXTURE, session.items):
-        _build_helm(session)
-    addons = [
-        name for item in session.items for m in item.iter_markers(ADDONS_MARKER) for name in m.args
-    ]
     versions = sorted(
         {
             v
@@ -155,76 +163,107 @@ def pytest_runtestloop(session: pytest.Session) -> None:
             for v in m.args
         }
     )
-    if addons or versions:
-        _build_addons(session, addons, versions)
-    if _external() is not None or not _needs(CLUSTER_FIXTURE, session.items):
+    if versions:
+        _build_versions(session, versions)
+    steps = _missing_steps(session)
+    if not steps:
         return
-    from cliques_lab.devcluster import build, gomodules, progress
-    from cliques_lab.devcluster.errors import DevClusterError
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    builds = background_builds.Builds(steps, stream)
+    pending = set(builds.steps)
+    background_builds.reorder(session.items, _step_needs, pending)
+    config.stash[_BUILDS_KEY] = builds
+    builds.start()
 
+
+def _addon_names(items: list[pytest.Item]) -> list[str]:
+    return [name for item in items for m in item.iter_markers(ADDONS_MARKER) for name in m.args]
+
+
+def _step_needs(item: pytest.Item) -> set[str]:
+    """The build steps test `item` needs done before it starts."""
+    needs: set[str] = set()
+    names = getattr(item, "fixturenames", ())
+    addons = any(m.args for m in item.iter_markers(ADDONS_MARKER))
+    if CLUSTER_FIXTURE in names or addons:
+        needs.add(background_builds.CLUSTER)
+    if HELM_FIXTURE in names:
+        needs.add(background_builds.HELM)
+    if addons:
+        needs.add(background_builds.ADDONS)
+    return needs
+
+
+def _missing_steps(session: pytest.Session) -> list[background_builds.Step]:
+    """The build steps the selected tests need and the cache lacks (none for an external
+    cluster's tests, or with `$CLIQUES_HELM` for helm); a version or add-on name that does
+    not parse fails the tests that need it with the reason."""
+    from cliques_lab.devcluster import addons, build, gomodules
+
+    config = session.config
+    logs = config._tmp_path_factory.getbasetemp() / "builds"  # type: ignore[attr-defined]
     try:
         version = gomodules.kube_version()
     except ValueError as exc:
-        session.config.stash[_BUILD_ERROR_KEY] = f"{gomodules.KUBE_VERSION_ENV}: {exc}"
-        return
-    if build.installed_binaries(kube_version=version) is not None:
-        return
-    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
-    print(
-        f"\nbuilding the dev-cluster binaries (Kubernetes v{version}) from Go modules before "
-        "the tests (once per machine; cached in ~/.cache/cliques)",
-        file=stream,
-        flush=True,
-    )
-    reporter = progress.PlainReporter(stream)
-    try:
-        build.ensure_binaries(reporter, kube_version=version)
-    except DevClusterError as exc:
-        session.config.stash[_BUILD_ERROR_KEY] = str(exc)
-        print(f"dev-cluster build failed:\n{exc}", file=stream, flush=True)
-
-
-def _build_helm(session: pytest.Session) -> None:
-    from cliques_lab.devcluster import build, gomodules, progress
-    from cliques_lab.devcluster.errors import DevClusterError
-
-    if build.installed_tool(gomodules.HELM) is not None:
-        return
-    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
-    print("\nbuilding helm from its Go module before the tests (once per machine)", file=stream)
-    try:
-        build.ensure_tool(gomodules.HELM, progress.PlainReporter(stream))
-    except DevClusterError as exc:
-        session.config.stash[_HELM_ERROR_KEY] = str(exc)
-        print(f"helm build failed:\n{exc}", file=stream, flush=True)
-
-
-def _build_addons(session: pytest.Session, names: list[str], versions: list[str]) -> None:
-    """Build what the `addons(...)` and `kube_version(...)` tests' own clusters run: the
-    cluster's binaries (of $CLIQUES_KUBE_VERSION, and of each of `versions`) and each
-    add-on's module."""
-    from cliques_lab.devcluster import addons, build, progress
-    from cliques_lab.devcluster.errors import DevClusterError
-
-    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
-    reporter = progress.PlainReporter(stream)
+        config.stash[_BUILD_ERROR_KEY] = f"{gomodules.KUBE_VERSION_ENV}: {exc}"
+        return []
+    names = _addon_names(session.items)
     try:
         wanted = addons.parse(names)
-        if names and build.installed_binaries() is None:
-            build.ensure_binaries(reporter)
+    except ValueError as exc:
+        config.stash[_ADDONS_ERROR_KEY] = str(exc)
+        wanted = []
+    steps: list[background_builds.Step] = []
+    cli = background_builds.dev_cluster_build
+    beside = background_builds.BESIDE_TESTS_NICE
+
+    def step(name: str, argv: list[str], nice: int) -> None:
+        steps.append(background_builds.Step(name, argv, nice, logs / f"{name}.log"))
+
+    cluster_tests = _external() is None and _needs(CLUSTER_FIXTURE, session.items)
+    if (cluster_tests or wanted) and build.installed_binaries(kube_version=version) is None:
+        step(background_builds.CLUSTER, cli("--kube-version", version), 0)
+    if (
+        not os.environ.get("CLIQUES_HELM")
+        and _needs(HELM_FIXTURE, session.items)
+        and build.installed_tool(gomodules.HELM) is None
+    ):
+        step(background_builds.HELM, [sys.executable, "-c", background_builds.HELM_ONLY], beside)
+    missing = [n for n in wanted if build.installed_tool(addons.ADDONS[n].module) is None]
+    if missing:
+        args = [a for n in missing for a in ("--with", n)]
+        step(background_builds.ADDONS, cli("--kube-version", version, *args), beside)
+    return steps
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """Before a test starts (and before pytest-timeout's timer), wait for the builds it
+    needs; a failed one is told to the fixtures, which fail the test with its reason."""
+    builds = item.config.stash.get(_BUILDS_KEY, None)
+    if builds is not None:
+        errors = builds.wait(_step_needs(item))
+        for name, error in errors.items():
+            item.config.stash[_ERROR_KEYS[name]] = error
+    return (yield)
+
+
+def _build_versions(session: pytest.Session, versions: list[str]) -> None:
+    """Build what the `kube_version(...)` tests' own clusters run: each release's binaries
+    (before the first test: only `make test-compat` selects them)."""
+    from cliques_lab.devcluster import build, progress
+    from cliques_lab.devcluster.errors import DevClusterError
+
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    reporter = progress.PlainReporter(stream)
+    try:
         for version in versions:
             if build.installed_binaries(kube_version=version) is None:
                 print(f"\nbuilding Kubernetes v{version} before the tests", file=stream)
                 build.ensure_binaries(reporter, kube_version=version)
-        for name in wanted:
-            if build.installed_tool(addons.ADDONS[name].module) is None:
-                print(
-                    f"\nbuilding the {name} add-on before the tests (once per machine)", file=stream
-                )
-                build.ensure_tool(addons.ADDONS[name].module, reporter)
     except (DevClusterError, ValueError) as exc:
         session.config.stash[_ADDONS_ERROR_KEY] = str(exc)
-        print(f"add-on build failed:\n{exc}", file=stream, flush=True)
+        print(f"Kubernetes build failed:\n{exc}", file=stream, flush=True)
 
 
 def addon_build_error(config: pytest.Config) -> str | None:

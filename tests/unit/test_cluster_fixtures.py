@@ -78,3 +78,39 @@ def test_collecting_the_tests_builds_and_downloads_nothing(tmp_path: Path) -> No
     assert "tests/e2e/" in done.stdout and "lab/tests/e2e/" in done.stdout
     assert "building" not in done.stderr, done.stderr
     assert list(cache.iterdir()) == []
+
+
+def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
+    tmp_path: Path,
+) -> None:
+    # A real session on an empty cache and no Go: the cluster's build starts beside the
+    # tests, the test that needs nothing runs first, and the one that needs the cluster
+    # waits for the build and errors with its reason (it is not skipped).
+    pytest.importorskip("cliques_lab")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_session.py").write_text(
+        "def test_needs_the_cluster(kube_cluster):\n    pass\n\n\n"
+        "def test_needs_nothing():\n    pass\n"
+    )
+    env = dict(os.environ, CLIQUES_CACHE_DIR=str(cache), CLIQUES_GO="/nonexistent")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    for name in ("CLIQUES_KUBECONFIG", "CLIQUES_HELM", "CLIQUES_KUBE_VERSION"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [*PYTEST, "-p", "tests.support.cluster_fixtures", "-v", str(tests)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:] + done.stderr[-3000:]
+    assert out.index("test_needs_nothing PASSED") < out.index("test_needs_the_cluster ERROR")
+    assert "the dev cluster could not be built" in out
+    assert "CLIQUES_GO=/nonexistent" in out
+    assert "[builds] cluster: failed" in done.stderr
