@@ -100,7 +100,15 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     for name in ("CLIQUES_KUBECONFIG", "CLIQUES_HELM", "CLIQUES_KUBE_VERSION"):
         env.pop(name, None)
     done = subprocess.run(
-        [*PYTEST, "-p", "tests.support.cluster_fixtures", "-v", str(tests)],
+        [
+            *PYTEST,
+            "-p",
+            "tests.support.cluster_fixtures",
+            "-v",
+            "--basetemp",
+            str(tmp_path / "basetemp"),
+            str(tests),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -114,3 +122,4 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     assert "the dev cluster could not be built" in out
     assert "CLIQUES_GO=/nonexistent" in out
     assert "[builds] cluster: failed" in done.stderr
+    assert (tmp_path / "basetemp" / "builds" / "cluster.log").is_file()
