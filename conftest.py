@@ -7,7 +7,12 @@ cluster only inside the fixtures and hooks that start or build one: the product'
 (tests/unit) run without cliques-lab installed.
 
 tests/support/asyncio_leaks.py fails a test that leaves an asyncio task running on the
-session's event loop.
+session's event loop; tests/support/env_leaks.py one that leaves the process environment or
+working directory changed.
 """
 
-pytest_plugins = ["tests.support.cluster_fixtures", "tests.support.asyncio_leaks"]
+pytest_plugins = [
+    "tests.support.cluster_fixtures",
+    "tests.support.asyncio_leaks",
+    "tests.support.env_leaks",
+]

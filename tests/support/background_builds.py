@@ -6,16 +6,17 @@ cores. Built one after the other before the first test, that half hour adds to t
 suite's. Here they run in a thread of their own, each step a process (`cliques dev-cluster
 build`), while the tests that need none of them run:
 
-- the session's tests are reordered (stably) so that those that need nothing still to be
-  built come first: the unit tests while the cluster's binaries build, the cluster's tests
-  while helm and the add-ons build (niced, so that they take the CPU the tests leave);
+- the session's tests are ordered (stably, on every machine alike) by the last step they
+  need: those that need none first (the unit tests, while the cluster's binaries build),
+  then the cluster's tests (while helm and the add-ons build, niced, so that they take the
+  CPU the tests leave), then helm's, then the add-ons';
 - before a test that needs a step starts, `wait` blocks until that step is done (outside
   the test, so pytest-timeout's per-test limit never counts the build) and hands back why
   it failed, if it did; the fixtures then fail the test with that reason, as before.
 
-Nothing is built when nothing is missing: the order and the run are then those of a warm
-machine. Each step's output goes to a log file under the session's base temp directory,
-named in the failure and in the progress lines on stderr.
+Nothing is built when nothing is missing; the order is the same. Each step's output goes
+to a log file under the session's base temp directory, named in the failure and in the
+progress lines on stderr.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ class Builds:
 
 def reorder(items: list[T], needs: Callable[[T], set[str]], pending: set[str]) -> None:
     """Stably reorder `items` in place so that a test waits for as little as can be: first
-    those that need none of the `pending` steps, then by the latest step (in `ORDER`)
+    those that need none of the `pending` steps, then by the latest of them (in `ORDER`)
     they need."""
     rank = {name: i + 1 for i, name in enumerate(ORDER)}
 

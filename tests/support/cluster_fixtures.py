@@ -144,9 +144,10 @@ def _needs(fixture: str, items: list[pytest.Item]) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Start the builds the selected tests need and the machine lacks (the dev cluster's
-    binaries, helm, the add-ons) beside the tests, and order the tests so that those that
-    need none of them run first (tests/support/background_builds.py): after collection
+    """Order the tests so that those that need no build run first, then the cluster's,
+    then helm's, then the add-ons' (on every machine), and start the builds the selected
+    tests need and the machine lacks beside them (tests/support/background_builds.py): after
+    collection
     (`--collect-only` builds nothing) and outside any test, so pytest-timeout's per-test
     limit never counts a build. Another release's binaries (`kube_version(...)` tests) are
     built here, before the first test. Returns None: pytest's own loop then runs the tests."""
@@ -165,13 +166,14 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     )
     if versions:
         _build_versions(session, versions)
+    # One order on every machine, built or not, so that a test that depends on another's
+    # leftovers fails everywhere alike (tests/support/env_leaks.py catches the usual kind).
+    background_builds.reorder(session.items, _step_needs, set(background_builds.ORDER))
     steps = _missing_steps(session)
     if not steps:
         return
     stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
     builds = background_builds.Builds(steps, stream)
-    pending = set(builds.steps)
-    background_builds.reorder(session.items, _step_needs, pending)
     config.stash[_BUILDS_KEY] = builds
     builds.start()
 

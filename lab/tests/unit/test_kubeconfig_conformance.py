@@ -110,7 +110,11 @@ def load_both(config_file: str, context: str | None = None) -> tuple[View, View]
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in (*PROXY_ENV, "KUBECONFIG"):
-        monkeypatch.delenv(var, raising=False)
+        # setenv first records the variable's value, or its absence, for the undo: a case
+        # that then sets the proxy environment itself leaves nothing behind for the tests
+        # after it (a delenv of a variable that is not set records nothing).
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     # Both loaders run plugins and read files from where the test says, not from here.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
