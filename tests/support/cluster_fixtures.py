@@ -73,6 +73,7 @@ from tests.support import background_builds
 
 CLUSTER_FIXTURE = "kube_cluster"
 HELM_FIXTURE = "helm"
+CLUSTER_MARKER = "cluster"
 ADDONS_MARKER = "addons"
 KUBE_VERSION_MARKER = "kube_version"
 DEFAULT_TEST_CLUSTER = "cliques-test"
@@ -187,7 +188,9 @@ def _step_needs(item: pytest.Item) -> set[str]:
     needs: set[str] = set()
     names = getattr(item, "fixturenames", ())
     addons = any(m.args for m in item.iter_markers(ADDONS_MARKER))
-    if CLUSTER_FIXTURE in names or addons:
+    # A test marked `cluster` may bring up a dev cluster of its own (the audit log's test).
+    own = item.get_closest_marker(CLUSTER_MARKER) is not None
+    if CLUSTER_FIXTURE in names or own or addons:
         needs.add(background_builds.CLUSTER)
     if HELM_FIXTURE in names:
         needs.add(background_builds.HELM)
@@ -222,7 +225,9 @@ def _missing_steps(session: pytest.Session) -> list[background_builds.Step]:
     def step(name: str, argv: list[str], nice: int) -> None:
         steps.append(background_builds.Step(name, argv, nice, logs / f"{name}.log"))
 
-    cluster_tests = _external() is None and _needs(CLUSTER_FIXTURE, session.items)
+    cluster_tests = _external() is None and any(
+        background_builds.CLUSTER in _step_needs(item) for item in session.items
+    )
     if (cluster_tests or wanted) and build.installed_binaries(kube_version=version) is None:
         step(background_builds.CLUSTER, cli("--kube-version", version), 0)
     if (

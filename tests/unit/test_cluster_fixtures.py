@@ -92,7 +92,10 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     tests = tmp_path / "t"
     tests.mkdir()
     (tests / "test_session.py").write_text(
+        "import pytest\n\n\n"
         "def test_needs_the_cluster(kube_cluster):\n    pass\n\n\n"
+        "@pytest.mark.cluster\n"
+        "def test_makes_a_cluster_of_its_own():\n    pass\n\n\n"
         "def test_needs_nothing():\n    pass\n"
     )
     env = dict(os.environ, CLIQUES_CACHE_DIR=str(cache), CLIQUES_GO="/nonexistent")
@@ -118,7 +121,10 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     )
     out = done.stdout
     assert done.returncode == 1, out[-3000:] + done.stderr[-3000:]
-    assert out.index("test_needs_nothing PASSED") < out.index("test_needs_the_cluster ERROR")
+    first = out.index("test_needs_nothing PASSED")
+    assert first < out.index("test_needs_the_cluster ERROR")
+    # A test marked `cluster` without the fixture waits for the build too.
+    assert first < out.index("test_makes_a_cluster_of_its_own")
     assert "the dev cluster could not be built" in out
     assert "CLIQUES_GO=/nonexistent" in out
     assert "[builds] cluster: failed" in done.stderr
