@@ -54,6 +54,7 @@ fails, the control plane's component logs are copied to
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import re
 import secrets
@@ -65,7 +66,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -173,10 +174,21 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     steps = _missing_steps(session)
     if not steps:
         return
-    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
-    builds = background_builds.Builds(steps, stream)
+    builds = background_builds.Builds(steps, _terminal())
     config.stash[_BUILDS_KEY] = builds
     builds.start()
+
+
+def _terminal() -> TextIO:
+    """A stream to the session's real stderr that stays there: pytest's capture points fd 2
+    at a file while each test runs, so the builds' progress, written from their thread or
+    between tests, goes to a duplicate of fd 2 taken now (no capture is on during
+    `pytest_runtestloop`)."""
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    try:
+        return os.fdopen(os.dup(stream.fileno()), "w", buffering=1)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return stream
 
 
 def _addon_names(items: list[pytest.Item]) -> list[str]:

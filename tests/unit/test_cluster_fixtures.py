@@ -84,19 +84,20 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     tmp_path: Path,
 ) -> None:
     # A real session on an empty cache and no Go: the cluster's build starts beside the
-    # tests, the test that needs nothing runs first, and the one that needs the cluster
-    # waits for the build and errors with its reason (it is not skipped).
+    # tests, the test that needs nothing runs first (the build fails while it runs), and
+    # the one that needs the cluster waits for the build and errors with its reason (it is
+    # not skipped).
     pytest.importorskip("cliques_lab")
     cache = tmp_path / "cache"
     cache.mkdir()
     tests = tmp_path / "t"
     tests.mkdir()
     (tests / "test_session.py").write_text(
-        "import pytest\n\n\n"
+        "import time\n\nimport pytest\n\n\n"
         "def test_needs_the_cluster(kube_cluster):\n    pass\n\n\n"
         "@pytest.mark.cluster\n"
         "def test_makes_a_cluster_of_its_own():\n    pass\n\n\n"
-        "def test_needs_nothing():\n    pass\n"
+        "def test_needs_nothing():\n    time.sleep(3)\n"
     )
     env = dict(os.environ, CLIQUES_CACHE_DIR=str(cache), CLIQUES_GO="/nonexistent")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
@@ -127,5 +128,6 @@ def test_a_missing_build_runs_beside_the_tests_that_need_none_and_fails_its_own(
     assert first < out.index("test_makes_a_cluster_of_its_own")
     assert "the dev cluster could not be built" in out
     assert "CLIQUES_GO=/nonexistent" in out
+    # Told on the real stderr though the build ended while a test ran under capture.
     assert "[builds] cluster: failed" in done.stderr
     assert (tmp_path / "basetemp" / "builds" / "cluster.log").is_file()
