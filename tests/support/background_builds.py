@@ -40,7 +40,7 @@ HELM = "helm"
 ADDONS = "add-ons"
 ORDER = (CLUSTER, HELM, ADDONS)
 #: Niceness of the steps that build while the cluster's tests run.
-BESIDE_TESTS_NICE = 10
+BESIDE_TESTS_NICE = 19
 LOG_TAIL_LINES = 40
 
 
