@@ -6,15 +6,15 @@ cores. Built one after the other before the first test, that half hour adds to t
 suite's. Here they run in a thread of their own, each step a process (`cliques dev-cluster
 build`), while the tests that need none of them run:
 
-- the session's tests are ordered (stably, on every machine alike) by the last step they
-  need: those that need none first (the unit tests, while the cluster's binaries build),
-  then the cluster's tests (while helm and the add-ons build, niced, so that they take the
-  CPU the tests leave), then helm's, then the add-ons';
+- the session's tests are reordered (stably) by the last pending step they need: those
+  that need none first (the unit tests, while the cluster's binaries build), then the
+  cluster's tests (while helm and the add-ons build, niced, so that they take the CPU the
+  tests leave), then helm's, then the add-ons';
 - before a test that needs a step starts, `wait` blocks until that step is done (outside
   the test, so pytest-timeout's per-test limit never counts the build) and hands back why
   it failed, if it did; the fixtures then fail the test with that reason, as before.
 
-Nothing is built when nothing is missing; the order is the same. Each step's output goes
+Nothing is built and no test moves when nothing is missing. Each step's output goes
 to a log file under the session's base temp directory, named in the failure and in the
 progress lines on stderr.
 """

@@ -146,10 +146,9 @@ def _needs(fixture: str, items: list[pytest.Item]) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Order the tests so that those that need no build run first, then the cluster's,
-    then helm's, then the add-ons' (on every machine), and start the builds the selected
-    tests need and the machine lacks beside them (tests/support/background_builds.py): after
-    collection
+    """Start the builds the selected tests need and the machine lacks beside them, and
+    order the tests so that those that need none of them run first
+    (tests/support/background_builds.py): after collection
     (`--collect-only` builds nothing) and outside any test, so pytest-timeout's per-test
     limit never counts a build. Another release's binaries (`kube_version(...)` tests) are
     built here, before the first test. Returns None: pytest's own loop then runs the tests."""
@@ -168,12 +167,10 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     )
     if versions:
         _build_versions(session, versions)
-    # One order on every machine, built or not, so that a test that depends on another's
-    # leftovers fails everywhere alike (tests/support/env_leaks.py catches the usual kind).
-    background_builds.reorder(session.items, _step_needs, set(background_builds.ORDER))
     steps = _missing_steps(session)
     if not steps:
-        return
+        return  # nothing to build: the tests run in their collection order
+    background_builds.reorder(session.items, _step_needs, {s.name for s in steps})
     builds = background_builds.Builds(steps, _terminal())
     config.stash[_BUILDS_KEY] = builds
     builds.start()
